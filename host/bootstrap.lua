@@ -1,0 +1,240 @@
+-- Runs once in every fresh runtime, before any user code, with the host table H.
+-- It keeps private references to what the sandbox takes away (the debug hook, the
+-- traceback), installs the cancel/deadline hook, the module loader and the `moss`
+-- global, then strips every effectful library. Nothing here is reachable afterwards
+-- except through the closures it returns.
+local H = ...
+
+local sethook, gethook, getinfo, traceback = debug.sethook, debug.gethook, debug.getinfo, debug.traceback
+local raw_pcall, raw_xpcall, raw_load, raw_error = pcall, xpcall, load, error
+local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coroutine.status
+local pack, unpack, concat = table.pack, table.unpack, table.concat
+local setmetatable, getmetatable, rawget, type, tostring, select = setmetatable, getmetatable, rawget, type, tostring, select
+local string = string
+local check, COUNT = H.check, H.hook_count
+
+-- Errors raised by moss primitives (and by cancellation) are tables that behave like
+-- strings: tostring, .., and string methods work; err.kind and err.message are there too.
+local Err = {}
+Err.__index = function(self, k)
+  local f = string[k]
+  if f then
+    return function(s, ...) return f(tostring(s), ...) end
+  end
+end
+Err.__tostring = function(self)
+  return (rawget(self, "where") or "") .. rawget(self, "message")
+end
+Err.__concat = function(a, b) return tostring(a) .. tostring(b) end
+Err.__name = "moss.error"
+
+local function make_error(kind, message, level)
+  local where = ""
+  if level then
+    local info = getinfo(level + 1, "Sl")
+    if info and info.currentline and info.currentline > 0 then
+      where = info.short_src .. ":" .. info.currentline .. ": "
+    end
+  end
+  return setmetatable({ kind = kind, message = message, where = where }, Err)
+end
+
+-- ---- cancellation and deadlines ---------------------------------------------------
+local tripped = nil -- "interrupted" or "timeout" once the host says stop
+
+local function tripped_hook()
+  raw_error(make_error(tripped, tripped == "timeout" and "script deadline exceeded" or "interrupted"), 0)
+end
+
+local function trip(why)
+  tripped = why
+  sethook(tripped_hook, "", 1) -- every further instruction in this coroutine fails
+  tripped_hook()
+end
+
+local function hook()
+  local why = check()
+  if why then trip(why) end
+end
+
+local function poll()
+  local why = tripped or check()
+  if why then trip(why) end
+end
+
+-- pcall/xpcall would swallow the stop; these re-raise it and also poll on entry, which
+-- catches recursion patterns that starve the count hook.
+pcall = function(f, ...)
+  poll()
+  local r = pack(raw_pcall(f, ...))
+  if tripped then trip(tripped) end
+  return unpack(r, 1, r.n)
+end
+
+xpcall = function(f, handler, ...)
+  poll()
+  local r = pack(raw_xpcall(f, handler, ...))
+  if tripped then trip(tripped) end
+  return unpack(r, 1, r.n)
+end
+
+-- Hooks are per coroutine: every new coroutine inherits ours.
+coroutine.create = function(f)
+  local co = co_create(f)
+  sethook(co, hook, "", COUNT)
+  return co
+end
+
+coroutine.resume = function(co, ...)
+  poll()
+  local r = pack(co_resume(co, ...))
+  if tripped then trip(tripped) end
+  return unpack(r, 1, r.n)
+end
+
+coroutine.wrap = function(f)
+  local co = coroutine.create(f)
+  return function(...)
+    local r = pack(coroutine.resume(co, ...))
+    if not r[1] then raw_error(r[2], 0) end
+    return unpack(r, 2, r.n)
+  end
+end
+
+-- ---- text-only load ---------------------------------------------------------------
+load = function(chunk, name, mode, env)
+  if env == nil then
+    return raw_load(chunk, name, "t")
+  end
+  return raw_load(chunk, name, "t", env)
+end
+
+-- ---- require: project, then user, then built-in scripts ---------------------------
+local loaded, loading = {}, {}
+require = function(name)
+  if type(name) ~= "string" then
+    raw_error(make_error("usage", "require: module name must be a string, got " .. type(name), 2), 0)
+  end
+  local m = loaded[name]
+  if m ~= nil then return m end
+  if loading[name] then
+    raw_error(make_error("lua", "require: circular require of '" .. name .. "'", 2), 0)
+  end
+  local ok, src, chunkname = H.find_module(name)
+  if not ok then raw_error(make_error("not_found", src, 2), 0) end
+  local fn, err = raw_load(src, chunkname, "t")
+  if not fn then raw_error(err, 0) end
+  loading[name] = true
+  local r = pack(raw_pcall(fn, name))
+  loading[name] = nil
+  if not r[1] then raw_error(r[2], 0) end
+  local value = r[2]
+  if value == nil then value = true end
+  loaded[name] = value
+  return value
+end
+
+-- ---- print goes to stdout ---------------------------------------------------------
+local write_out = H.write_stdout
+print = function(...)
+  local n = select("#", ...)
+  local parts = {}
+  for i = 1, n do parts[i] = tostring((select(i, ...))) end
+  write_out(concat(parts, "\t") .. "\n")
+end
+
+-- ---- the moss global --------------------------------------------------------------
+-- Raw host functions answer (true, results...) or (false, message, kind); the wrapper
+-- turns the second form into an ordinary Lua error raised at the caller's line.
+local function wrap(fullname, raw)
+  return function(...)
+    local r = pack(raw(...))
+    if r[1] then return unpack(r, 2, r.n) end
+    local message, kind = r[2], r[3]
+    if kind == "interrupted" or kind == "timeout" then trip(kind) end
+    raw_error(make_error(kind or "error", fullname .. ": " .. tostring(message), 2), 0)
+  end
+end
+
+local OBJECT = {} -- metatable marking a table that converts to a JSON object / dict
+local moss = {}
+for fullname, raw in pairs(H.functions) do
+  local node = moss
+  local parts = {}
+  for part in fullname:gmatch("[^.]+") do parts[#parts + 1] = part end
+  for i = 1, #parts - 1 do
+    node[parts[i]] = node[parts[i]] or {}
+    node = node[parts[i]]
+  end
+  node[parts[#parts]] = wrap("moss." .. fullname, raw)
+end
+
+--- A table that converts to a dict (JSON object) even when empty.
+function moss.dict(t) return setmetatable(t or {}, OBJECT) end
+
+--- Raise a moss error with a kind scripts can branch on.
+function moss.error(kind, message, level)
+  raw_error(make_error(kind, message, (level or 1) + 1), 0)
+end
+
+--- The kind of an error value from pcall ("lua" for plain Lua errors).
+function moss.error_kind(err)
+  if getmetatable(err) == Err then return err.kind end
+  return "lua"
+end
+
+moss.fmt = string.format
+_G.moss = moss
+
+-- ---- strip what the sandbox forbids -----------------------------------------------
+local os_keep = { time = os.time, clock = os.clock, date = os.date, difftime = os.difftime }
+os = os_keep
+io, debug, dofile, loadfile, python = nil, nil, nil, nil, nil
+package = { loaded = loaded }
+string.dump = nil
+local raw_collect = collectgarbage
+collectgarbage = function(opt, ...)
+  opt = opt or "collect"
+  if opt == "count" or opt == "collect" or opt == "step" then return raw_collect(opt, ...) end
+  raw_error(make_error("denied", "collectgarbage: only 'count', 'collect' and 'step' are available", 2), 0)
+end
+
+-- Shared metatables: strings and wrapped host functions.
+getmetatable("").__metatable = false
+do
+  local mt = getmetatable(H.write_stdout)
+  if type(mt) == "table" then mt.__metatable = false end
+end
+
+-- ---- entry points handed back to the host -----------------------------------------
+local function is_object(t) return getmetatable(t) == OBJECT end
+
+-- Run fn(...) under the hook; answer (true, results...) or (false, text, kind).
+local function run(fn, ...)
+  tripped = nil
+  sethook(hook, "", COUNT)
+  local function handler(e)
+    sethook() -- unwinding to the host: stop tripping so the handler itself can run
+    if getmetatable(e) == Err then
+      if e.kind == "interrupted" or e.kind == "timeout" then return e end
+      return setmetatable({ kind = e.kind, message = e.message, where = e.where,
+        trace = traceback("", 2) }, Err)
+    end
+    return setmetatable({ kind = "lua", message = tostring(e), where = "", trace = traceback("", 2) }, Err)
+  end
+  local r = pack(raw_xpcall(fn, handler, ...))
+  sethook()
+  if r[1] then return unpack(r, 1, r.n) end
+  local e = r[2]
+  if getmetatable(e) == Err then
+    return false, tostring(e), e.kind, rawget(e, "trace") or ""
+  end
+  -- memory errors skip the handler
+  return false, tostring(e), (tostring(e):find("not enough memory", 1, true) and "memory" or "lua"), ""
+end
+
+local function compile(src, chunkname)
+  return raw_load(src, chunkname, "t")
+end
+
+return run, compile, is_object

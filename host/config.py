@@ -1,0 +1,142 @@
+"""Layered TOML config: the project's .moss/config.toml over the user's config.toml.
+
+Every field reaches Lua as `moss.config`, including ones no Python code knows about.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .roots import display_path, user_config_dir
+
+PROJECT_FILE = Path(".moss") / "config.toml"
+
+
+def user_config_file(env=os.environ) -> Path:
+    return user_config_dir(env) / "config.toml"
+
+
+def project_config_file(root: Path) -> Path:
+    return Path(root) / PROJECT_FILE
+
+
+def read_toml(path: Path) -> dict:
+    """Parse one TOML file; a syntax error names file:line:column and the reason."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{display_path(path)}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+        if m:
+            reason = msg[: m.start()].strip()
+            raise ConfigError(f"{display_path(path)}:{m.group(1)}:{m.group(2)}: {reason}") from None
+        m = re.search(r"\(at end of document\)", msg)
+        if m:
+            lines = text.splitlines() or [""]
+            reason = msg[: m.start()].strip()
+            raise ConfigError(f"{display_path(path)}:{len(lines)}:{len(lines[-1]) + 1}: {reason}") from None
+        raise ConfigError(f"{display_path(path)}: {msg}") from None
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """Tables merge key by key; any other value from `over` wins."""
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load(root: Path | None, env=os.environ) -> dict:
+    user = read_toml(user_config_file(env))
+    project = read_toml(project_config_file(root)) if root is not None else {}
+    return deep_merge(user, project)
+
+
+def lookup(config: dict, dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(dotted)
+        node = node[part]
+    return node
+
+
+def parse_value(text: str) -> Any:
+    """A TOML value if the text is one (true, 3, 1.5, "s", [1, 2], {a = 1}); else the text."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def set_value(path: Path, dotted: str, value: Any) -> None:
+    """Set a dotted key in one TOML file, keeping every other key and table."""
+    import tomli_w
+
+    data = read_toml(path)
+    parts = dotted.split(".")
+    if not all(parts):
+        raise ConfigError(f"bad key {dotted!r}: use dotted names like agent.max_turns")
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"cannot set {dotted}: {'.'.join(parts[: i + 1])} is a {type(child).__name__}, not a table")
+        node = child
+    node[parts[-1]] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+TEMPLATE = """\
+# moss project configuration. Every table and key here reaches Lua as moss.config;
+# scripts may read any field you add (see docs/lua-api.md). The user's
+# ~/.config/moss/config.toml is merged underneath; keys here win.
+
+[llm]
+# provider = "anthropic"        # or openai, ollama, llamacpp, vllm, openrouter, groq, ...
+# model = "claude-sonnet-4-5"
+# max_cost_usd = 1.00           # end a session cleanly when spent
+# timeout = 120                 # seconds per request
+
+[agent]
+# machine = "v2"                # v1 (freeform loop) or v2 (explorer/evaluator)
+# max_turns = 16
+# role = "explorer"             # explorer, auditor, refactorer, or a project role
+# validate = ["test"]
+# validate_commands = [ { name = "test", run = "pytest -q", timeout = 600 } ]
+# validate_on = "edit"          # edit, done, turn or never
+# any_field_you_like = "scripts read it as moss.config.agent.any_field_you_like"
+
+[lua]
+# max_memory_mb = 256
+"""
+
+GITIGNORE = """\
+# Written by `moss init`: keep sessions, logs and snapshots out of git, but version the
+# config, the long-term memory and project scripts.
+*
+!.gitignore
+!config.toml
+!memory/
+!memory/**
+!scripts/
+!scripts/**
+scripts/.luarc.json
+"""

@@ -1,0 +1,101 @@
+"""Deep conversion of values between Python and the Lua runtime.
+
+The runtime uses lupa with ``encoding=None``: Lua strings arrive as ``bytes`` and we
+decode them here (invalid UTF-8 is replaced, never an exception). Nothing live crosses
+the boundary: tables become dicts/lists, dicts/lists become fresh tables.
+
+Empty tables: a Lua table with no entries converts to an empty *list*, unless it was
+made with ``moss.dict()`` (or carries the marker metatable), which converts to ``{}``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lupa import lua54
+
+_lua_type = lua54.lua_type
+
+
+def decode(b: bytes) -> str:
+    return b.decode("utf-8", errors="replace")
+
+
+class Converter:
+    """Converts values for one runtime (tables cannot cross runtimes)."""
+
+    def __init__(self, lua, is_object_table=None, max_depth: int = 200):
+        self.lua = lua
+        self._table = lua.table
+        self._is_object_table = is_object_table
+        self.max_depth = max_depth
+
+    # ---- Python -> Lua -------------------------------------------------------------
+    def to_lua(self, value: Any, _depth: int = 0):
+        if _depth > self.max_depth:
+            raise ValueError("value nested too deeply to pass to Lua")
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, str):
+            return value.encode("utf-8", errors="surrogateescape")
+        if isinstance(value, bytes):
+            return value
+        if isinstance(value, dict):
+            t = self._table()
+            for k, v in value.items():
+                if v is None:
+                    continue
+                key = k if isinstance(k, (int, float)) and not isinstance(k, bool) else str(k)
+                t[self.to_lua(key)] = self.to_lua(v, _depth + 1)
+            return t
+        if isinstance(value, (list, tuple)):
+            t = self._table()
+            for i, v in enumerate(value, 1):
+                t[i] = self.to_lua(v, _depth + 1)
+            return t
+        if _lua_type(value) is not None:  # already a Lua object of this runtime
+            return value
+        raise TypeError(f"cannot pass a {type(value).__name__} to Lua")
+
+    # ---- Lua -> Python -------------------------------------------------------------
+    def to_py(self, value: Any, _depth: int = 0, _seen=None):
+        if isinstance(value, bytes):
+            return decode(value)
+        if value is None or isinstance(value, (bool, int)):
+            return value
+        if isinstance(value, float):
+            if value.is_integer() and not math.isinf(value) and abs(value) < 2**53:
+                return value  # keep floats as floats; Lua 5.4 distinguishes them
+            return value
+        kind = _lua_type(value)
+        if kind == "table":
+            if _depth > self.max_depth:
+                raise ValueError("table nested too deeply (or a cycle) to pass to Python")
+            return self._table_to_py(value, _depth)
+        if kind == "function":
+            raise TypeError("a Lua function cannot be passed to a moss primitive here")
+        if kind is not None:
+            raise TypeError(f"a Lua {kind} cannot be passed to a moss primitive")
+        if isinstance(value, str):
+            return value
+        raise TypeError(f"unexpected value of type {type(value).__name__}")
+
+    def _table_to_py(self, t, depth):
+        items = list(t.items())
+        if not items:
+            if self._is_object_table is not None and self._is_object_table(t):
+                return {}
+            return []
+        n = len(items)
+        keys = [k for k, _ in items]
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in keys) and set(keys) == set(range(1, n + 1)):
+            ordered = sorted(items, key=lambda kv: kv[0])
+            return [self.to_py(v, depth + 1) for _, v in ordered]
+        out = {}
+        for k, v in items:
+            key = decode(k) if isinstance(k, bytes) else k
+            if isinstance(key, float) and key.is_integer():
+                key = int(key)
+            out[key if isinstance(key, (str, int)) else str(key)] = self.to_py(v, depth + 1)
+        return out

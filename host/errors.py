@@ -1,0 +1,33 @@
+"""Errors that carry a message a person can act on.
+
+Every host primitive raises MossError (or a subclass) for anything the user or a script
+can fix. The runtime turns it into an ordinary Lua error string; the CLI turns it into an
+exit status. `kind` is a short stable word scripts may branch on.
+"""
+
+
+class MossError(Exception):
+    """A failure with a readable message and a stable `kind`.
+
+    Kinds in use: usage, config, not_found, ambiguous, denied, budget, llm, timeout,
+    interrupted, lua, io.
+    """
+
+    def __init__(self, message: str, kind: str = "error", **data):
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.data = data
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(MossError):
+    def __init__(self, message: str, **data):
+        super().__init__(message, kind="config", **data)
+
+
+class UsageError(MossError):
+    def __init__(self, message: str, **data):
+        super().__init__(message, kind="usage", **data)

@@ -1,0 +1,137 @@
+"""Where Lua scripts and modules come from: project, then user, then built-in.
+
+`require("x.y")` and `moss @x` both look in, in order:
+  1. <project>/.moss/scripts/x/y.lua   (or x/y/init.lua)
+  2. $XDG_CONFIG_HOME/moss/scripts/... (default ~/.config/moss/scripts)
+  3. the built-in scripts shipped with moss
+Names are dotted identifiers; `..`, absolute names and symlinks that leave a root are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import MossError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)*$")
+# Subfolders that hold modules, not runnable scripts.
+LIBRARY_DIRS = {"lib", "machines", "roles", "types"}
+
+
+def builtin_scripts_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "scripts"  # inside a wheel: moss/scripts
+    return packaged if packaged.is_dir() else here.parent / "scripts"  # source checkout
+
+
+def user_config_dir(env=os.environ) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "moss"
+
+
+def display_path(path: Path) -> str:
+    """A short path for messages: relative to cwd when inside it, else ~-contracted."""
+    path = Path(path)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    home = os.path.expanduser("~")
+    s = str(path)
+    if home not in ("", "/") and s.startswith(home + os.sep):
+        return "~" + s[len(home):]
+    return s
+
+
+@dataclass(frozen=True)
+class Root:
+    name: str  # "project", "user", "built-in"
+    path: Path
+
+
+@dataclass(frozen=True)
+class ScriptInfo:
+    name: str
+    path: Path
+    origin: str
+    description: str
+    shadows: tuple[str, ...] = ()
+
+
+class ScriptRoots:
+    def __init__(self, project_root: Path | None, env=os.environ, builtin: Path | None = None):
+        roots = []
+        if project_root is not None:
+            roots.append(Root("project", Path(project_root) / ".moss" / "scripts"))
+        roots.append(Root("user", user_config_dir(env) / "scripts"))
+        roots.append(Root("built-in", builtin or builtin_scripts_dir()))
+        self.roots = roots
+
+    def _candidates(self, name: str):
+        parts = name.split(".")
+        for root in self.roots:
+            base = root.path.joinpath(*parts)
+            yield root, base.with_name(base.name + ".lua")
+            yield root, base / "init.lua"
+
+    def find_module(self, name: str, what: str = "module") -> tuple[Path, str]:
+        """Resolve a dotted name to (path, display name); MossError when absent/refused."""
+        if not NAME_RE.match(name or ""):
+            raise MossError(
+                f"{what} name {name!r} refused: use dotted names like 'lib.util' "
+                "(no '..', slashes or absolute paths)",
+                kind="denied",
+            )
+        looked = []
+        for root, candidate in self._candidates(name):
+            looked.append(display_path(candidate))
+            if not candidate.is_file():
+                continue
+            real = candidate.resolve()
+            root_real = root.path.resolve()
+            if not real.is_relative_to(root_real):
+                raise MossError(
+                    f"{what} {name!r} refused: {display_path(candidate)} is a symlink "
+                    f"leading outside {display_path(root.path)}",
+                    kind="denied",
+                )
+            return real, display_path(candidate)
+        raise MossError(f"{what} {name!r} not found; looked in:\n  " + "\n  ".join(looked), kind="not_found")
+
+    def list_scripts(self) -> list[ScriptInfo]:
+        """Runnable scripts (top-level .lua files), first root wins; shadowed ones noted."""
+        seen: dict[str, ScriptInfo] = {}
+        for root in self.roots:
+            if not root.path.is_dir():
+                continue
+            for p in sorted(root.path.glob("*.lua")):
+                name = p.stem
+                if name in seen:
+                    first = seen[name]
+                    seen[name] = ScriptInfo(first.name, first.path, first.origin, first.description,
+                                            first.shadows + (root.name,))
+                    continue
+                seen[name] = ScriptInfo(name, p, root.name, _description(p))
+        return sorted(seen.values(), key=lambda s: s.name)
+
+
+def _description(path: Path) -> str:
+    """First `-- text` comment line at the top of a script."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                s = line.strip()
+                if not s:
+                    continue
+                if s.startswith("--"):
+                    text = s.lstrip("-").strip()
+                    if text and not text.startswith("@") and not text.startswith("["):
+                        return text
+                    continue
+                break
+    except OSError:
+        pass
+    return ""

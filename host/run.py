@@ -1,0 +1,186 @@
+"""`moss @NAME ARGS...`: find the script, build its runtime, run it, map the outcome to an exit status.
+
+A script is either plain top-level code, or returns a table
+`{ help = "text" | function, main = function(args) ... end }`; `main`'s return value
+(an integer, true/false or nil) becomes the exit status.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from . import api, config as config_mod, ui
+from .context import Context, find_project_root
+from .errors import MossError
+from .roots import ScriptRoots
+from .runtime import DEFAULT_MEMORY_MB, LuaScriptError, Runtime
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+# Options the host itself understands, anywhere among a script's arguments (before `--`).
+# They configure mechanism (which LLM, budgets, limits) for every script alike.
+HOST_OPTIONS = {
+    "--provider": "provider",
+    "--model": "model",
+    "--record": "record",
+    "--replay": "replay",
+    "--script": "script",
+    "--max-cost": "max_cost",
+    "--max-tokens": "max_tokens",
+    "--memory-mb": "memory_mb",
+    "--timeout": "timeout",
+}
+HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full"}
+NUMERIC = {"max_cost": float, "max_tokens": int, "memory_mb": int, "timeout": float}
+
+HOST_OPTIONS_HELP = """\
+Host options (any script):
+  --provider NAME      LLM provider (anthropic, openai, ollama, ..., replay, script)
+  --model NAME         model name
+  --record FILE        append every LLM request/response to a JSONL cassette
+  --replay FILE        with --provider replay: answer from a cassette
+  --script FILE        with --provider script: answer a list of responses in order
+  --max-cost USD       end cleanly once this much was spent
+  --max-tokens N       end cleanly once this many tokens were used
+  --memory-mb N        Lua memory cap (default 256)
+  --timeout SECONDS    LLM request timeout
+  --allow-full         permit the unrestricted `full` tool access level
+  --verbose            stream model output and show more detail"""
+
+
+def split_host_options(args: list[str]) -> tuple[dict, list[str]]:
+    """Pull host options out of a script's words; everything else stays for the script."""
+    options: dict = {}
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            rest.extend(args[i:])
+            break
+        name, eq, inline = word.partition("=")
+        if name in HOST_FLAGS and not eq:
+            options[HOST_FLAGS[name]] = True
+        elif name in HOST_OPTIONS:
+            key = HOST_OPTIONS[name]
+            if eq:
+                value = inline
+            elif i + 1 < len(args):
+                i += 1
+                value = args[i]
+            else:
+                raise MossError(f"{name} needs a value", kind="usage")
+            if key in NUMERIC:
+                try:
+                    value = NUMERIC[key](value)
+                except ValueError:
+                    raise MossError(f"{name} expects a number, got {value!r}", kind="usage") from None
+            options[key] = value
+        else:
+            rest.append(word)
+        i += 1
+    return options, rest
+
+
+def build(name: str, args: list[str], options: dict | None = None, root: Path | None = None) -> tuple[Context, Runtime]:
+    """Context + runtime for one script run (also used by tests and spawned agents)."""
+    root = root or find_project_root()
+    cfg = config_mod.load(root)
+    options = dict(options or {})
+    ctx = Context(root=root, config=cfg, options=options, args=list(args), script=name)
+    memory_mb = options.get("memory_mb") or cfg.get("lua", {}).get("max_memory_mb") or DEFAULT_MEMORY_MB
+    roots = ScriptRoots(root)
+    rt = Runtime(roots, api.functions(ctx), memory_mb=int(memory_mb))
+    ctx.runtime = rt
+    rt.set("args", list(args))
+    rt.set("root", str(root))
+    rt.set("config", cfg)
+    rt.set("options", options)
+    rt.set("script", name)
+    from . import __version__
+
+    rt.set("version", __version__)
+    return ctx, rt
+
+
+def run_script(name: str, words: list[str]) -> int:
+    try:
+        options, args = split_host_options(words)
+        ctx, rt = build(name, args, options)
+        path, shown = rt.roots.find_module(name, what="script")
+    except MossError as e:
+        ui.error(e.message)
+        return EXIT_USAGE if e.kind in ("usage", "config", "not_found", "denied") else EXIT_FAIL
+    try:
+        with rt.sigint_cancels():
+            chunk = rt.load(path.read_bytes(), shown)
+            result = rt.call(chunk, *args)
+            main = _field(rt, result, "main")
+            if main is not None:
+                if any(a in ("-h", "--help") for a in args):
+                    help_ = _field(rt, result, "help")
+                    if help_ is not None:
+                        text = rt.call(help_) if _is_function(help_) else help_
+                        sys.stdout.write(rt.to_py(text).rstrip("\n") + "\n\n" + HOST_OPTIONS_HELP + "\n")
+                        return EXIT_OK
+                result = rt.call(main, args)
+            return _exit_status(rt.to_py(result) if not _is_lua(result) else None)
+    except LuaScriptError as e:
+        return _report(e, options)
+    except KeyboardInterrupt:
+        ui.console().print("[yellow]interrupted[/]")
+        return EXIT_INTERRUPTED
+    finally:
+        services = ctx.services
+        for svc in list(services.values()):
+            close = getattr(svc, "close", None)
+            if close:
+                try:
+                    close()
+                except Exception:
+                    pass
+
+
+def _report(e: LuaScriptError, options: dict) -> int:
+    if e.kind in ("interrupted",):
+        ui.console().print("[yellow]interrupted[/]")
+        return EXIT_INTERRUPTED
+    if e.kind in ("config", "usage"):
+        ui.error(e.message)
+        return EXIT_USAGE
+    ui.error(e.message)
+    if e.trace and e.kind not in ("memory", "timeout"):
+        ui.console().print(ui.escape(e.trace), style="dim", markup=False)
+    return EXIT_FAIL
+
+
+def _is_lua(value) -> bool:
+    from lupa import lua54
+
+    return lua54.lua_type(value) in ("table", "function")
+
+
+def _is_function(value) -> bool:
+    from lupa import lua54
+
+    return lua54.lua_type(value) == "function"
+
+
+def _field(rt, value, key):
+    from lupa import lua54
+
+    if lua54.lua_type(value) != "table":
+        return None
+    return value[key.encode()]
+
+
+def _exit_status(value) -> int:
+    if value is None or value is True:
+        return EXIT_OK
+    if value is False:
+        return EXIT_FAIL
+    if isinstance(value, int) and 0 <= value <= 255:
+        return value
+    return EXIT_OK
+

@@ -1,0 +1,232 @@
+"""The sandboxed Lua 5.4 runtime: one per agent.
+
+Mechanism only. The runtime
+- uses lupa's Lua 5.4 (the only lupa runtime without the object-identity bug #294),
+- denies every attribute and item access on Python objects (whitelist of nothing),
+- keeps `debug.sethook` privately for a count hook that polls cancellation/deadline,
+- resolves `require` through project, user and built-in script roots,
+- exposes host primitives as the `moss` global, converting values deeply both ways.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import traceback as py_traceback
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+from lupa import lua54
+
+from .convert import Converter, decode
+from .errors import MossError
+from .roots import ScriptRoots
+
+DEFAULT_MEMORY_MB = 256
+HOOK_COUNT = 10_000
+
+
+class LuaScriptError(MossError):
+    """A script failed: `text` is `file:line: message`, `trace` the Lua traceback."""
+
+    def __init__(self, text: str, kind: str = "lua", trace: str = ""):
+        super().__init__(text, kind=kind)
+        self.trace = trace
+
+
+def _deny_get(obj, name):
+    raise AttributeError("Python objects are not accessible from Lua")
+
+
+def _deny_set(obj, name, value):
+    raise AttributeError("Python objects are not accessible from Lua")
+
+
+class Runtime:
+    """A Lua 5.4 state with the moss sandbox, loader and API installed."""
+
+    def __init__(
+        self,
+        roots: ScriptRoots,
+        functions: dict[str, Callable[..., Any]] | None = None,
+        *,
+        memory_mb: int = DEFAULT_MEMORY_MB,
+        stdout: Callable[[str], None] | None = None,
+    ):
+        self.roots = roots
+        self.memory_mb = memory_mb
+        self._stdout = stdout or _write_stdout
+        self._cancel = threading.Event()
+        self._in_primitive = 0
+        self._deadline: float | None = None
+        self.lua = lua54.LuaRuntime(
+            encoding=None,
+            unpack_returned_tuples=True,
+            register_eval=False,
+            register_builtins=False,
+            max_memory=memory_mb << 20,
+            attribute_handlers=(_deny_get, _deny_set),
+        )
+        self.conv = Converter(self.lua)
+        self._install(functions or {})
+
+    # ---- setup -------------------------------------------------------------------------
+    def _install(self, functions):
+        lua = self.lua
+        host = lua.table()
+        host[b"check"] = self._check
+        host[b"hook_count"] = HOOK_COUNT
+        host[b"write_stdout"] = self._raw_write
+        host[b"find_module"] = self._find_module
+        fns = lua.table()
+        for name, fn in functions.items():
+            fns[name.encode()] = self._wrap_primitive(name, fn)
+        host[b"functions"] = fns
+        src = resources.files(__package__).joinpath("bootstrap.lua").read_bytes()
+        boot = lua.execute(b"return load(...)", src, b"@moss/bootstrap.lua", b"t")
+        self._run, self._compile, is_object = boot(host)
+        self.conv._is_object_table = is_object
+        self.moss = lua.globals()[b"moss"]
+
+    def set(self, name: str, value: Any) -> None:
+        """Set `moss.<name>` to a plain value (deep-converted)."""
+        self.moss[name.encode()] = self.conv.to_lua(value)
+
+    # ---- host callbacks ----------------------------------------------------------------
+    def _check(self):
+        if self._cancel.is_set():
+            return b"interrupted"
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            return b"timeout"
+        return None
+
+    def _raw_write(self, data):
+        self._stdout(decode(data) if isinstance(data, bytes) else str(data))
+
+    def _find_module(self, name):
+        try:
+            path, display = self.roots.find_module(decode(name))
+            return True, path.read_bytes(), ("@" + display).encode()
+        except MossError as e:
+            return False, e.message.encode()
+
+    def _wrap_primitive(self, name: str, fn: Callable[..., Any]):
+        conv = self.conv
+
+        def primitive(*args):
+            self._in_primitive += 1
+            try:
+                py_args = [conv.to_py(a) for a in args]
+                result = fn(*py_args)
+                if isinstance(result, tuple):
+                    return (True, *(conv.to_lua(r) for r in result))
+                return True, conv.to_lua(result)
+            except MossError as e:
+                return False, e.message.encode(), e.kind.encode()
+            except KeyboardInterrupt:
+                self._cancel.set()
+                return False, b"interrupted", b"interrupted"
+            except (TypeError, ValueError) as e:
+                return False, str(e).encode(), b"usage"
+            except Exception as e:  # a host bug: say so, keep the runtime alive
+                if os.environ.get("MOSS_DEBUG"):
+                    py_traceback.print_exc()
+                return False, f"internal error: {type(e).__name__}: {e}".encode(), b"internal"
+            finally:
+                self._in_primitive -= 1
+
+        primitive.__name__ = name
+        return primitive
+
+    # ---- running -----------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Ask the running script to stop (thread-safe; also used by SIGINT)."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def load(self, source: str | bytes, chunkname: str):
+        """Compile a chunk; syntax errors become LuaScriptError('file:line: ...')."""
+        src = source.encode() if isinstance(source, str) else source
+        result = self._compile(src, ("@" + chunkname).encode())
+        if isinstance(result, tuple):
+            raise LuaScriptError(decode(result[1]), kind="syntax")
+        return result
+
+    def call(self, fn, *args, timeout: float | None = None):
+        """Call a Lua function under the hook; Lua errors raise LuaScriptError."""
+        self._deadline = time.monotonic() + timeout if timeout else None
+        lua_args = [self.conv.to_lua(a) for a in args]
+        try:
+            result = self._run(fn, *lua_args)
+        except lua54.LuaMemoryError:
+            self.lua.gccollect()
+            raise LuaScriptError(self._memory_message(), kind="memory") from None
+        finally:
+            self._deadline = None
+        if not isinstance(result, tuple):
+            result = (result,)
+        if result[0] is True:
+            values = result[1:]
+            return values[0] if len(values) == 1 else (values or None)
+        _, text, kind, trace = (result + (None, None, None))[:4]
+        kind = decode(kind) if kind else "lua"
+        if kind == "memory":
+            self.lua.gccollect()
+            raise LuaScriptError(self._memory_message(), kind="memory")
+        raise LuaScriptError(decode(text or b""), kind=kind, trace=_clean_trace(decode(trace or b"")))
+
+    def execute(self, source: str | bytes, chunkname: str = "=(moss)", *args, timeout: float | None = None):
+        return self.call(self.load(source, chunkname), *args, timeout=timeout)
+
+    def to_py(self, value):
+        return self.conv.to_py(value)
+
+    def _memory_message(self) -> str:
+        return (
+            f"Lua memory limit of {self.memory_mb} MiB exceeded "
+            "(raise [lua] max_memory_mb in .moss/config.toml or pass --memory-mb)"
+        )
+
+    @contextmanager
+    def sigint_cancels(self):
+        """While active, Ctrl-C cancels the script instead of raising in Python.
+
+        Inside a blocking host primitive (an HTTP call, a subprocess) the first Ctrl-C
+        raises KeyboardInterrupt there, which the primitive wrapper turns into the same
+        cancellation; a second Ctrl-C always raises.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum, frame):
+            already = self._cancel.is_set()
+            self._cancel.set()
+            if already or self._in_primitive:
+                raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _clean_trace(trace: str) -> str:
+    """Drop the sandbox's own frames from a Lua traceback."""
+    keep = [ln for ln in trace.splitlines() if "moss/bootstrap.lua" not in ln and "'raw_xpcall'" not in ln]
+    return "\n".join(keep).strip("\n")
+
+
+def _write_stdout(text: str) -> None:
+    import sys
+
+    sys.stdout.write(text)
+    sys.stdout.flush()

@@ -1,0 +1,88 @@
+-- Command-line flag parsing for scripts: a spec table in, options and positionals out.
+--
+--   local cli = require("lib.cli")
+--   local opts, rest = cli.parse(moss.args, {
+--     { "--max-turns", type = "number", help = "turn limit" },
+--     { "--v2", type = "flag", help = "explorer/evaluator machine" },
+--     { "-n", "--non-interactive", type = "flag", key = "non_interactive" },
+--   })
+--
+-- Unknown flags are an error (a typo should not silently become part of the task).
+local M = {}
+
+local function key_of(spec)
+  if spec.key then return spec.key end
+  local long = spec[#spec]
+  return (long:gsub("^%-+", ""):gsub("%-", "_"))
+end
+
+--- Parse `args` against `spec`; returns (options, positionals) or raises a usage error.
+function M.parse(args, spec)
+  local by_name, opts, rest = {}, {}, {}
+  for _, s in ipairs(spec) do
+    for _, name in ipairs(s) do by_name[name] = s end
+    if s.default ~= nil then opts[key_of(s)] = s.default end
+  end
+  local i = 1
+  while i <= #args do
+    local word = args[i]
+    if word == "--" then
+      for j = i + 1, #args do rest[#rest + 1] = args[j] end
+      break
+    end
+    local name, inline = word:match("^(%-%-?[%w][%w%-]*)=(.*)$")
+    name = name or word
+    local s = word:sub(1, 1) == "-" and #word > 1 and by_name[name] or nil
+    if s then
+      local key = key_of(s)
+      if s.type == "flag" then
+        if inline then moss.error("usage", name .. " takes no value", 2) end
+        opts[key] = true
+      else
+        local value = inline
+        if value == nil then
+          i = i + 1
+          value = args[i]
+          if value == nil and s.optional_value then value = true end
+          if value == nil then moss.error("usage", name .. " needs a value", 2) end
+        end
+        if s.type == "number" then
+          local n = tonumber(value)
+          if not n then moss.error("usage", name .. " expects a number, got '" .. tostring(value) .. "'", 2) end
+          value = n
+        elseif s.choices and value ~= true then
+          local ok = false
+          for _, c in ipairs(s.choices) do if c == value then ok = true end end
+          if not ok then
+            moss.error("usage", name .. " must be one of " .. table.concat(s.choices, ", ") .. "; got '" .. value .. "'", 2)
+          end
+        end
+        opts[key] = value
+      end
+    elseif word:sub(1, 1) == "-" and #word > 1 and not tonumber(word) then
+      moss.error("usage", "unknown option " .. name .. " (see --help)", 2)
+    else
+      rest[#rest + 1] = word
+    end
+    i = i + 1
+  end
+  return opts, rest
+end
+
+--- Render the spec as aligned help lines.
+function M.help(spec)
+  local lines, width = {}, 0
+  local left = {}
+  for i, s in ipairs(spec) do
+    local names = table.concat(s, ", ")
+    if s.type ~= "flag" then names = names .. " " .. (s.metavar or (s.type == "number" and "N" or "VALUE")) end
+    left[i] = names
+    if #names > width then width = #names end
+  end
+  for i, s in ipairs(spec) do
+    lines[#lines + 1] = "  " .. left[i] .. string.rep(" ", width - #left[i] + 2) .. (s.help or "")
+  end
+  return table.concat(lines, "\n")
+end
+
+return M

@@ -1,0 +1,68 @@
+"""Shared fixtures: an isolated project directory and a way to run the real `moss` CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+class Project:
+    """A temp project with its own HOME/XDG_CONFIG_HOME so user config never leaks in."""
+
+    def __init__(self, root: Path, home: Path):
+        self.root = root
+        self.home = home
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "OPENAI_", "MOSS_", "XDG_"))
+        }
+        self.env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), PYTHONUNBUFFERED="1",
+                        COLUMNS="200", NO_COLOR="1")
+        (root / ".moss" / "scripts").mkdir(parents=True, exist_ok=True)
+
+    def write(self, rel: str, text: str) -> Path:
+        p = self.root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+        return p
+
+    def script(self, name: str, text: str) -> Path:
+        return self.write(f".moss/scripts/{name}.lua", text)
+
+    def user_file(self, rel: str, text: str) -> Path:
+        p = self.home / ".config" / "moss" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+        return p
+
+    def moss(self, *args, input: str | None = None, timeout: float = 60, env: dict | None = None, cwd=None):
+        e = dict(self.env)
+        e.update(env or {})
+        return subprocess.run(
+            [sys.executable, "-m", "moss", *args],
+            cwd=cwd or self.root, env=e, input=input, capture_output=True, text=True, timeout=timeout,
+        )
+
+    def popen(self, *args, env: dict | None = None, **kw):
+        e = dict(self.env)
+        e.update(env or {})
+        return subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=self.root, env=e,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+@pytest.fixture
+def project(tmp_path) -> Project:
+    root = tmp_path / "proj"
+    root.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    return Project(root, home)
