@@ -149,6 +149,39 @@ def config_path():
         click.echo(f"{label}\t{display_path(p)}\t{'exists' if p.exists() else 'absent'}")
 
 
+@cli.command()
+@click.argument("target", default=".")
+@click.option("--depth", "-d", type=int, default=1, show_default=True,
+              help="Skeleton/tree depth: 0 names only, 1 signatures and members, -1 everything.")
+def view(target, depth):
+    """Show TARGET: a directory tree, a file skeleton, FILE:A-B lines, or FILE/Symbol.
+
+    \b
+    moss view .                    the project tree (.gitignore respected)
+    moss view llm.rs               a skeleton; a unique suffix finds the file
+    moss view src/main.rs:10-40    numbered lines
+    moss view llm.rs/Provider      one symbol's source
+    """
+    from .context import find_project_root
+    from .tools.view import view as _view
+
+    click.echo(_view(find_project_root(), target, depth=depth, max_chars=0))
+
+
+@cli.command("text-search")
+@click.argument("pattern")
+@click.option("--only", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
+@click.option("--limit", type=int, default=100, show_default=True, help="Stop after this many matches.")
+@click.option("-i", "--ignore-case", is_flag=True, help="Case-insensitive.")
+def text_search(pattern, only, limit, ignore_case):
+    """Search file contents for PATTERN (a regex), grouped by file, with enclosing symbols."""
+    from .context import find_project_root
+    from .tools.search import search
+
+    click.echo(search(find_project_root(), pattern, only=list(only) or None, limit=limit,
+                      ignore_case=ignore_case, max_chars=0))
+
+
 def _fail(message: str, code: int = 2) -> int:
     from .ui import error
 

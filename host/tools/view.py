@@ -1,0 +1,515 @@
+"""`view`: what an agent sees when it looks at the project.
+
+    view(root, ".")                 directory tree (.gitignore respected)
+    view(root, "src/main.rs")       file skeleton: symbols, signatures, line ranges, docs
+    view(root, "llm.rs")            fuzzy: the unique path ending in llm.rs
+    view(root, "main.rs:10-40")     numbered lines (also `:10-` and `:10`)
+    view(root, "llm.rs/Provider")   a symbol's source (also `file/Parent/child`)
+    view(root, "Provider")          a symbol found anywhere, when no path matches
+
+`depth` for a skeleton: 0 top-level symbols only, 1 (default) also their members
+(methods, fields, enum variants), 2 one level more, -1 everything. For a tree: 0 or 1
+fit the tree to a budget of lines, summarising deeper directories; -1 shows everything; 2
+also lists each source file's top-level symbols.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from moss.errors import MossError
+from moss.tools.caps import cap
+from moss.tools.resolve import RG_WALK_FLAGS, list_files, resolve_path, rg_binary
+from moss.tools.treesitter import (
+    LANGUAGES, Symbol, innermost, language_for, match_symbols, outline, pick_symbol,
+)
+
+MAX_OUTLINE_BYTES = 2_000_000      # larger files get a one-line message, not a skeleton
+MAX_RANGE_BYTES = 64_000_000       # line ranges still work up to this size
+HEAD_LINES = 40                    # lines shown for a file without symbols
+TREE_BUDGET = 300                  # lines a tree may take before deeper levels fold
+TREE_PER_DIR = 100                 # entries listed per directory before "… N more"
+SYMBOL_WINDOW = 150                # `file:N` shows at most this many lines of a symbol
+MAX_LINE_CHARS = 2000              # a longer single line is shortened in line views
+
+_LINE_SPEC = re.compile(r"^(?P<path>.+?):L?(?P<a>\d+)(?:(?P<dash>-)L?(?P<b>\d+)?)?$")
+_DOC_STYLE = {"python": ('"""', '"""'), "rust": ("/// ", ""), "javascript": ("/** ", " */"),
+              "typescript": ("/** ", " */"), "tsx": ("/** ", " */"), "go": ("// ", ""),
+              "lua": ("--- ", "")}
+_MODULE_DOC_STYLE = {"rust": ("//! ", ""), "python": ('"""', '"""')}
+
+
+def view(root: Path, target: str, *, depth: int = 1, max_chars: int = 20000) -> str:
+    """Render `target` (a directory, file, `file:A-B`, `file:N`, `file/Symbol` or a bare
+    symbol name) relative to project `root`. Raises MossError not_found / ambiguous /
+    denied / usage with a message that says what to try instead."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise MossError(f"project root {root} is not a directory", kind="not_found")
+    return cap(_view(root, (target or ".").strip() or ".", depth), max_chars)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+def _rel(root: Path, path: Path) -> str:
+    rel = path.relative_to(root).as_posix()
+    return rel if rel != "." else "."
+
+
+def _view(root: Path, target: str, depth: int) -> str:
+    if target in (".", "./"):
+        return _tree(root, root, depth)
+    exact = (root / target)
+    files: list[str] | None = None
+    if not exact.exists():
+        m = _LINE_SPEC.match(target)
+        if m:
+            path = resolve_path(root, m["path"])
+            if path.is_dir():
+                raise MossError(f"{m['path']} is a directory; line numbers need a file",
+                                kind="usage")
+            a = int(m["a"])
+            if m["dash"]:
+                b = int(m["b"]) if m["b"] else None
+                return _range_view(root, path, a, b)
+            return _line_view(root, path, a)
+        files = list_files(root)
+    try:
+        path = resolve_path(root, target, files=files)
+    except MossError as err:
+        if err.kind != "not_found":
+            raise
+        return _fallback(root, target, depth, err, files)
+    if path.is_dir():
+        return _tree(root, path, depth)
+    return _skeleton(root, path, depth)
+
+
+def _fallback(root: Path, target: str, depth: int, err: MossError,
+              files: list[str] | None) -> str:
+    """`file/Symbol`, `dir/Symbol` or a bare `Symbol` when no path matched."""
+    parts = [p for p in target.strip("/").split("/") if p]
+    for i in range(len(parts) - 1, 0, -1):
+        prefix = "/".join(parts[:i])
+        try:
+            path = resolve_path(root, prefix, files=files)
+        except MossError as e:
+            if e.kind == "not_found":
+                continue
+            raise
+        rest = "/".join(parts[i:])
+        if path.is_file():
+            return _symbol_view(root, path, rest)
+        found = _symbol_search(root, rest, path)
+        if found is not None:
+            return found
+        raise MossError(f"{err.message}\n(no symbol {rest} under {_rel(root, path)}/ either)",
+                        kind="not_found", **err.data)
+    found = _symbol_search(root, target, root)
+    if found is not None:
+        return found
+    raise MossError(f"{err.message}\n(no symbol of that name either)", kind="not_found",
+                    **err.data)
+
+
+# --------------------------------------------------------------------------- reading
+
+def _is_binary(data: bytes) -> bool:
+    return b"\0" in data[:8192]
+
+
+def _load_text(root: Path, path: Path, limit: int) -> tuple[str | None, str | None]:
+    """(text, None) or (None, one-line message) for a binary or oversized file."""
+    rel = _rel(root, path)
+    size = path.stat().st_size
+    if size > limit:
+        return None, (f"# {rel}: {_human(size)}, too large to outline (limit "
+                      f"{_human(limit)}); use `{rel}:A-B` for lines or text-search")
+    data = path.read_bytes()
+    if _is_binary(data):
+        return None, f"# {rel}: binary file ({size:,} bytes), not shown"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, f"# {rel}: binary or non-UTF-8 file ({size:,} bytes), not shown"
+
+
+def _span(a: int, b: int) -> str:
+    return f"L{a}" if a == b else f"L{a}-{b}"
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines split on \n only (as tree-sitter and ripgrep count them), \r dropped."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _numbered(lines: list[str], first: int, width: int, mark: int | None = None) -> list[str]:
+    out = []
+    for i, line in enumerate(lines, start=first):
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS] + f"… [+{len(line) - MAX_LINE_CHARS:,} chars]"
+        sep = ">" if i == mark else "|"
+        out.append(f"{i:>{width}} {sep} {line}".rstrip())
+    return out
+
+
+# --------------------------------------------------------------------------- skeleton
+
+def _doc_line(lang: str, doc: str, styles=_DOC_STYLE) -> str:
+    pre, post = styles.get(lang, ("# ", ""))
+    return f"{pre}{doc}{post}"
+
+
+def _render_symbols(syms: list[Symbol], lang: str, level: int, depth: int,
+                    out: list[str]) -> None:
+    for s in syms:
+        ind = "  " * level
+        line = f"{ind}{s.signature} {s.lines}"
+        expand = depth < 0 or level < depth
+        if s.children and not expand and s.kind != "variant":
+            line += f" (+{len(s.children)} more)"
+        out.append(line)
+        if s.doc:
+            out.append(f"{ind}  {_doc_line(lang, s.doc)}")
+        if s.children and expand:
+            _render_symbols(s.children, lang, level + 1, depth, out)
+
+
+def _head(rel: str, lines: list[str], out: list[str]) -> None:
+    shown = lines[:HEAD_LINES]
+    out.extend(_numbered(shown, 1, len(str(len(shown)))))
+    if len(lines) > HEAD_LINES:
+        out.append(f"… {len(lines) - HEAD_LINES:,} more lines (view {rel}:"
+                   f"{HEAD_LINES + 1}-{len(lines)})")
+
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _markdown_outline(lines: list[str], depth: int) -> list[str]:
+    heads: list[tuple[int, str, int]] = []  # level, title, line
+    fence = None
+    for i, line in enumerate(lines, 1):
+        s = line.lstrip()
+        if s.startswith("```") or s.startswith("~~~"):
+            fence = None if fence and s.startswith(fence) else (fence or s[:3])
+            continue
+        if fence is None:
+            m = _MD_HEADING.match(line)
+            if m:
+                heads.append((len(m[1]), m[2], i))
+    out = []
+    top = min((h[0] for h in heads), default=1)
+    for k, (lvl, title, start) in enumerate(heads):
+        end = len(lines)
+        for lvl2, _, start2 in heads[k + 1:]:
+            if lvl2 <= lvl:
+                end = start2 - 1
+                break
+        rel_level = lvl - top
+        if depth >= 0 and rel_level > depth + 1:
+            continue
+        rng = f"L{start}" if start == end else f"L{start}-{end}"
+        out.append(f"{'  ' * rel_level}{'#' * lvl} {title} {rng}")
+    return out
+
+
+def _skeleton(root: Path, path: Path, depth: int) -> str:
+    rel = _rel(root, path)
+    text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
+    if msg:
+        return msg
+    lines = _split_lines(text)
+    out = [f"# {rel}", f"Lines: {len(lines)}"]
+    if not lines:
+        out.append("(empty file)")
+        return "\n".join(out) + "\n"
+    lang = language_for(path, text[:200].encode())
+    if lang:
+        syms, mdoc = outline(path)
+        if mdoc:
+            out.append(_doc_line(lang, mdoc, _MODULE_DOC_STYLE))
+        out.append("")
+        if syms:
+            _render_symbols(syms, lang, 0, depth, out)
+        else:
+            out.append("(no symbols; first lines:)")
+            _head(rel, lines, out)
+        return "\n".join(out) + "\n"
+    if path.suffix.lower() in (".md", ".markdown", ".mdx"):
+        heads = _markdown_outline(lines, depth)
+        if heads:
+            out.append("")
+            out.extend(heads)
+            return "\n".join(out) + "\n"
+    out.append("")
+    _head(rel, lines, out)
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------- lines and symbols
+
+def _range_view(root: Path, path: Path, a: int, b: int | None) -> str:
+    rel = _rel(root, path)
+    text, msg = _load_text(root, path, MAX_RANGE_BYTES)
+    if msg:
+        return msg
+    lines = _split_lines(text)
+    n = len(lines)
+    if a < 1:
+        a = 1
+    if b is not None and b < a:
+        raise MossError(f"{rel}:{a}-{b}: the range ends before it starts", kind="usage")
+    if a > n:
+        raise MossError(f"{rel}:{a}: past the end of the file ({n} lines)", kind="usage")
+    asked_b = b
+    b = n if b is None or b > n else b
+    head = f"# {rel}:{a}-{b}"
+    if asked_b is not None and asked_b > n:
+        head += f" (file has {n} lines; asked for {a}-{asked_b})"
+    out = [head] + _numbered(lines[a - 1:b], a, len(str(b)))
+    return "\n".join(out) + "\n"
+
+
+def _line_view(root: Path, path: Path, n: int) -> str:
+    rel = _rel(root, path)
+    text, msg = _load_text(root, path, MAX_RANGE_BYTES)
+    if msg:
+        return msg
+    lines = _split_lines(text)
+    total = len(lines)
+    if n < 1 or n > total:
+        raise MossError(f"{rel}:{n}: no such line (the file has {total} lines)", kind="usage")
+    sym = None
+    if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
+        sym = innermost(outline(path)[0], n, skip_kinds=("field", "variant"))
+    if sym is not None:
+        a, b = sym.doc_start_line, sym.end_line
+        head = f"# {rel}:{n} in {sym.path} ({_span(a, b)})"
+        if b - a + 1 > SYMBOL_WINDOW:
+            a, b = max(a, n - SYMBOL_WINDOW // 2), min(b, n + SYMBOL_WINDOW // 2)
+            head += f", showing {a}-{b}"
+    else:
+        a, b = max(1, n - 10), min(total, n + 10)
+        head = f"# {rel}:{n} (not inside a symbol; lines {a}-{b})"
+    return "\n".join([head] + _numbered(lines[a - 1:b], a, len(str(b)), mark=n)) + "\n"
+
+
+def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
+                   lines: list[str]) -> str:
+    rel = _rel(root, path)
+    a, b = sym.doc_start_line, sym.end_line
+    out = [f"# {rel}/{sym.path} ({_span(a, b)})"]
+    if sym.parent is not None:
+        out.append(f"# in {sym.parent.signature} {sym.parent.lines}")
+    if sym.kind != "impl":
+        impls = [s for s in all_syms if s.kind == "impl" and s.name == sym.name
+                 and s is not sym and sym.parent is None]
+        if impls:
+            out.append("# also: " + "; ".join(f"{s.signature} {s.lines}" for s in impls))
+    out.extend(lines[a - 1:b])
+    return "\n".join(out) + "\n"
+
+
+def _symbol_view(root: Path, path: Path, query: str) -> str:
+    rel = _rel(root, path)
+    text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
+    if msg:
+        return msg
+    if language_for(path) is None:
+        raise MossError(f"{rel}: no symbols for this kind of file (no path {rel}/{query})",
+                        kind="not_found")
+    syms = outline(path)[0]
+    sym = pick_symbol(syms, query, rel)
+    return _symbol_source(root, path, sym, syms, _split_lines(text))
+
+
+_SOURCE_GLOB = "*.{" + ",".join(sorted({e.lstrip(".") for s in LANGUAGES.values()
+                                       for e in s.extensions})) + "}"
+_SEARCH_FILES = 300
+
+
+def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
+    """Find a symbol by name across source files under `scope`; None if there is none."""
+    want = [p for p in re.split(r"::|[/.:]", query) if p]
+    if not want or not re.fullmatch(r"[\w$#-]+", want[-1]):
+        return None
+    proc = subprocess.run(
+        [rg_binary(), "-l", "-F", "-w", "-i", *RG_WALK_FLAGS, "--type-add",
+         f"moss:{_SOURCE_GLOB}", "-t", "moss", "-e", want[-1], "--", _rel(root, scope)],
+        cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    paths = sorted(p[2:] if p.startswith("./") else p
+                   for p in proc.stdout.decode("utf-8", "replace").splitlines())
+    hits: list[tuple[Path, Symbol, list[Symbol]]] = []
+    for rel in paths[:_SEARCH_FILES]:
+        path = root / rel
+        try:
+            if path.stat().st_size > MAX_OUTLINE_BYTES:
+                continue
+            syms = outline(path)[0]
+        except OSError:
+            continue
+        hits.extend((path, s, syms) for s in match_symbols(syms, query))
+    if not hits:
+        return None
+    # Same preferences as within one file: exact case, full path, a type over its impl.
+    exact_case = [h for h in hits if h[1].segments[-len(want):] == want]
+    hits = exact_case or hits
+    full = [h for h in hits if len(h[1].segments) == len(want)]
+    hits = full or hits
+    not_impl = [h for h in hits if h[1].kind != "impl"]
+    hits = not_impl or hits
+    if len(hits) == 1:
+        path, sym, syms = hits[0]
+        text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
+        return msg or _symbol_source(root, path, sym, syms, _split_lines(text))
+    listing = "\n".join(f"  {_rel(root, p)}/{s.path} ({s.kind}, {s.lines})"
+                        for p, s, _ in hits[:20])
+    more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
+    raise MossError(f"{query} matches {len(hits)} symbols; say which:\n{listing}{more}",
+                    kind="ambiguous",
+                    candidates=[f"{_rel(root, p)}/{s.path}" for p, s, _ in hits])
+
+
+# ------------------------------------------------------------------------------ tree
+
+class _Dir:
+    __slots__ = ("dirs", "files")
+
+    def __init__(self) -> None:
+        self.dirs: dict[str, _Dir] = {}
+        self.files: list[str] = []
+
+    def counts(self) -> tuple[int, int]:
+        d, f = len(self.dirs), len(self.files)
+        for sub in self.dirs.values():
+            sd, sf = sub.counts()
+            d, f = d + sd, f + sf
+        return d, f
+
+
+def _build(files: list[str]) -> _Dir:
+    top = _Dir()
+    for f in files:
+        node = top
+        parts = f.split("/")
+        for p in parts[:-1]:
+            node = node.dirs.setdefault(p, _Dir())
+        node.files.append(parts[-1])
+    return top
+
+
+def _sort_key(name: str) -> tuple[str, str]:
+    return (name.casefold(), name)
+
+
+def _entries(node: _Dir) -> tuple[list[tuple[str, _Dir]], list[str]]:
+    """Sorted (collapsed name, dir) pairs and sorted file names of one directory."""
+    dirs = []
+    for name in sorted(node.dirs, key=_sort_key):
+        sub = node.dirs[name]
+        while len(sub.dirs) == 1 and not sub.files:  # collapse a/b/c chains
+            (child, sub), = sub.dirs.items()
+            name = f"{name}/{child}"
+        dirs.append((name, sub))
+    return dirs, sorted(node.files, key=_sort_key)
+
+
+def _level_counts(top: _Dir) -> list[int]:
+    counts: list[int] = []
+    level = [top]
+    while level:
+        n, nxt = 0, []
+        for node in level:
+            dirs, files = _entries(node)
+            entries = len(dirs) + len(files)
+            n += min(entries, TREE_PER_DIR) + (1 if entries > TREE_PER_DIR else 0)
+            nxt.extend(sub for _, sub in dirs[:TREE_PER_DIR])
+        counts.append(n)
+        level = nxt
+    return counts
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _tree(root: Path, directory: Path, depth: int) -> str:
+    rel = _rel(root, directory)
+    files = list_files(root, rel)
+    if rel != ".":
+        files = [f[len(rel) + 1:] for f in files if f.startswith(rel + "/")]
+    head = f"# . ({root.name})" if rel == "." else f"# {rel}/"
+    top = _build(files)
+    ndirs, nfiles = top.counts()
+    out = [head]
+    if not files:
+        out.append("(empty, or every file in it is ignored)")
+    counts = _level_counts(top)
+    if depth < 0:
+        max_level = len(counts)
+    else:
+        max_level, total = 0, 0
+        for i, c in enumerate(counts):
+            total += c
+            if total > TREE_BUDGET and i > 0:
+                break
+            max_level = i
+    folded = max_level < len(counts) - 1
+    show_symbols = depth >= 2 and len(files) <= 200
+
+    def walk(node: _Dir, level: int, prefix: str) -> None:
+        ind = "  " * level
+        dirs, fnames = _entries(node)
+        entries = [(n, d) for n, d in dirs] + [(n, None) for n in fnames]
+        for name, sub in entries[:TREE_PER_DIR]:
+            if sub is None:
+                out.append(f"{ind}{name}")
+                if show_symbols:
+                    _file_symbols(directory / prefix / name, ind + "  ", out)
+            elif level < max_level or depth < 0:
+                out.append(f"{ind}{name}/")
+                walk(sub, level + 1, f"{prefix}{name}/")
+            else:
+                d, f = sub.counts()
+                inside = ", ".join(x for x in (_plural(d, "dir", "dirs") if d else "",
+                                               _plural(f, "file", "files")) if x)
+                out.append(f"{ind}{name}/ ({inside})")
+        if len(entries) > TREE_PER_DIR:
+            rest = entries[TREE_PER_DIR:]
+            rd = sum(1 for _, s in rest if s is not None)
+            out.append(f"{ind}… {len(rest):,} more ({_plural(rd, 'dir', 'dirs')}, "
+                       f"{_plural(len(rest) - rd, 'file', 'files')})")
+
+    walk(top, 0, "")
+    out.append("")
+    out.append(f"{_plural(ndirs, 'directory', 'directories')}, {_plural(nfiles, 'file', 'files')}")
+    if folded:
+        out.append(f"(deeper directories folded to fit; view one of them, e.g. `{rel}/DIR`, "
+                   "to see inside)" if rel != "." else
+                   "(deeper directories folded to fit; view one of them to see inside)")
+    return "\n".join(out) + "\n"
+
+
+def _file_symbols(path: Path, ind: str, out: list[str]) -> None:
+    try:
+        if not language_for(path) or path.stat().st_size > MAX_OUTLINE_BYTES:
+            return
+        syms = outline(path)[0]
+    except (OSError, MossError):
+        return
+    for s in syms:
+        out.append(f"{ind}{s.signature} {s.lines}")

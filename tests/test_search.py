@@ -1,0 +1,150 @@
+"""moss.code.search: ripgrep hits grouped by file, labelled with their enclosing symbol."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from moss.errors import MossError
+from moss.tools import resolve
+from moss.tools.search import search
+
+FIXTURE = Path(__file__).parent / "fixtures" / "rustcrate"
+
+
+@pytest.fixture(scope="module")
+def crate(tmp_path_factory) -> Path:
+    """The fixture crate plus git-ignored files (target/, *.log) and a hidden file."""
+    root = tmp_path_factory.mktemp("crate") / "rustcrate"
+    shutil.copytree(FIXTURE, root)
+    (root / "target" / "debug").mkdir(parents=True)
+    (root / "target" / "debug" / "build.rs").write_text("// env_var generated\n")
+    (root / "debug.log").write_text("env_var in a log\n")
+    (root / ".env.example").write_text("ANTHROPIC_API_KEY=\n")
+    return root
+
+
+def test_hits_grouped_by_file_with_enclosing_symbols(crate):
+    assert search(crate, r"env_var") == textwrap.dedent("""\
+        src/workflow/llm.rs:
+          44 (Provider/env_var L44-60): pub fn env_var(&self) -> &'static str {
+
+        1 match in 1 file
+        """)
+    out = search(crate, r"Provider::from_name|fn (load|push)\b")
+    assert out == textwrap.dedent("""\
+        src/config.rs:
+          19 (Config/load L19-27): pub fn load(root: &Path) -> anyhow::Result<Config> {
+        src/main.rs:
+          87 (run L77-93): let provider = Provider::from_name(key.as_deref().unwrap_or("anthropic"));
+        src/workflow/mod.rs:
+          31 (Workflow/push L31-34): pub fn push(&mut self, step: Step) -> &mut Self {
+
+        3 matches in 3 files
+        """)
+
+
+def test_hits_outside_any_symbol_have_no_label(crate):
+    out = search(crate, r"^use std::path")
+    assert "src/main.rs:\n  4: use std::path::PathBuf;\n" in out
+    assert "src/config.rs:\n  4: use std::path::Path;\n" in out
+
+
+def test_ignored_files_are_not_searched_hidden_files_are(crate):
+    out = search(crate, "env_var|ANTHROPIC_API_KEY")
+    assert "target/" not in out and "debug.log" not in out
+    assert ".env.example:\n  1: ANTHROPIC_API_KEY=\n" in out
+
+
+def test_only_globs(crate):
+    out = search(crate, "Provider", only=["*.toml"])
+    assert out == "No matches for Provider in *.toml\n"
+    out = search(crate, "name", only=["*.toml"])
+    assert out.startswith("Cargo.toml:\n  2: name = \"moss\"\n")
+    out = search(crate, "pub struct", only=["src/workflow/**"])
+    assert out.startswith("src/workflow/mod.rs:\n") and "src/main.rs" not in out
+    assert search(crate, "pub struct", only=["src/workflow"]) == out   # a directory
+    out = search(crate, "pub struct", only=["!src/workflow/**"])
+    assert "src/main.rs:" in out and "src/config.rs:" in out and "workflow" not in out
+
+
+def test_only_never_brings_back_ignored_files(crate):
+    assert search(crate, "env_var", only=["*.log"]).startswith("No matches")
+    assert search(crate, "env_var", only=["target/**"]).startswith("No matches")
+    assert search(crate, "env_var", only=["*.rs"]).startswith("src/workflow/llm.rs:")
+
+
+def test_limit_says_what_was_cut(crate):
+    out = search(crate, r"Provider::\w+ =>", limit=3)
+    lines = out.splitlines()
+    assert lines[:4] == [
+        "src/workflow/llm.rs:",
+        '  27 (Provider/default_model L25-41): Provider::Anthropic => "claude-sonnet-4-5",',
+        '  28 (Provider/default_model L25-41): Provider::OpenAI => "gpt-4o",',
+        '  29 (Provider/default_model L25-41): Provider::Azure => "gpt-4o",',
+    ]
+    assert lines[-1].startswith("26 matches in 1 file (showing the first 3 in 1 file:")
+    assert "limit" in lines[-1]
+
+
+def test_ignore_case(crate):
+    assert search(crate, "ANTHROPIC\\b", only=["*.rs"]).startswith("No matches")
+    out = search(crate, "ANTHROPIC\\b", only=["*.rs"], ignore_case=True)
+    assert "Provider::Anthropic" in out and out.endswith("8 matches in 3 files\n")
+    assert '  13 (Config/provider L14): /// The LLM provider used by the agent, e.g. "anthropic".' in out
+
+
+def test_bad_regex_is_a_usage_error(crate):
+    with pytest.raises(MossError) as e:
+        search(crate, "(unclosed")
+    assert e.value.kind == "usage"
+    assert "unclosed group" in str(e.value)
+
+
+def test_no_matches_is_a_plain_result(crate):
+    assert search(crate, "definitely_not_here_42") == "No matches for definitely_not_here_42\n"
+
+
+def test_python_and_long_lines(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "agent.py").write_text(textwrap.dedent('''\
+        class Agent:
+            """Runs tasks."""
+
+            def run(self, task):
+                return self.step(task)
+
+            def step(self, task):
+                return task
+        '''))
+    (tmp_path / "bundle.js").write_text("var a=1;" * 200 + "NEEDLE();" + "var b=2;" * 200 + "\n")
+    out = search(tmp_path, r"self\.step|def step")
+    assert out == textwrap.dedent("""\
+        pkg/agent.py:
+          5 (Agent/run L4-5): return self.step(task)
+          7 (Agent/step L7-8): def step(self, task):
+
+        2 matches in 1 file
+        """)
+    out = search(tmp_path, "NEEDLE")
+    hit = out.splitlines()[1]
+    assert "NEEDLE();" in hit and len(hit) < 260 and hit.endswith("…")
+
+
+def test_output_is_capped(crate):
+    out = search(crate, r"\w", limit=1000, max_chars=1500)
+    assert len(out) <= 1500 and "characters cut" in out
+    assert out.rstrip().splitlines()[-1].endswith("files")
+
+
+def test_missing_ripgrep_names_the_package(monkeypatch, tmp_path):
+    monkeypatch.setattr(resolve, "_RG_CACHE", [])
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(MossError) as e:
+        search(tmp_path, "x")
+    assert "ripgrep" in str(e.value) and "pip" in str(e.value)
