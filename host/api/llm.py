@@ -1,0 +1,46 @@
+"""moss.llm: chat with the configured provider; usage, cost and budgets per session."""
+
+from __future__ import annotations
+
+import sys
+
+
+def _service(ctx):
+    svc = ctx.services.get("llm")
+    if svc is None:
+        from ..llm import LLM
+
+        verbose = bool(ctx.options.get("verbose"))
+        stream = _stderr_stream if (verbose or sys.stderr.isatty()) else None
+        svc = LLM(ctx.config, ctx.options, env=ctx.env, on_event=ctx.log, stream=stream)
+        ctx.services["llm"] = svc
+    return svc
+
+
+def _stderr_stream(delta: str) -> None:
+    sys.stderr.write(delta)
+    sys.stderr.flush()
+
+
+def functions(ctx):
+    def chat(request):
+        if not isinstance(request, dict):
+            raise ValueError("moss.llm.chat takes a table: {messages=..., system=..., ...}")
+        svc = _service(ctx)
+        result = svc.chat(request)
+        if svc.stream is not None and result.get("text") and not result.get("text", "").endswith("\n"):
+            sys.stderr.write("\n")
+        return result
+
+    def usage():
+        svc = ctx.services.get("llm")
+        if svc is None:
+            return {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0,
+                    "cost_usd": 0.0, "calls": 0}
+        return svc.usage
+
+    def budget():
+        svc = ctx.services.get("llm")
+        return svc.budget_reason() if svc else None
+
+    return {"llm.chat": chat, "llm.usage": usage, "llm.budget": budget}

@@ -1,0 +1,17 @@
+"""moss.llm: the LLM primitive behind `moss.llm.chat{...}` (mechanism only, no prompts).
+
+    llm = LLM(config, options, env=os.environ, on_event=log, stream=ui.write)
+    llm.chat({"messages": [{"role": "user", "content": "hi"}], "system": "..."})
+    llm.usage, llm.budget_reason()
+
+Module map: providers (presets, selection), anthropic_client / openai_client (one attempt
+through each SDK), retry (failures, backoff, messages), usage (totals, budgets), pricing,
+cassette (record / replay / script), request (checking a script's request).
+The SDKs are imported on the first real call, not here.
+"""
+
+from .chat import LLM
+from .pricing import PRICES, price_for
+from .providers import PRESETS, Provider, resolve_provider
+
+__all__ = ["LLM", "PRESETS", "PRICES", "Provider", "price_for", "resolve_provider"]

@@ -1,0 +1,89 @@
+"""One attempt of a call through the anthropic SDK (Messages API), streamed or not."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .retry import Failure, classify
+
+CACHE = {"type": "ephemeral"}
+
+
+def make_client(provider, timeout: float):
+    import anthropic  # lazy: importing the SDK costs a noticeable part of start-up
+
+    return anthropic.Anthropic(api_key=provider.api_key, base_url=provider.base_url, timeout=timeout,
+                               max_retries=0)  # moss retries itself and reports every attempt
+
+
+def _blocks(content, cache: bool) -> list:
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    if cache and blocks:
+        blocks[-1]["cache_control"] = CACHE
+    return blocks
+
+
+def build_params(req: dict, model: str, prompt_cache: bool) -> dict:
+    messages = [dict(m) for m in req["messages"]]
+    if prompt_cache and len(messages) > 1 and messages[0]["role"] == "user":
+        # The conversation's first user turn is stable across turns: cache up to it too.
+        messages[0]["content"] = _blocks(messages[0]["content"], True)
+    params = {"model": model, "max_tokens": req["max_tokens"], "messages": messages}
+    if req.get("system"):
+        params["system"] = _blocks(req["system"], prompt_cache)
+    if req.get("stop"):
+        params["stop_sequences"] = list(req["stop"])
+    if req.get("temperature") is not None:
+        # The SDK dropped its temperature argument (current models refuse one); older ones take it.
+        params["extra_body"] = {"temperature": req["temperature"]}
+    return params
+
+
+def _usage(u) -> dict:
+    return {"input_tokens": getattr(u, "input_tokens", 0) or 0, "output_tokens": getattr(u, "output_tokens", 0) or 0,
+            "cache_read_tokens": getattr(u, "cache_read_input_tokens", 0) or 0,
+            "cache_write_tokens": getattr(u, "cache_creation_input_tokens", 0) or 0}
+
+
+def send(client, provider, req: dict, stream: Callable[[str], None] | None, prompt_cache: bool = True) -> dict:
+    """-> {"text", "stop_reason", "model", "usage"}; raises Failure for a failed attempt."""
+    params = build_params(req, provider.model, prompt_cache)
+    started = False
+    try:
+        if stream is None:
+            msg = client.messages.create(**params)
+            text = "".join(b.text for b in msg.content if getattr(b, "type", None) == "text")
+            return {"text": text, "stop_reason": msg.stop_reason or "end_turn", "model": msg.model or provider.model,
+                    "usage": _usage(msg.usage)}
+        events = client.messages.create(**params, stream=True)
+        started = True
+        parts: list[str] = []
+        usage, stop_reason, model, finished = {}, None, provider.model, False
+        with events:
+            for ev in events:
+                kind = ev.type
+                if kind == "message_start":
+                    model = ev.message.model or model
+                    usage = _usage(ev.message.usage)
+                elif kind == "content_block_delta" and getattr(ev.delta, "type", None) == "text_delta":
+                    parts.append(ev.delta.text)
+                    stream(ev.delta.text)
+                elif kind == "message_delta":
+                    stop_reason = ev.delta.stop_reason or stop_reason
+                    # message_delta carries the final counts; cache fields only when non-null.
+                    for key, value in _usage(ev.usage).items():
+                        if value:
+                            usage[key] = value
+                elif kind == "message_stop":
+                    finished = True
+        if not finished:
+            # The SDK hands back partial text when the stream just ends: that is not an answer.
+            raise Failure("cut", "the stream ended before message_stop", retryable=True)
+        return {"text": "".join(parts), "stop_reason": stop_reason or "end_turn", "model": model, "usage": usage}
+    except Failure:
+        raise
+    except Exception as exc:
+        failure = classify(exc, streaming=started)
+        if failure is None:
+            raise
+        raise failure from exc

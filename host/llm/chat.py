@@ -1,0 +1,211 @@
+"""The LLM primitive: one `chat` call = budget check, provider, attempts, usage, cost, log events."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+from ..errors import MossError
+from . import cassette
+from .models import rejects_temperature
+from .pricing import cost_usd, price_for
+from .providers import Provider, resolve_provider
+from .request import normalise_request
+from .retry import Failure, backoff, final_error, MAX_SERVER_WAIT
+from .usage import Budgets, Session, empty_usage
+
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_MAX_TOKENS = 16384  # a ceiling, not a cost: reasoning models think inside it
+
+
+def _num(value, cast, what: str):
+    try:
+        return cast(value)
+    except (TypeError, ValueError):
+        raise MossError(f"{what} must be a number, got {value!r}", kind="config") from None
+
+
+class LLM:
+    def __init__(self, config: Mapping | None, options: Mapping | None, env: Mapping = os.environ,
+                 on_event: Callable[[str, dict], None] | None = None,
+                 stream: Callable[[str], None] | None = None):
+        self.config = dict(config or {})
+        self.options = {k: v for k, v in (options or {}).items() if v is not None}
+        self.env = env
+        self.on_event = on_event
+        self.stream = stream
+        cfg = self.config.get("llm") or {}
+        self.timeout = _num(self.options.get("timeout", cfg.get("timeout", DEFAULT_TIMEOUT)), float, "[llm] timeout")
+        self.max_retries = _num(cfg.get("max_retries", DEFAULT_MAX_RETRIES), int, "[llm] max_retries")
+        self.default_max_tokens = _num(cfg.get("max_tokens", DEFAULT_MAX_TOKENS), int, "[llm] max_tokens")
+        self.prompt_cache = bool(cfg.get("prompt_cache", True))
+        self.session = Session(Budgets(self.config, self.options))
+        self._lock = threading.Lock()
+        self._clients: dict[tuple, Any] = {}
+        self._providers: dict[tuple, Provider] = {}
+        self._offline: dict[str, Any] = {}
+        self._warned: set[str] = set()
+        record = self.options.get("record")
+        self._recorder = cassette.Recorder(record) if record else None
+
+    # -- public ------------------------------------------------------------------------
+    @property
+    def usage(self) -> dict:
+        return self.session.snapshot()
+
+    def budget_reason(self) -> str | None:
+        return self.session.budget_reason()
+
+    def provider(self, name: str | None = None, model: str | None = None) -> Provider:
+        """The provider a call would use; raises MossError(kind="config") when none is configured."""
+        key = (name, model)
+        with self._lock:
+            if key not in self._providers:
+                self._providers[key] = resolve_provider(self.config, self.options, self.env, name, model)
+            return self._providers[key]
+
+    def check(self) -> Provider:
+        """Resolve the default provider now (for a CLI that wants to fail fast, exit 2)."""
+        return self.provider()
+
+    def chat(self, request: Mapping) -> dict:
+        req = normalise_request(request, self.default_max_tokens)
+        try:
+            self.session.check()  # a spent budget stops the call before anything is sent
+        except MossError as e:
+            self._emit("llm_error", provider=req["provider"], model=req["model"], kind=e.kind, message=e.message,
+                       status=None, attempts=0, duration=0.0)
+            raise
+        p = self.provider(req["provider"], req["model"])
+        fields = {"provider": p.name, "model": p.model}
+        detail = {"system": req["system"], "messages_sent": req["messages"]} if self.options.get("verbose") else {}
+        self._emit("llm_request", **fields, base_url=p.base_url, messages=len(req["messages"]),
+                   chars=sum(len(str(m["content"])) for m in req["messages"]) + len(req["system"] or ""),
+                   max_tokens=req["max_tokens"], stream=self.stream is not None, **detail)
+        start = time.monotonic()
+        attempts = 1
+        try:
+            if p.api in ("replay", "script"):
+                reply = self._offline_answer(p, req)
+            else:
+                reply, attempts = self._attempts(p, self._adapt(p, req), fields)
+        except MossError as e:
+            self._emit("llm_error", **fields, kind=e.kind, message=e.message,
+                       status=e.data.get("status"), attempts=e.data.get("attempts", attempts),
+                       duration=round(time.monotonic() - start, 3))
+            raise
+        usage = self._account(p, req, reply)
+        result = {"text": reply["text"], "stop_reason": reply.get("stop_reason") or "end_turn",
+                  "model": reply.get("model") or p.model or p.name, "provider": p.name, "usage": usage}
+        if self._recorder is not None:
+            self._recorder.record(req, {k: result[k] for k in ("text", "stop_reason", "model", "provider", "usage")})
+        self._emit("llm_response", **fields, stop_reason=result["stop_reason"], usage=usage, attempts=attempts,
+                   duration=round(time.monotonic() - start, 3), text=result["text"])
+        return result
+
+    # -- internals ---------------------------------------------------------------------
+    def _emit(self, event: str, **fields) -> None:
+        if self.on_event is not None:
+            self.on_event(event, fields)
+
+    def _client(self, p: Provider):
+        key = (p.api, p.base_url, p.api_key)
+        with self._lock:
+            if key not in self._clients:
+                if p.api == "anthropic":
+                    from . import anthropic_client as mod
+                else:
+                    from . import openai_client as mod
+                self._clients[key] = mod.make_client(p, self.timeout)
+            return self._clients[key]
+
+    def _attempts(self, p: Provider, req: dict, fields: dict) -> tuple[dict, int]:
+        if p.api == "anthropic":
+            from . import anthropic_client as mod
+        else:
+            from . import openai_client as mod
+        client = self._client(p)
+        attempt = retries = 0
+        cut_retried = False
+        while True:
+            attempt += 1
+            self._emit("llm_attempt", **fields, attempt=attempt, max_attempts=self.max_retries + 1)
+            streamed = [0]
+            sink = None
+            if self.stream is not None:
+                def sink(delta: str, _n=streamed) -> None:
+                    _n[0] += len(delta)
+                    self.stream(delta)
+            t0 = time.monotonic()
+            try:
+                return mod.send(client, p, req, sink, self.prompt_cache), attempt
+            except Failure as f:
+                if f.reason == "cut":  # a cut stream is retried once, as a whole
+                    again = not cut_retried and self.max_retries > 0
+                    cut_retried = True
+                else:
+                    again = f.retryable and retries < self.max_retries
+                    retries += again
+                if not again:
+                    raise final_error(f, p, attempt, self.timeout) from f
+                delay = f.retry_after if f.retry_after is not None else backoff(max(retries, 1))
+                if delay > MAX_SERVER_WAIT:
+                    raise MossError(f"{p.label} asks to wait {delay:.0f} s before retrying ({f.status}: "
+                                    f"{f.message}); giving up instead.", kind="llm", status=f.status,
+                                    attempts=attempt) from f
+                self._emit("llm_retry", **fields, attempt=attempt, reason=f.reason, status=f.status,
+                           error=f.message, delay=round(delay, 3), duration=round(time.monotonic() - t0, 3),
+                           streamed_chars=streamed[0])
+                time.sleep(delay)
+
+    def _adapt(self, p: Provider, req: dict) -> dict:
+        """Leave out what the model would refuse with a 400 (and say so once)."""
+        if req.get("temperature") is not None and rejects_temperature(p.model):
+            self._warn_once(p, f"temperature:{p.model}", f"model {p.model!r} does not accept a temperature; "
+                                                          f"it is left out of the request")
+            return {**req, "temperature": None}
+        return req
+
+    def _warn_once(self, p: Provider, key: str, message: str) -> None:
+        with self._lock:
+            if key in self._warned:
+                return
+            self._warned.add(key)
+        self._emit("llm_warning", provider=p.name, model=p.model, message=message)
+
+    def _offline_answer(self, p: Provider, req: dict) -> dict:
+        with self._lock:
+            source = self._offline.get(p.api)
+            if source is None:
+                path = self.options.get(p.api)
+                if not path:
+                    flag = "--replay FILE" if p.api == "replay" else "--script FILE"
+                    raise MossError(f"provider {p.api!r} needs a file: {flag}", kind="config")
+                source = self._offline[p.api] = (cassette.Replay if p.api == "replay" else cassette.Script)(path)
+        reply = source.answer(req)
+        if self.stream is not None and reply.get("text"):
+            self.stream(reply["text"])
+        reply.setdefault("model", p.model or p.api)
+        return reply
+
+    def _account(self, p: Provider, req: dict, reply: dict) -> dict:
+        usage = empty_usage()
+        raw = reply.get("usage")
+        if not raw:
+            raw = cassette.estimate_usage(req, reply["text"])  # script, or a server that reports none
+        for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            usage[k] = int(raw.get(k) or 0)
+        model = reply.get("model") or p.model
+        price = price_for(model, self.config)
+        if price is None and p.local and p.api not in ("replay", "script"):
+            price = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0}  # your own hardware
+        usage["cost_usd"] = cost_usd(usage, price)
+        if usage["cost_usd"] is None and self.session.budgets.max_cost is not None:
+            self._warn_once(p, f"price:{model}", f"no price known for model {model!r}: the cost budget cannot "
+                                                 f"count it. Add [llm.pricing.\"{model}\"] input = ..., "
+                                                 f"output = ... (USD per million tokens).")
+        self.session.add(usage)
+        return usage

@@ -1,0 +1,112 @@
+"""One attempt of a call through the openai SDK (Chat Completions), streamed or not.
+
+Serves OpenAI itself and every OpenAI-compatible preset (Ollama, llama.cpp, vLLM, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .models import is_openai_reasoning
+from .retry import Failure, classify
+
+FINISH = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "tool_use",
+          "function_call": "tool_use"}
+
+
+def make_client(provider, timeout: float):
+    import openai  # lazy: importing the SDK costs a noticeable part of start-up
+
+    return openai.OpenAI(api_key=provider.api_key, base_url=provider.base_url, timeout=timeout,
+                         max_retries=0)  # moss retries itself and reports every attempt
+
+
+def _content(content):
+    if isinstance(content, str):
+        return content
+    return [{"type": "text", "text": b.get("text", "")} if b.get("type", "text") == "text" else
+            {k: v for k, v in b.items() if k != "cache_control"} for b in content]
+
+
+def build_params(req: dict, provider) -> dict:
+    messages = [{"role": "system", "content": req["system"]}] if req.get("system") else []
+    messages += [{"role": m["role"], "content": _content(m["content"])} for m in req["messages"]]
+    params = {"model": provider.model, "messages": messages, provider.max_tokens_param: req["max_tokens"]}
+    # Reasoning models refuse `stop`: the text is cut at the stop sequence here instead.
+    if req.get("stop") and not is_openai_reasoning(provider.model):
+        params["stop"] = list(req["stop"])
+    if req.get("temperature") is not None:  # already dropped for models that refuse it
+        params["temperature"] = req["temperature"]
+    return params
+
+
+def _usage(u) -> dict | None:
+    if u is None:
+        return None
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    written = (getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+    # prompt_tokens counts cached and cache-written tokens too; moss reports them apart.
+    return {"input_tokens": max((u.prompt_tokens or 0) - cached - written, 0),
+            "output_tokens": u.completion_tokens or 0, "cache_read_tokens": cached, "cache_write_tokens": written}
+
+
+def _reason(choice, stop) -> str:
+    finish = choice.finish_reason or "stop"
+    # vLLM says which stop string matched; the OpenAI API itself reports a stop sequence as "stop".
+    if finish == "stop" and stop and getattr(choice, "stop_reason", None) in stop:
+        return "stop_sequence"
+    return FINISH.get(finish, finish)
+
+
+def _apply_stop(text: str, reason: str, stop) -> tuple[str, str]:
+    """Servers that ignore `stop` (or models that may not get it): cut the text ourselves."""
+    hits = [text.find(s) for s in stop or [] if s and s in text]
+    if hits:
+        return text[: min(hits)], "stop_sequence"
+    return text, reason
+
+
+def send(client, provider, req: dict, stream: Callable[[str], None] | None, prompt_cache: bool = True) -> dict:
+    """-> {"text", "stop_reason", "model", "usage" (None when the server reported none)}."""
+    params = build_params(req, provider)
+    started = False
+    try:
+        if stream is None:
+            resp = client.chat.completions.create(**params)
+            if not resp.choices:
+                raise Failure("status", "the server answered without any choice", retryable=True)
+            choice = resp.choices[0]
+            text, reason = _apply_stop(choice.message.content or "", _reason(choice, req.get("stop")),
+                                       req.get("stop"))
+            return {"text": text, "stop_reason": reason, "model": resp.model or provider.model,
+                    "usage": _usage(resp.usage)}
+        chunks = client.chat.completions.create(**params, stream=True, stream_options={"include_usage": True})
+        started = True
+        parts: list[str] = []
+        usage, finish, model = None, None, provider.model
+        with chunks:
+            for chunk in chunks:
+                model = chunk.model or model
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices or []:
+                    if choice.index != 0:
+                        continue
+                    delta = choice.delta.content if choice.delta is not None else None
+                    if delta:
+                        parts.append(delta)
+                        stream(delta)
+                    if choice.finish_reason:
+                        finish = _reason(choice, req.get("stop"))
+        if finish is None:
+            raise Failure("cut", "the stream ended without a finish_reason", retryable=True)
+        text, reason = _apply_stop("".join(parts), finish, req.get("stop"))
+        return {"text": text, "stop_reason": reason, "model": model, "usage": usage}
+    except Failure:
+        raise
+    except Exception as exc:
+        failure = classify(exc, streaming=started)
+        if failure is None:
+            raise
+        raise failure from exc

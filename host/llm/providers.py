@@ -1,0 +1,173 @@
+"""Provider presets and the rules that pick one (flag, then config, then environment).
+
+Nothing here imports an SDK: resolving a provider is cheap and can run at start-up so a
+configuration mistake is reported before any work is done.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Mapping
+
+from ..errors import MossError
+
+# api: which SDK speaks to it ("anthropic" Messages, "openai" Chat Completions, or the
+# offline "replay"/"script" providers). key_env None: no key needed (local servers).
+# base_url_env: the SDK's own variable, honoured for the two first-party providers.
+PRESETS: dict[str, dict] = {
+    "anthropic": {"api": "anthropic", "base_url": "https://api.anthropic.com", "key_env": "ANTHROPIC_API_KEY",
+                  "base_url_env": "ANTHROPIC_BASE_URL", "model": "claude-sonnet-5-5"},
+    "openai": {"api": "openai", "base_url": "https://api.openai.com/v1", "key_env": "OPENAI_API_KEY",
+               "base_url_env": "OPENAI_BASE_URL", "model": "gpt-6.2-sol", "max_tokens_param": "max_completion_tokens"},
+    "ollama": {"api": "openai", "base_url": "http://localhost:11434/v1", "key_env": None, "model": "llama3.2",
+               "local": True},
+    "llamacpp": {"api": "openai", "base_url": "http://localhost:8080/v1", "key_env": None, "model": "local",
+                 "local": True},
+    "vllm": {"api": "openai", "base_url": "http://localhost:8000/v1", "key_env": None, "model": None,
+             "local": True},
+    "openrouter": {"api": "openai", "base_url": "https://openrouter.ai/api/v1", "key_env": "OPENROUTER_API_KEY",
+                   "model": "anthropic/claude-sonnet-5.5"},
+    "groq": {"api": "openai", "base_url": "https://api.groq.com/openai/v1", "key_env": "GROQ_API_KEY",
+             "model": "openai/gpt-oss-120b"},
+    "deepseek": {"api": "openai", "base_url": "https://api.deepseek.com/v1", "key_env": "DEEPSEEK_API_KEY",
+                 "model": "deepseek-chat"},
+    "together": {"api": "openai", "base_url": "https://api.together.xyz/v1", "key_env": "TOGETHER_API_KEY",
+                 "model": "meta-llama/Llama-3.3-70B-Instruct-Turbo"},
+    "mistral": {"api": "openai", "base_url": "https://api.mistral.ai/v1", "key_env": "MISTRAL_API_KEY",
+                "model": "mistral-large-latest"},
+    "xai": {"api": "openai", "base_url": "https://api.x.ai/v1", "key_env": "XAI_API_KEY", "model": "grok-4"},
+    "gemini": {"api": "openai", "base_url": "https://generativelanguage.googleapis.com/v1beta/openai/",
+               "key_env": "GEMINI_API_KEY", "model": "gemini-3.7-flash"},
+    # Offline, deterministic providers (see cassette.py).
+    "replay": {"api": "replay", "model": None, "key_env": None, "local": True},
+    "script": {"api": "script", "model": None, "key_env": None, "local": True},
+}
+
+ALIASES = {"claude": "anthropic", "gpt": "openai", "chatgpt": "openai", "google": "gemini",
+           "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "grok": "xai", "together-ai": "together"}
+
+HOW_TO_CONFIGURE = """\
+No LLM provider is configured. Choose one of:
+  1. a flag:         moss --provider anthropic --model claude-sonnet-5-5 @agent "task"
+  2. the config file (.moss/config.toml or ~/.config/moss/config.toml):
+                     [llm]
+                     provider = "anthropic"      # or openai, ollama, openrouter, ...
+                     model = "claude-sonnet-5-5"
+  3. an environment variable:
+                     export ANTHROPIC_API_KEY=...   (or OPENAI_API_KEY=...;
+                     ANTHROPIC_BASE_URL / OPENAI_BASE_URL for a local server)"""
+
+
+_ProviderBase = namedtuple("_ProviderBase", "name api model base_url api_key key_env local max_tokens_param",
+                           defaults=(None, None, None, False, "max_tokens"))
+
+
+class Provider(_ProviderBase):
+    """A resolved provider: name, api ("anthropic" | "openai" | "replay" | "script"), model,
+    base_url, api_key, key_env (the variable the key came from, named in auth errors),
+    local (runs on the user's machine: cost 0), max_tokens_param (OpenAI API spelling)."""
+
+    __slots__ = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.base_url})" if self.base_url else self.name
+
+
+def _set(env: Mapping, name: str | None) -> str | None:
+    value = env.get(name) if name else None
+    return value or None
+
+
+def _nonempty(value):
+    return value if value not in (None, "") else None
+
+
+def auto_provider(env: Mapping) -> str | None:
+    """The first of ANTHROPIC_API_KEY, OPENAI_API_KEY (or their *_BASE_URL) that is set."""
+    if _set(env, "ANTHROPIC_API_KEY") or _set(env, "ANTHROPIC_AUTH_TOKEN") or _set(env, "ANTHROPIC_BASE_URL"):
+        return "anthropic"
+    if _set(env, "OPENAI_API_KEY") or _set(env, "OPENAI_BASE_URL"):
+        return "openai"
+    return None
+
+
+def resolve_provider(config: Mapping | None, options: Mapping | None = None, env: Mapping | None = None,
+                     provider: str | None = None, model: str | None = None) -> Provider:
+    """Pick the provider and model for a call.
+
+    provider/model (a chat{} request's own) win, then options (CLI flags), then the config
+    [llm] table, then the environment. Raises MossError(kind="config") with a message
+    that says how to fix it.
+    """
+    import os
+
+    env = os.environ if env is None else env
+    options = options or {}
+    llm_cfg = (config or {}).get("llm") or {}
+    cfg_provider = _nonempty(llm_cfg.get("provider"))
+    name = _nonempty(provider) or _nonempty(options.get("provider"))
+    explicit = name is not None
+    if name is None:
+        if _nonempty(options.get("replay")):
+            name = "replay"
+        elif _nonempty(options.get("script")):
+            name = "script"
+        else:
+            name = cfg_provider or auto_provider(env)
+    if name is None:
+        raise MossError(HOW_TO_CONFIGURE, kind="config")
+    name = ALIASES.get(name.lower(), name.lower())
+
+    overrides = (llm_cfg.get("providers") or {}).get(name) or {}
+    if name not in PRESETS and not overrides:
+        known = ", ".join(sorted(PRESETS))
+        raise MossError(f"unknown LLM provider {name!r}. Known: {known}; or define it in the config:\n"
+                        f'  [llm.providers.{name}]\n  base_url = "http://host:port/v1"\n'
+                        f'  api_key_env = "MY_KEY"   # omit for a server without a key\n  model = "model-name"',
+                        kind="config")
+    preset = {**PRESETS.get(name, {"api": "openai", "key_env": None, "model": None}), **_renamed(overrides)}
+
+    # The model: the call's, the flag's, the config's (when it is about this provider), the preset's.
+    cfg_model = _nonempty(llm_cfg.get("model"))
+    if cfg_model and explicit and cfg_provider and ALIASES.get(cfg_provider, cfg_provider) != name:
+        cfg_model = None  # [llm] model belongs to another provider than the one asked for
+    chosen_model = (_nonempty(model) or _nonempty(options.get("model")) or cfg_model or _nonempty(preset.get("model")))
+    api = preset.get("api", "openai")
+    if api in ("replay", "script"):
+        return Provider(name=name, api=api, model=chosen_model, local=True)
+    if not chosen_model:
+        raise MossError(f"provider {name!r} has no default model: pass --model NAME or set\n"
+                        f'  [llm.providers.{name}]\n  model = "served-model-name"', kind="config")
+
+    base_url = (_nonempty(overrides.get("base_url")) or _set(env, preset.get("base_url_env"))
+                or preset.get("base_url"))
+    if not base_url:
+        raise MossError(f"provider {name!r} has no base_url: set [llm.providers.{name}] base_url", kind="config")
+    key_env = preset.get("key_env")
+    api_key = _set(env, key_env)
+    if name == "anthropic" and not api_key and key_env == "ANTHROPIC_API_KEY":
+        api_key = _set(env, "ANTHROPIC_AUTH_TOKEN")
+    if not api_key:
+        # A server of one's own (a base URL other than the preset's) may need no key,
+        # unless the config names a key variable for it explicitly.
+        own_server = base_url != PRESETS.get(name, {}).get("base_url") and "api_key_env" not in overrides
+        if key_env and not own_server:
+            raise MossError(f"provider {name!r} needs an API key: {key_env} is not set.\n"
+                            f"  export {key_env}=...   (or pick another provider with --provider)",
+                            kind="config")
+        api_key = "no-key"  # local or self-hosted server: the SDKs insist on some key
+    return Provider(name=name, api=api, model=chosen_model, base_url=base_url, api_key=api_key,
+                    key_env=key_env, local=bool(preset.get("local")),
+                    max_tokens_param=preset.get("max_tokens_param", "max_tokens"))
+
+
+def _renamed(overrides: Mapping) -> dict:
+    """Config spells the key variable `api_key_env`; presets call it `key_env`."""
+    out = {k: v for k, v in overrides.items() if k in ("api", "base_url", "model", "local", "max_tokens_param")}
+    if "api_key_env" in overrides:
+        out["key_env"] = overrides["api_key_env"] or None
+    if out.get("api") not in (None, "anthropic", "openai"):
+        raise MossError(f"[llm.providers] api = {out['api']!r}: use \"openai\" (Chat Completions) or "
+                        f"\"anthropic\" (Messages)", kind="config")
+    return out
