@@ -29,10 +29,29 @@ class Context:
     env: Any = field(default_factory=lambda: os.environ)
     runtime: Any = None  # set once the Runtime exists
     services: dict = field(default_factory=dict)  # lazily created per-run services (llm, ...)
+    session_id: str | None = None  # set by moss.session.bind; host events are logged there
+    access: str = "read-only"  # tool access level, raised by policy via moss.access.set
+
+    @property
+    def allow_full(self) -> bool:
+        return bool(self.options.get("allow_full") or self.config.get("agent", {}).get("allow_full"))
+
+    @property
+    def unsandboxed_ok(self) -> bool:
+        return bool(self.config.get("agent", {}).get("unsandboxed_ok"))
 
     @property
     def interactive(self) -> bool:
         return bool(sys.stdin and sys.stdin.isatty()) and not self.options.get("non_interactive")
+
+    def log(self, event: str, data: dict) -> None:
+        """Append a host-side event to the bound session's log, if any."""
+        if self.session_id:
+            import time
+
+            from .api.session import append_line, log_path
+
+            append_line(log_path(self.root, self.session_id), {"event": event, "ts": round(time.time(), 3), **data})
 
     def cancelled(self) -> bool:
         return bool(self.runtime and self.runtime.cancelled)

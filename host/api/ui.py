@@ -21,4 +21,71 @@ def functions(ctx):
     def is_terminal():
         return ui.console().is_terminal
 
-    return {"ui.print": print_, "ui.status": status, "ui.is_terminal": is_terminal}
+    def interactive():
+        return _interactive(ctx)
+
+    def ask(question, opts=None):
+        """Ask the user; nil when nobody can answer (stdin is not a terminal)."""
+        if not _interactive(ctx):
+            return None
+        import sys
+
+        c = ui.console()
+        c.print(f"[bold cyan]?[/] {ui.escape(str(question))}")
+        for i, choice in enumerate((opts or {}).get("choices") or [], 1):
+            c.print(f"  {i}. {ui.escape(str(choice))}")
+        c.print("[dim]answer>[/] ", end="")
+        line = sys.stdin.readline()
+        if not line:
+            return None
+        return line.rstrip("\n")
+
+    def confirm(question):
+        answer = ask(question + " [y/N]")
+        return bool(answer) and answer.strip().lower() in ("y", "yes")
+
+    def event(data):
+        """One JSON line on stdout (for --output-format stream-json)."""
+        import json
+        import sys
+
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+        return True
+
+    def table(rows, opts=None):
+        """Rows (a list of tables) on stdout: a rich table on a terminal, tab-separated otherwise."""
+        import sys
+
+        opts = opts or {}
+        rows = rows or []
+        columns = opts.get("columns") or (list(rows[0].keys()) if rows else [])
+        cells = [["" if r.get(k) is None else str(r.get(k)) for k in columns] for r in rows]
+        if not sys.stdout.isatty():
+            sys.stdout.write("\t".join(columns) + "\n")
+            for row in cells:
+                sys.stdout.write("\t".join(row) + "\n")
+            sys.stdout.flush()
+            return True
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(box=None, header_style="bold", title=opts.get("title"))
+        for k in columns:
+            t.add_column(str(k))
+        for row in cells:
+            t.add_row(*(ui.escape(c) for c in row))
+        Console().print(t)
+        return True
+
+    return {"ui.table": table, "ui.print": print_, "ui.status": status, "ui.is_terminal": is_terminal, "ui.ask": ask,
+            "ui.confirm": confirm, "ui.interactive": interactive, "ui.event": event}
+
+
+def _interactive(ctx) -> bool:
+    import os
+    import sys
+
+    if os.environ.get("MOSS_ASSUME_TTY") == "1":
+        return True
+    return bool(sys.stdin) and sys.stdin.isatty()

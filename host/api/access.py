@@ -1,0 +1,33 @@
+"""moss.access: the tool access level every primitive is checked against.
+
+Policy (a role in Lua) chooses the level; the host enforces it for every primitive and
+refuses `full` unless the user allowed it (--allow-full or [agent] allow_full = true).
+"""
+
+from __future__ import annotations
+
+from .. import ui
+from ..errors import MossError
+from ..tools.sandbox import ACCESS_LEVELS, check_level
+
+
+def functions(ctx):
+    def get():
+        return ctx.access
+
+    def set_(level):
+        check_level(level)
+        if level == "full" and not ctx.allow_full:
+            raise MossError(
+                "access level full (unrestricted shell) needs --allow-full or [agent] allow_full = true",
+                kind="denied",
+            )
+        if level == "full" and ctx.access != "full":
+            ui.console().print("[bold yellow]full access:[/] shell commands run unsandboxed")
+        ctx.access = level
+        return level
+
+    def levels():
+        return list(ACCESS_LEVELS)
+
+    return {"access.get": get, "access.set": set_, "access.levels": levels}

@@ -1,0 +1,24 @@
+"""moss.code: view (tree, skeleton, lines, symbol) and text search, inside the project."""
+
+from __future__ import annotations
+
+
+def functions(ctx):
+    def view(target=".", opts=None):
+        from ..tools.view import view as _view
+
+        opts = opts or {}
+        return _view(ctx.root, str(target or "."), depth=int(opts.get("depth", 1)),
+                     max_chars=int(opts.get("max_chars", 20000)))
+
+    def search(pattern, opts=None):
+        from ..tools.search import search as _search
+
+        opts = opts or {}
+        only = opts.get("only")
+        if isinstance(only, str):
+            only = [only]
+        return _search(ctx.root, str(pattern), only=only or None, limit=int(opts.get("limit", 100)),
+                       ignore_case=bool(opts.get("ignore_case")), max_chars=int(opts.get("max_chars", 20000)))
+
+    return {"code.view": view, "code.search": search}

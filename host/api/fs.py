@@ -1,0 +1,43 @@
+"""moss.fs: file reads and writes confined to the project root, checked against the access level."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import MossError
+from ..tools.confine import confine
+from ..tools.sandbox import require_write
+
+MAX_READ = 2_000_000
+
+
+def functions(ctx):
+    def read(path):
+        p = confine(ctx.root, path, must_exist=True)
+        if p.is_dir():
+            raise MossError(f"{path} is a directory (use moss.code.view)", kind="usage")
+        size = p.stat().st_size
+        if size > MAX_READ:
+            raise MossError(f"{path} is {size:,} bytes; moss.fs.read reads at most {MAX_READ:,}", kind="usage")
+        data = p.read_bytes()
+        if b"\0" in data[:8192]:
+            raise MossError(f"{path} looks binary; not read", kind="usage")
+        return data.decode("utf-8", errors="replace")
+
+    def write(path, text):
+        require_write(ctx.access, f"writing {path}")
+        p = confine(ctx.root, path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.moss-tmp")
+        tmp.write_text(str(text), encoding="utf-8")
+        os.replace(tmp, p)
+        ctx.log("fs_write", {"path": str(p.relative_to(ctx.root)), "bytes": len(str(text).encode())})
+        return True
+
+    def exists(path):
+        try:
+            return confine(ctx.root, path).exists()
+        except MossError:
+            return False
+
+    return {"fs.read": read, "fs.write": write, "fs.exists": exists}

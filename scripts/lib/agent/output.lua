@@ -1,0 +1,99 @@
+-- How a session is shown: text (answer on stdout, progress on stderr), json (one object at
+-- the end) or stream-json (one JSON event per line, for IDEs and CI).
+local M = {}
+
+local REASONS = {
+  answered = "answered",
+  max_turns = "stopped at the turn limit without an answer",
+  loop = "stopped: the agent kept repeating the same command",
+  cycle_limit = "stopped: several turns brought no new evidence",
+  budget = "stopped: the LLM budget is spent",
+  blocked = "blocked: the agent needs an answer from you",
+  checkpoint = "saved a checkpoint and stopped",
+  error = "stopped on an error",
+}
+M.REASONS = REASONS
+
+local function result(S)
+  return {
+    answer = S.answer, success = S.success or false, reason = S.reason, turns = S.turn,
+    session_id = S.id, usage = S.usage, role = S.role, machine = S.machine,
+    forced = S.forced or nil, detail = S.detail, progress = S.progress, questions = S.questions,
+  }
+end
+M.result = result
+
+local function one_line(s, n)
+  s = (s or ""):gsub("%s+", " ")
+  if #s > n then s = s:sub(1, n - 1) .. "…" end
+  return s
+end
+
+-- text ------------------------------------------------------------------------------
+local Text = {}
+Text.__index = Text
+
+function Text:turn(S, state)
+  moss.ui.status(("Turn %d/%d (%s)"):format(S.turn, S.max_turns, S.state))
+end
+
+function Text:llm(S, state, text)
+  if self.verbose and not moss.ui.is_terminal() then moss.ui.print(text, { style = "dim" }) end
+end
+
+function Text:command(S, out)
+  moss.ui.status("  " .. (out.ok and "✓ " or "✗ ") .. one_line(out.cmd, 100))
+end
+
+function Text:finish(S)
+  if S.reason == "answered" then
+    print(S.answer)
+    return
+  end
+  moss.ui.print(REASONS[S.reason] or S.reason, { style = "yellow" })
+  if S.detail then moss.ui.print(tostring(S.detail), { style = "dim" }) end
+  if S.questions and S.questions ~= "" then moss.ui.print("Open questions: " .. S.questions) end
+  moss.ui.print("Resume with: moss @agent --resume " .. S.id, { style = "dim" })
+end
+
+function Text:info(text) moss.ui.print(text, { style = "dim" }) end
+
+-- json --------------------------------------------------------------------------------
+local Json = setmetatable({}, { __index = Text })
+Json.__index = Json
+function Json:turn() end
+function Json:command() end
+function Json:llm() end
+function Json:info() end
+function Json:finish(S) print(moss.json.encode(result(S))) end
+
+-- stream-json -----------------------------------------------------------------------
+local Stream = setmetatable({}, { __index = Json })
+Stream.__index = Stream
+function Stream:turn(S, state)
+  moss.ui.event { type = "turn", turn = S.turn, state = S.state, session_id = S.id }
+end
+function Stream:llm(S, state, text)
+  moss.ui.event { type = "assistant", turn = S.turn, state = S.state, text = text }
+end
+function Stream:command(S, out)
+  moss.ui.event { type = "command", turn = S.turn, cmd = out.cmd, ok = out.ok, refused = out.refused,
+    output = out.content }
+end
+function Stream:info(text) moss.ui.event { type = "info", text = text } end
+function Stream:start(S)
+  moss.ui.event { type = "session_start", session_id = S.id, task = S.task, machine = S.machine, role = S.role }
+end
+function Stream:finish(S)
+  local r = result(S)
+  r.type = "result"
+  moss.ui.event(r)
+end
+
+function M.new(format, opts)
+  local cls = ({ text = Text, json = Json, ["stream-json"] = Stream })[format or "text"]
+  if not cls then moss.error("usage", "--output-format must be text, json or stream-json") end
+  return setmetatable({ verbose = opts and opts.verbose }, cls)
+end
+
+return M

@@ -1,0 +1,104 @@
+-- The $(...) command grammar.
+--
+--   $(view src/main.rs)            name = "view", args = "src/main.rs"
+--   $(text-search "fn (main|run)") nested parentheses and quotes are fine
+--   $(note it's in \"llm.rs\")      backslash escapes a quote or a parenthesis
+--   $(done 13)  $(done ANSWER) 13  the second form takes the rest of the line
+--
+-- An unclosed $( is dropped (models get cut off mid-command). Commands inside code fences
+-- count: models often wrap them in ``` and mean them all the same.
+local M = {}
+
+--- Find every $(...) in `text`. Returns a list of {name, args, raw, line}.
+function M.parse(text)
+  local cmds = {}
+  local i, n = 1, #text
+  while i <= n do
+    local s = text:find("$(", i, true)
+    if not s then break end
+    local depth, j, quote = 1, s + 2, nil
+    while j <= n do
+      local c = text:sub(j, j)
+      if c == "\\" then
+        j = j + 1 -- skip the escaped character
+      elseif quote then
+        if c == quote then quote = nil end
+      elseif c == '"' or c == "'" then
+        -- an apostrophe inside a word (it's, don't) is not a quote
+        local prev, nxt = text:sub(j - 1, j - 1), text:sub(j + 1, j + 1)
+        if c == '"' or not (prev:match("%w") and nxt:match("%w")) then
+          -- a quote opens only if it closes before the command would end
+          local close = text:find(c, j + 1, true)
+          if close then quote = c end
+        end
+      elseif c == "(" then
+        depth = depth + 1
+      elseif c == ")" then
+        depth = depth - 1
+        if depth == 0 then break end
+      end
+      j = j + 1
+    end
+    if depth ~= 0 then break end -- unclosed: drop it and everything after
+    local body = text:sub(s + 2, j - 1)
+    local name, args = body:match("^%s*([%w_%-]+)%s*(.-)%s*$")
+    if name then
+      local _, line = text:sub(1, s):gsub("\n", "")
+      cmds[#cmds + 1] = { name = name:lower(), args = args, raw = "$(" .. body .. ")", line = line + 1,
+        after = text:sub(j + 1, (text:find("\n", j + 1, true) or (n + 1)) - 1) }
+    end
+    i = j + 1
+  end
+  return cmds
+end
+
+--- Split an argument string like a shell would: quotes group, backslash escapes.
+function M.words(s)
+  local out, cur, quote, i, had = {}, {}, nil, 1, false
+  while i <= #s do
+    local c = s:sub(i, i)
+    if c == "\\" and i < #s then
+      cur[#cur + 1] = s:sub(i + 1, i + 1)
+      i = i + 1
+      had = true
+    elseif quote then
+      if c == quote then quote = nil else cur[#cur + 1] = c end
+    elseif c == '"' or c == "'" then
+      quote, had = c, true
+    elseif c:match("%s") then
+      if #cur > 0 or had then out[#out + 1] = table.concat(cur) end
+      cur, had = {}, false
+    else
+      cur[#cur + 1] = c
+    end
+    i = i + 1
+  end
+  if #cur > 0 or had then out[#out + 1] = table.concat(cur) end
+  return out
+end
+
+--- Remove one layer of matching quotes around free text ("note", "answer").
+function M.unquote(s)
+  s = s or ""
+  local q = s:sub(1, 1)
+  if (q == '"' or q == "'") and #s >= 2 and s:sub(-1) == q then
+    s = s:sub(2, -2)
+  end
+  return (s:gsub("\\([\"'()\\])", "%1"))
+end
+
+--- The text of a response with its commands taken out (for feedback shown to other states).
+function M.strip(text)
+  local out, last = {}, 1
+  for _, c in ipairs(M.parse(text)) do
+    local s = text:find(c.raw, last, true)
+    if s then
+      out[#out + 1] = text:sub(last, s - 1)
+      last = s + #c.raw
+    end
+  end
+  out[#out + 1] = text:sub(last)
+  return (table.concat(out):gsub("\n%s*\n%s*\n+", "\n\n"):gsub("^%s+", ""):gsub("%s+$", ""))
+end
+
+return M

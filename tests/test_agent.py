@@ -1,0 +1,268 @@
+"""`moss @agent` end to end: the real CLI, the real SDKs, the fake API server, a fixture repo."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from agentmodel import Model, section
+from conftest import FIXTURES
+from fakeapi import FakeAPI, last_user_text, system_text
+
+
+@pytest.fixture
+def api():
+    with FakeAPI() as server:
+        yield server
+
+
+@pytest.fixture
+def crate(project):
+    """The fixture Rust crate as a git repository, with an ignored build artefact."""
+    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=project.root, check=True)
+    (project.root / "target" / "debug").mkdir(parents=True)
+    (project.root / "target" / "debug" / "llm.rs").write_text("pub enum Provider { Fake }\n")
+    return project
+
+
+def agent(project, api, *args, provider="anthropic", model=None, n_replies=40, timeout=60):
+    if model is not None:
+        api.push(*([model] * n_replies))
+    env = api.env()
+    return project.moss("@agent", "--provider", provider, *args, env=env, timeout=timeout)
+
+
+def bodies(api):
+    return [r.body for r in api.requests]
+
+
+def test_v2_counts_provider_variants_with_explorer_evaluator_split(crate, api):
+    model = Model("provider")
+    r = agent(crate, api, "--v2", "-n", "--output-format", "json", "How many variants does Provider have?",
+              model=model)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["answer"] == "13"
+    assert result["success"] is True and result["reason"] == "answered"
+    assert result["turns"] == 4
+    assert model.calls == ["explorer", "evaluator", "explorer", "evaluator"]
+    reqs = bodies(api)
+    explorer1, evaluator1, explorer2, evaluator2 = (last_user_text(b) for b in reqs)
+    # The explorer sees the task and only the last outputs, never working memory.
+    assert "Last results" not in explorer1 and "Working memory" not in explorer1
+    assert "Working memory" not in explorer2
+    assert "enum Provider" in section(explorer2, "Last results")
+    assert "we need to see the enum itself" in explorer2  # the evaluator's remarks reach it
+    # The evaluator sees numbered new results, and what it kept is in working memory next time.
+    assert "**New results**" in evaluator1 and "[1] `text-search" in evaluator1
+    assert "Working memory" in evaluator2
+    assert "text-search" in section(evaluator2, "Working memory")
+    assert "pub enum Provider {" in section(evaluator2, "New results")
+    # Both states are told only about the commands they may use.
+    assert "$(view" in system_text(reqs[0]) and "$(answer" not in system_text(reqs[0])
+    assert "$(answer" in system_text(reqs[1]) and "$(run" not in system_text(reqs[1])
+    # Nothing ignored by git reached the model.
+    assert "target/debug" not in "".join(last_user_text(b) for b in reqs)
+
+
+def test_v2_first_struct_over_openai(crate, api):
+    r = agent(crate, api, "--v2", "What is the first struct in main.rs?", provider="openai", model=Model("struct"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "Cli"
+    assert all(req.path == "/v1/chat/completions" for req in api.requests)
+
+
+def test_v1_freeform_answers(crate, api):
+    model = Model("provider")
+    r = agent(crate, api, "--v1", "How many variants does Provider have?", model=model)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "13"
+    assert set(model.calls) == {"agent"}
+    assert len(model.calls) == 3  # search, view, answer
+
+
+def test_default_machine_from_config(crate, api):
+    crate.write(".moss/config.toml", '[agent]\nmachine = "v2"\n')
+    model = Model("provider")
+    r = agent(crate, api, "How many variants does Provider have?", model=model)
+    assert r.returncode == 0, r.stderr
+    assert model.calls[:2] == ["explorer", "evaluator"]
+
+
+def test_plan_calls_planner_first_and_explorer_sees_plan(crate, api):
+    model = Model("provider")
+    r = agent(crate, api, "--v2", "--plan", "How many variants does Provider have?", model=model)
+    assert r.returncode == 0, r.stderr
+    assert model.calls[0] == "planner"
+    assert model.calls[1] == "explorer"
+    planner_req, explorer_req = bodies(api)[:2]
+    assert "Create a plan" in system_text(planner_req) or "PLANNER" in system_text(planner_req)
+    assert "Find the definition with a text search" in section(last_user_text(explorer_req), "Plan")
+
+
+def test_explorer_answer_is_refused_with_a_note(crate, api):
+    replies = [
+        "$(answer 12) $(text-search \"enum Provider\")",  # explorer tries to conclude early
+        "$(keep 1) need the definition",
+        "$(view src/workflow/llm.rs/Provider)",
+        lambda body: "$(answer 13)" if "enum Provider {" in last_user_text(body) else "missing",
+    ]
+    api.push(*replies)
+    r = agent(crate, api, "--v2", "-n", "How many variants does Provider have?")
+    assert r.stdout.strip() == "13", r.stderr
+    explorer2 = last_user_text(bodies(api)[2])
+    assert "Only the evaluator concludes" in explorer2
+
+
+def test_evaluator_that_keeps_writing_commands_is_contained(crate, api):
+    n = {"explore": 0}
+
+    def model(body):
+        if "You are an EVALUATOR" in system_text(body):
+            return "$(run touch hacked) $(view src/main.rs) I should look further."
+        n["explore"] += 1
+        return f"$(view src/main.rs:{n['explore']}-{n['explore'] + 2})"
+
+    r = agent(crate, api, "--v2", "-n", "--max-turns", "6", "--output-format", "json", "What is main?",
+              model=model)
+    assert r.returncode == 1
+    result = json.loads(r.stdout)
+    assert result["reason"] == "max_turns" and result["turns"] == 6
+    assert not (crate.root / "hacked").exists()
+    evaluator2 = last_user_text(bodies(api)[3])
+    assert "Not executed: `run touch hacked`" in evaluator2
+    log = (crate.root / ".moss/agent/logs" / f"{result['session_id']}.jsonl").read_text()
+    events = [json.loads(line) for line in log.splitlines()]
+    ran = [e["cmd"] for e in events if e["event"] == "command"]
+    assert all("hacked" not in c for c in ran)
+    assert sum(e["event"] == "command_refused" for e in events) == 6  # 2 per evaluator turn
+
+
+def test_never_answering_ends_at_max_turns_with_exit_1(crate, api):
+    calls = {"n": 0}
+
+    def model(body):
+        calls["n"] += 1
+        return f"$(view src/main.rs:{calls['n']}-{calls['n']})"
+
+    r = agent(crate, api, "--v1", "--max-turns", "5", "-n", "What is this?", model=model)
+    assert r.returncode == 1
+    assert calls["n"] == 5
+    assert "turn limit" in r.stderr
+    assert "Resume with: moss @agent --resume" in r.stderr
+    assert r.stdout == ""
+
+
+def test_repeated_command_warns_then_ends_with_loop(crate, api):
+    r = agent(crate, api, "--v1", "-n", "--output-format", "json", "What is this?",
+              model=lambda body: "$(view src/main.rs)")
+    assert r.returncode == 1
+    result = json.loads(r.stdout)
+    assert result["reason"] == "loop"
+    assert result["turns"] == 4
+    third = last_user_text(bodies(api)[3])
+    assert "this is the 3rd time you asked for `view src/main.rs`" in third
+
+
+def test_no_new_evidence_forces_one_answer_then_cycle_limit(crate, api):
+    def model(body):
+        if "You are an EVALUATOR" in system_text(body):
+            return "Not enough yet."
+        return "I have no idea what to look at."
+
+    r = agent(crate, api, "--v2", "-n", "--output-format", "json", "What is this?", model=model)
+    assert r.returncode == 1
+    result = json.loads(r.stdout)
+    assert result["reason"] == "cycle_limit"
+    forced = last_user_text(bodies(api)[-1])
+    assert "Answer now" in forced
+    assert result["turns"] == 11  # 5 explorer + 5 evaluator + 1 forced
+
+
+def test_forced_answer_is_accepted(crate, api):
+    def model(body):
+        text = last_user_text(body)
+        if "Answer now" in text:
+            return "$(answer probably a CLI)"
+        if "You are an EVALUATOR" in system_text(body):
+            return "Not enough yet."
+        return "hmm"
+
+    r = agent(crate, api, "--v2", "-n", "--output-format", "json", "What is this?", model=model)
+    result = json.loads(r.stdout)
+    assert r.returncode == 0 and result["answer"] == "probably a CLI" and result["forced"] is True
+
+
+def test_unknown_command_comes_back_naming_known_ones(crate, api):
+    api.push("$(frobnicate src) $(view Cargo.toml)",
+             lambda body: "$(answer ok)" if "unknown command `frobnicate`" in last_user_text(body) else "no")
+    r = agent(crate, api, "--v1", "-n", "What is this?")
+    assert r.stdout.strip() == "ok", r.stderr
+    second = last_user_text(bodies(api)[1])
+    assert "known commands:" in second and "text-search" in second and "view" in second
+
+
+def test_stream_json_transcript(crate, api):
+    r = agent(crate, api, "--v2", "-n", "--output-format", "stream-json", "How many variants does Provider have?",
+              model=Model("provider"))
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "session_start" and types[-1] == "result"
+    assert types.count("turn") == 4 and types.count("assistant") == 4
+    assert events[-1]["answer"] == "13" and events[-1]["session_id"] == events[0]["session_id"]
+    cmds = [e for e in events if e["type"] == "command"]
+    assert cmds[0]["cmd"] == 'text-search "enum Provider"' and "llm.rs" in cmds[0]["output"]
+
+
+def test_context_stays_bounded_by_what_is_kept(crate, api):
+    calls = {"n": 0}
+
+    def model(body):
+        calls["n"] += 1
+        k = calls["n"]
+        return f"$(view src/main.rs:{k * 5}-{k * 5 + 4}) $(view src/config.rs:1-{k})"
+
+    agent(crate, api, "--v1", "-n", "--max-turns", "12", "What is this?", model=model)
+    sizes = [len(last_user_text(b)) for b in bodies(api)]
+    assert len(sizes) == 12
+    # Nothing was kept, so turn 12 carries about what turn 2 did, not eleven turns of output.
+    assert max(sizes[1:]) < 2.5 * sizes[1]
+
+
+def test_no_task_and_bad_flags_exit_2(crate, api):
+    r = crate.moss("@agent")
+    assert r.returncode == 2 and "no task given" in r.stderr
+    r = crate.moss("@agent", "--frob", "x")
+    assert r.returncode == 2 and "unknown option --frob" in r.stderr
+    r = crate.moss("@agent", "--machine", "nope", "x", env=api.env())
+    assert r.returncode == 2 and "no machine 'nope'" in r.stderr
+
+
+def test_no_llm_configured_exits_2_with_the_three_ways(crate):
+    r = crate.moss("@agent", "-n", "hello")
+    assert r.returncode == 2
+    assert "ANTHROPIC_API_KEY" in r.stderr and "--provider" in r.stderr and "config.toml" in r.stderr
+
+
+def test_task_file_and_project_machine(crate, api):
+    crate.write("tasks.md", "How many variants does Provider have?\n")
+    crate.write(".moss/scripts/machines/solo.lua", """
+        local v1 = require("machines.v1")
+        local m = { name = "solo", start = "agent", max_turns = 3, states = { agent = v1.states.agent } }
+        return m
+    """)
+    r = agent(crate, api, "--machine", "solo", "--task-file", "tasks.md", model=Model("provider"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "13"
+    assert "How many variants" in last_user_text(bodies(api)[0])
+
+
+def test_help_lists_flags(crate):
+    r = crate.moss("@agent", "--help")
+    assert r.returncode == 0
+    for flag in ("--v2", "--plan", "--max-turns", "--task-file", "--output-format", "--machine", "--provider"):
+        assert flag in r.stdout
