@@ -87,6 +87,31 @@ def _base_args(bwrap: str) -> list[str]:
     ]
 
 
+def _tmp_rebinds() -> list[str]:
+    """Keep tools that live under /tmp visible (read-only) beneath the private /tmp.
+
+    A checkout or virtualenv under /tmp (CI clones often are) would otherwise vanish
+    inside the sandbox, and with it the Python or the tools on PATH.
+    """
+    import sys
+
+    candidates = [sys.prefix, sys.base_prefix, *os.environ.get("PATH", "").split(os.pathsep)]
+    keep: list[str] = []
+    for c in candidates:
+        if not c:
+            continue
+        p = os.path.realpath(c)
+        if (p == "/tmp" or not p.startswith("/tmp/")) or not os.path.isdir(p):
+            continue
+        if any(p == k or p.startswith(k + "/") for k in keep):
+            continue
+        keep = [k for k in keep if not k.startswith(p + "/")] + [p]
+    args: list[str] = []
+    for p in keep:
+        args += ["--ro-bind", p, p]
+    return args
+
+
 def _isolation_args() -> list[str]:
     # --unshare-pid: when bwrap is killed, its pid-1 dies (--die-with-parent) and the
     # kernel kills everything left in the namespace, background jobs included.
@@ -113,6 +138,7 @@ def bwrap_argv(bwrap: str, access: str, root: str, cwd: str, cmd: str) -> list[s
         raise ValueError(access)
     return (
         _base_args(bwrap)
+        + _tmp_rebinds()
         + root_bind
         + _isolation_args()
         + ["--chdir", cwd, "--", SHELL, "-c", cmd]
