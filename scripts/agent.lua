@@ -1,19 +1,31 @@
--- The coding agent: flags -> role -> machine -> run -> answer.
+-- The coding agent: flags -> role(s) -> machine -> run -> answer.
 local cli = require("lib.cli")
 local runner = require("lib.agent.runner")
 local output = require("lib.agent.output")
+local dispatch = require("lib.agent.dispatch")
+local safety = require("lib.agent.safety")
 
 local FLAGS = {
   { "--v1", type = "flag", help = "the freeform loop: one agent explores and concludes" },
   { "--v2", type = "flag", help = "the explorer/evaluator state machine" },
   { "--machine", metavar = "NAME", help = "any machine under scripts/machines/ (project ones too)" },
   { "--plan", type = "flag", help = "start with a planner state whose plan the explorer sees" },
-  { "--role", metavar = "NAME", help = "role: explorer (default) or any under scripts/roles/" },
   { "--max-turns", type = "number", help = "LLM calls before giving up (V1 15, V2 16)" },
+  { "--role", metavar = "NAME[,NAME]", help = "explorer (default), auditor, refactorer, a project role, or a pipeline" },
+  { "--audit", type = "flag", help = "shorthand for --role auditor" },
+  { "--refactor", type = "flag", help = "shorthand for --role refactorer" },
+  { "--auto", type = "flag", help = "let a classifier pick the role from the task" },
+  { "--roles", type = "flag", help = "list the roles, their access levels and where they come from" },
+  { "--auto-approve", metavar = "LEVEL", choices = { "low", "medium", "high" },
+    help = "edits up to this risk apply without asking (default low)" },
+  { "--validate", metavar = "CMD", help = "add a validation command (see [agent] validate)" },
   { "-n", "--non-interactive", type = "flag", key = "non_interactive", help = "never ask the user (CI)" },
   { "--task-file", metavar = "FILE", help = "read the task from FILE (inside the project)" },
   { "--output-format", metavar = "FORMAT", choices = { "text", "json", "stream-json" },
     help = "text (answer on stdout), json (one object), stream-json (events)" },
+  { "--resume", metavar = "[ID]", optional_value = true, help = "continue a saved session (latest without ID)" },
+  { "--list-sessions", type = "flag", help = "table of saved sessions" },
+  { "--list-logs", type = "flag", help = "list session logs" },
   { "-h", "--help", type = "flag", help = "show this help" },
 }
 
@@ -32,7 +44,8 @@ Exit status: 0 answered, 1 no answer (turn limit, loop, cycle limit, budget, err
 2 usage or configuration error, 3 blocked (needs you; non-interactive).
 
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
-.moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns, role.]]
+.moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,
+role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on.]]
 end
 
 local function copy(t)
@@ -42,18 +55,127 @@ local function copy(t)
   return out
 end
 
-local function load_machine(name)
-  local ok, m = pcall(require, "machines." .. name)
-  if not ok then
-    moss.error("usage", "no machine '" .. name .. "': " .. tostring(m))
-  end
+local function load_module(kind, name)
+  local ok, m = pcall(require, kind .. "s." .. name)
+  if not ok then moss.error("usage", "no " .. kind .. " '" .. name .. "': " .. tostring(m)) end
   return copy(m)
 end
 
-local function load_role(name)
-  local ok, r = pcall(require, "roles." .. name)
-  if not ok then moss.error("usage", "no role '" .. name .. "': " .. tostring(r)) end
-  return r
+local function ago(t)
+  local d = os.time() - math.floor(t)
+  if d < 120 then return d .. "s" elseif d < 7200 then return (d // 60) .. "m" end
+  if d < 172800 then return (d // 3600) .. "h" end
+  return (d // 86400) .. "d"
+end
+
+local function list_roles()
+  local rows = {}
+  for _, e in ipairs(moss.scripts.list("roles")) do
+    local ok, r = pcall(require, e.module)
+    rows[#rows + 1] = {
+      role = e.name, access = ok and r.access or "?", from = e.origin .. (#e.overrides > 0 and
+        (" (overrides " .. table.concat(e.overrides, ", ") .. ")") or ""),
+      description = ok and r.description or ("broken: " .. tostring(r)), path = e.path,
+    }
+  end
+  moss.ui.table(rows, { columns = { "role", "access", "from", "description", "path" } })
+end
+
+local function list_sessions()
+  local rows = {}
+  for _, s in ipairs(moss.session.list()) do
+    local task = (s.task or ""):gsub("%s+", " ")
+    rows[#rows + 1] = { id = s.id, age = ago(s.mtime), turns = s.turn, state = s.state,
+      reason = s.reason or "running", task = #task > 60 and task:sub(1, 59) .. "…" or task }
+  end
+  moss.ui.table(rows, { columns = { "id", "age", "turns", "state", "reason", "task" } })
+end
+
+local function list_logs()
+  local rows = {}
+  for _, l in ipairs(moss.session.logs()) do
+    rows[#rows + 1] = { id = l.id, age = ago(l.mtime), events = l.events, path = l.path }
+  end
+  moss.ui.table(rows, { columns = { "id", "age", "events", "path" } })
+end
+
+--- The roles to run, in order, and why they were chosen.
+local function choose_roles(opts, cfg, task)
+  local spec = opts.role or (opts.audit and "auditor") or (opts.refactor and "refactorer")
+  if spec then return spec, "--role" end
+  if opts.auto or cfg.dispatch == "auto" then
+    local choices = {}
+    for _, e in ipairs(moss.scripts.list("roles")) do
+      local ok, r = pcall(require, e.module)
+      if ok then choices[#choices + 1] = { name = e.name, description = r.description } end
+    end
+    return dispatch.classify(task, choices)
+  end
+  if cfg.pipeline and #cfg.pipeline > 0 then return table.concat(cfg.pipeline, ","), "[agent] pipeline" end
+  return cfg.role or "explorer", cfg.role and "[agent] role" or "default"
+end
+
+local function run_stage(o)
+  local machine = load_module("machine", o.machine_name)
+  local role = o.role
+  moss.access.set(role.access or "read-only")
+  local S = o.session or runner.new_session {
+    task = o.task,
+    context_note = o.context_note,
+    machine = o.machine_name,
+    role = role.name,
+    start = (o.plan or role.plan) and machine.states.planner and "planner" or machine.start,
+    max_turns = o.max_turns or machine.max_turns or 15,
+  }
+  moss.session.bind(S.id)
+  if o.why then moss.session.log(S.id, "dispatch", { role = role.name, why = o.why }) end
+  local env = {
+    role = role,
+    out = o.out,
+    interactive = o.interactive,
+    loop_limit = o.cfg.loop_limit,
+    max_tokens = o.cfg.max_tokens,
+    auto_approve = o.auto_approve,
+  }
+  local hooks = safety.setup(S, { access = role.access, validate = o.validate, validate_on = o.cfg.validate_on })
+  for k, f in pairs(hooks) do env[k] = f end
+  if o.out.start and S.turn == 0 then o.out:start(S) end
+  if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
+  runner.run(machine, S, env)
+  return S
+end
+
+local function exit_status(reason)
+  if reason == "answered" then return 0 end
+  if reason == "blocked" then return 3 end
+  return 1
+end
+
+local function resume(opts, cfg, base, extra_words)
+  local S = moss.session.load(opts.resume == true and nil or opts.resume)
+  local role = load_module("role", S.role or "explorer")
+  if S.done and S.reason == "answered" then
+    moss.ui.print("session " .. S.id .. " already answered", { style = "dim" })
+    print(S.answer)
+    return 0
+  end
+  local machine = load_module("machine", S.machine)
+  if S.done then
+    S.done, S.reason = false, nil
+    S.blocked = nil
+    if S.safety then S.safety.failures, S.safety.rolled_back = 0, false end
+    S.stale, S.cmd_counts = 0, moss.dict()
+    if S.turn >= S.max_turns then S.max_turns = S.turn + (opts.max_turns or machine.max_turns or 15) end
+  end
+  if #extra_words > 0 then
+    local box = S.inbox[S.state] or {}
+    box[#box + 1] = "The user says: " .. table.concat(extra_words, " ")
+    S.inbox[S.state] = box
+  end
+  moss.ui.status(("resuming %s at turn %d (%s)"):format(S.id, S.turn, S.state))
+  base.session, base.role, base.machine_name, base.task = S, role, S.machine, S.task
+  local done = run_stage(base)
+  return exit_status(done.reason)
 end
 
 local function main(args)
@@ -63,7 +185,22 @@ local function main(args)
     return 2
   end
   if opts.help then print(help()) return 0 end
+  if opts.roles then list_roles() return 0 end
+  if opts.list_sessions then list_sessions() return 0 end
+  if opts.list_logs then list_logs() return 0 end
   local cfg = moss.config.agent or {}
+
+  local out = output.new(opts.output_format or cfg.output_format or "text", { verbose = moss.options.verbose })
+  local base = {
+    cfg = cfg,
+    out = out,
+    plan = opts.plan or cfg.plan,
+    max_turns = opts.max_turns or cfg.max_turns,
+    interactive = not opts.non_interactive and moss.ui.interactive(),
+    auto_approve = opts.auto_approve or cfg.auto_approve or "low",
+    validate = opts.validate and { opts.validate } or nil,
+  }
+  if opts.resume then return resume(opts, cfg, base, rest) end
 
   local task = table.concat(rest, " ")
   if opts.task_file then task = moss.fs.read(opts.task_file) end
@@ -71,34 +208,35 @@ local function main(args)
     moss.ui.print('no task given: moss @agent "what does this project do?" (see --help)', { style = "red" })
     return 2
   end
+  base.task = task
+  base.machine_name = opts.machine or (opts.v2 and "v2") or (opts.v1 and "v1") or cfg.machine or "v1"
+  load_module("machine", base.machine_name) -- fail early on a bad name
 
-  local machine_name = opts.machine or (opts.v2 and "v2") or (opts.v1 and "v1") or cfg.machine or "v1"
-  local machine = load_machine(machine_name)
-  local role = load_role(opts.role or cfg.role or "explorer")
-  moss.access.set(role.access or "read-only")
+  local spec, why = choose_roles(opts, cfg, task)
+  local names = {}
+  for name in spec:gmatch("[^,%s]+") do names[#names + 1] = name end
+  local roles = {}
+  for i, name in ipairs(names) do roles[i] = load_module("role", name) end
+  moss.ui.status("role: " .. table.concat(names, " → ") .. " (" .. why .. ")")
 
-  local S = runner.new_session {
-    task = task,
-    machine = machine_name,
-    role = role.name,
-    start = (opts.plan or cfg.plan) and machine.states.planner and "planner" or machine.start,
-    max_turns = opts.max_turns or cfg.max_turns or machine.max_turns or 15,
-  }
-  moss.session.bind(S.id)
-  local out = output.new(opts.output_format or cfg.output_format or "text", { verbose = moss.options.verbose })
-  if out.start then out:start(S) end
+  if #roles == 1 then
+    base.role, base.why = roles[1], why
+    return exit_status(run_stage(base).reason)
+  end
 
-  local env = {
-    role = role,
-    out = out,
-    interactive = not opts.non_interactive and moss.ui.interactive(),
-    loop_limit = cfg.loop_limit,
-    max_tokens = cfg.max_tokens,
-  }
-  runner.run(machine, S, env)
-  if S.reason == "answered" then return 0 end
-  if S.reason == "blocked" then return 3 end
-  return 1
+  -- A pipeline: each role's answer becomes context for the next; the output reports all.
+  local stages, note = {}, nil
+  local final_out = out
+  for i, role in ipairs(roles) do
+    local stage = copy(base)
+    stage.out = output.new(opts.output_format == "stream-json" and "stream-json" or "quiet", { stage = true })
+    stage.role, stage.why, stage.context_note = role, why, note
+    local S = run_stage(stage)
+    stages[i] = S
+    if S.reason ~= "answered" then break end
+    note = "**Result of the previous step (" .. role.name .. "):**\n" .. S.answer
+  end
+  return exit_status(final_out:pipeline(stages, #roles))
 end
 
 return { help = help, main = main }

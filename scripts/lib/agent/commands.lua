@@ -4,6 +4,7 @@
 -- control commands change the session state. A project adds or replaces a command by
 -- overriding this module, or at run time with `commands.define{...}`.
 local parser = require("lib.agent.parser")
+local edits = require("lib.agent.edits")
 
 local M = {}
 
@@ -99,10 +100,26 @@ M.define {
     if args == "" then moss.error("usage", "run needs a command: $(run cargo test)") end
     return { args }
   end,
-  call = function(a)
+  call = function(a, env)
+    if env.before_write then env.before_write("run " .. a[1]) end
     local r = moss.shell.run(a[1])
     return format_run(r)
   end,
+}
+
+M.define {
+  name = "edit", kind = "tool",
+  help = "edit PATH/Symbol replace <code> | insert --before|--after <code> | delete; " ..
+    'edit PATH --old "exact text" --new "text" — change code',
+  prepare = edits.parse_one,
+  call = function(spec, env) return edits.perform({ spec }, env) end,
+}
+
+M.define {
+  name = "batch-edit", kind = "tool",
+  help = "batch-edit T1 ACTION1 ARGS1 | T2 ACTION2 ARGS2 — several edits, all or nothing",
+  prepare = edits.parse_batch,
+  call = function(specs, env) return edits.perform(specs, env) end,
 }
 
 -- ---- memory and control (handled by the runner; listed here so they are known) -------
@@ -118,7 +135,9 @@ for _, def in ipairs {
 } do M.define(def) end
 
 --- Run tool commands; read-only ones side by side. Returns outputs in command order.
-function M.run_tools(cmds)
+-- env carries the session's policy hooks (approval, snapshots, validation) to tools.
+function M.run_tools(cmds, env)
+  env = env or {}
   local outputs, batch = {}, {}
   for i, c in ipairs(cmds) do
     local def = M.defs[c.name]
@@ -129,9 +148,9 @@ function M.run_tools(cmds)
     elseif def.parallel and not (def.parallel == "shell.run") then
       batch[#batch + 1] = { index = i, call = { def.parallel, table.unpack(prepared) }, label = label }
     else
-      local ok2, content, success = pcall(def.call, prepared)
+      local ok2, content, success, refused = pcall(def.call, prepared, env)
       if ok2 then
-        outputs[i] = { cmd = label, content = content, ok = success ~= false }
+        outputs[i] = { cmd = label, content = content, ok = success ~= false, refused = refused }
       else
         outputs[i] = { cmd = label, content = tostring(content.message or content), ok = false,
           refused = moss.error_kind(content) == "denied" }

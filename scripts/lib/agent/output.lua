@@ -86,14 +86,61 @@ function Stream:start(S)
 end
 function Stream:finish(S)
   local r = result(S)
-  r.type = "result"
+  r.type = self.stage and "stage_result" or "result"
   moss.ui.event(r)
 end
 
+-- quiet: a pipeline stage in text/json mode (progress only; the pipeline reports at the end)
+local Quiet = setmetatable({}, { __index = Text })
+Quiet.__index = Quiet
+function Quiet:finish() end
+
+--- Combined result of a role pipeline: every stage's answer, in order.
+local function pipeline_result(stages, n)
+  local parts, steps = {}, {}
+  for _, S in ipairs(stages) do
+    if S.answer then parts[#parts + 1] = "## " .. S.role .. "\n\n" .. S.answer end
+    steps[#steps + 1] = { role = S.role, answer = S.answer, reason = S.reason, turns = S.turn, session_id = S.id }
+  end
+  local last = stages[#stages]
+  local ok = #stages == n and last.reason == "answered"
+  local usage = moss.llm.usage()
+  return {
+    answer = table.concat(parts, "\n\n"), success = ok, reason = last.reason, steps = steps,
+    turns = (function() local t = 0 for _, S in ipairs(stages) do t = t + S.turn end return t end)(),
+    session_id = last.id, usage = usage,
+  }
+end
+
+function Text:pipeline(stages, n)
+  local r = pipeline_result(stages, n)
+  if r.success then
+    print(r.answer)
+  else
+    if r.answer ~= "" then moss.ui.print(r.answer) end
+    moss.ui.print("pipeline stopped at " .. stages[#stages].role .. ": " .. (REASONS[r.reason] or r.reason),
+      { style = "yellow" })
+  end
+  return r.reason
+end
+
+function Json:pipeline(stages, n)
+  local r = pipeline_result(stages, n)
+  print(moss.json.encode(r))
+  return r.reason
+end
+
+function Stream:pipeline(stages, n)
+  local r = pipeline_result(stages, n)
+  r.type = "result"
+  moss.ui.event(r)
+  return r.reason
+end
+
 function M.new(format, opts)
-  local cls = ({ text = Text, json = Json, ["stream-json"] = Stream })[format or "text"]
+  local cls = ({ text = Text, json = Json, ["stream-json"] = Stream, quiet = Quiet })[format or "text"]
   if not cls then moss.error("usage", "--output-format must be text, json or stream-json") end
-  return setmetatable({ verbose = opts and opts.verbose }, cls)
+  return setmetatable({ verbose = opts and opts.verbose, stage = opts and opts.stage }, cls)
 end
 
 return M

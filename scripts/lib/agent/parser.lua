@@ -52,13 +52,17 @@ function M.parse(text)
   return cmds
 end
 
---- Split an argument string like a shell would: quotes group, backslash escapes.
+--- Split an argument string like a shell would: quotes group words. A backslash escapes
+-- only a quote, a backslash or whitespace (and nothing inside single quotes), so regexes
+-- such as "fn\s+main" or "eval\(" keep their backslashes.
 function M.words(s)
   local out, cur, quote, i, had = {}, {}, nil, 1, false
   while i <= #s do
     local c = s:sub(i, i)
-    if c == "\\" and i < #s then
-      cur[#cur + 1] = s:sub(i + 1, i + 1)
+    local nxt = s:sub(i + 1, i + 1)
+    if c == "\\" and quote ~= "'" and nxt ~= "" and (nxt == '"' or nxt == "'" or nxt == "\\" or
+        (not quote and nxt:match("%s"))) then
+      cur[#cur + 1] = nxt
       i = i + 1
       had = true
     elseif quote then

@@ -163,9 +163,12 @@ function M.handle(S, state, text, env)
     say("Your answer was set aside because you also wrote $(wait).")
     answer = nil
   end
-  if answer and state.concludes then return { answer = answer } end
+  if answer and state.concludes then
+    if not env.before_answer or env.before_answer() then return { answer = answer } end
+    log(S, "answer_rejected", { answer = answer, turn = S.turn })
+  end
 
-  local results = #tools > 0 and commands.run_tools(tools) or {}
+  local results = #tools > 0 and commands.run_tools(tools, env) or {}
   local k = 0
   for i, o in ipairs(outputs) do
     if o == false then
@@ -201,7 +204,7 @@ local function llm_call(S, state, env, extra)
     pending = #S.mem.pending })
   local ok, resp = pcall(moss.llm.chat, request)
   if not ok then return nil, resp end
-  log(S, "llm_response", { turn = S.turn, state = S.state, text = resp.text, usage = resp.usage, model = resp.model })
+  log(S, "response", { turn = S.turn, state = S.state, text = resp.text })
   return resp
 end
 
@@ -265,6 +268,10 @@ function M.run(machine, S, env)
       S.history[#S.history + 1] = { turn = S.turn, state = S.state, outputs = outs }
     end
     if state.feedback_to then S.feedback = parser.strip(resp.text) end
+    if env.after_turn then
+      local reason = env.after_turn(env, #outs > 0)
+      if reason then return finish(S, env, reason) end
+    end
 
     if state.judges then
       if S.new_evidence then S.stale = 0 else S.stale = S.stale + 1 end

@@ -1,0 +1,102 @@
+-- Turning $(edit ...) and $(batch-edit ...) into edit specs, and applying them under the
+-- approval policy: risk within --auto-approve goes through; above it, an interactive user
+-- is shown the diff and asked; non-interactive sessions refuse and tell the model why.
+local parser = require("lib.agent.parser")
+local risk = require("lib.agent.risk")
+
+local M = {}
+
+-- Strip a surrounding code fence or a single pair of quotes that wraps the whole content.
+local function clean(content)
+  content = content:gsub("^%s*\n", ""):gsub("%s+$", "")
+  local fenced = content:match("^```[%w_+-]*\n(.-)\n?```$")
+  if fenced then return fenced end
+  local q = content:sub(1, 1)
+  if (q == '"' or q == "'") and #content >= 2 and content:sub(-1) == q then
+    local inner = content:sub(2, -2)
+    if not inner:gsub("\\.", ""):find(q, 1, true) then return (inner:gsub("\\" .. q, q)) end
+  end
+  return content
+end
+
+--- One edit from "TARGET ACTION [ARGS]" text. Raises a usage error describing the forms.
+function M.parse_one(text)
+  local target, rest = text:match("^%s*(%S+)%s*(.-)%s*$")
+  if not target then moss.error("usage", "edit needs a target: $(edit path/Symbol replace <code>)") end
+  local action, after = rest:match("^(%S+)%s?(.*)$")
+  action = action or ""
+  if action == "delete" then
+    return { target = target, action = "delete" }
+  elseif action == "replace" or action == "create" or action == "append" or action == "prepend" then
+    return { target = target, action = action, content = clean(after) }
+  elseif action == "insert" then
+    local pos, code = after:match("^%-%-(%a+)%s?(.*)$")
+    if pos ~= "before" and pos ~= "after" then
+      moss.error("usage", "insert needs --before or --after: $(edit path/Symbol insert --after <code>)")
+    end
+    return { target = target, action = "insert", position = pos, content = clean(code) }
+  elseif action == "--old" then
+    local w = parser.words(rest)
+    local old, new
+    for i = 1, #w do
+      if w[i] == "--old" then old = w[i + 1] elseif w[i] == "--new" then new = w[i + 1] end
+    end
+    if not old or not new then moss.error("usage", 'exact-text edit: $(edit path --old "old text" --new "new text")') end
+    return { target = target, action = "text", old = old, content = new }
+  end
+  moss.error("usage", "unknown edit action '" .. action .. "'; use delete, replace <code>, " ..
+    'insert --before|--after <code>, --old "text" --new "text", create <content>, append <content>')
+end
+
+--- "t1 a1 c1 | t2 a2 c2" -> specs (a "|" with spaces around it separates; "||" does not).
+function M.parse_batch(text)
+  local specs, start = {}, 1
+  while true do
+    local s = text:find("%s|%s", start) -- "||" never matches: its neighbours are not spaces
+    if not s then break end
+    specs[#specs + 1] = M.parse_one(text:sub(start, s))
+    start = s + 3
+  end
+  specs[#specs + 1] = M.parse_one(text:sub(start))
+  return specs
+end
+
+local function summary(result)
+  local lines = { "Edited " .. table.concat(result.files, ", ") }
+  if result.syntax_warning then lines[#lines + 1] = "WARNING: " .. result.syntax_warning end
+  lines[#lines + 1] = result.diff
+  return table.concat(lines, "\n")
+end
+
+--- Apply specs under the approval policy. Returns (content, ok, refused).
+-- env: { interactive, auto_approve = "low"|"medium"|"high", before_write(label), after_edit(result) }
+function M.perform(specs, env)
+  local level, reason = risk.batch(specs)
+  local ok, preview = pcall(moss.edit.preview, specs)
+  if not ok then return tostring(preview.message or preview), false, moss.error_kind(preview) == "denied" end
+  local threshold = env.auto_approve or "low"
+  if not risk.auto_approved(level, threshold) then
+    if env.interactive then
+      moss.ui.print(preview.diff)
+      if not moss.ui.confirm(("Apply this edit? risk %s: %s"):format(level, reason)) then
+        return "Not applied: the user declined this edit (risk " .. level .. ": " .. reason .. ").", false, true
+      end
+    else
+      return ("Not applied: risk %s (%s) is above --auto-approve %s, and nobody can confirm in " ..
+        "non-interactive mode. Make a smaller, lower-risk change, or ask the user to rerun with " ..
+        "--auto-approve %s."):format(level, reason, threshold, level), false, true
+    end
+  end
+  if env.before_write then env.before_write("edit " .. specs[1].target) end
+  local ok2, result = pcall(moss.edit.apply, specs)
+  if not ok2 then return tostring(result.message or result), false, moss.error_kind(result) == "denied" end
+  local content = summary(result)
+  if env.after_edit then
+    local extra, passed = env.after_edit(result)
+    if extra then content = content .. "\n\n" .. extra end
+    if passed == false then return content, false end
+  end
+  return content, true
+end
+
+return M

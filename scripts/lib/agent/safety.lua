@@ -1,0 +1,158 @@
+-- Safety nets for sessions that can write: shadow snapshots before every write, the
+-- validation pipeline, and the escalation chain retry -> rollback -> ask.
+--
+--   1. Retry:    the same step fails again -> the error goes back to the model (up to
+--                [agent] max_retries, default 3).
+--   2. Rollback: still failing -> the tree is restored to the last snapshot where validation
+--                passed (the session's start if it never did) and the model is told.
+--   3. Ask:      failing after the rollback -> the user picks from numbered options
+--                (interactive), or the session ends `blocked` (exit 3) with a checkpoint.
+--
+-- Everything here is state in the session table, so it checkpoints and resumes.
+local validate = require("lib.agent.validate")
+
+local M = {}
+
+local OPTIONS = {
+  "Skip this step for now and continue with the rest of the task",
+  "Show me the failing output and the code involved, then stop",
+  "Explain what you were trying to do and propose another approach",
+}
+
+local function say(S, msg)
+  local box = S.inbox[S.state] or {}
+  box[#box + 1] = msg
+  S.inbox[S.state] = box
+end
+
+local function log(S, event, data) moss.session.log(S.id, event, data or {}) end
+
+--- Prepare S.safety for a session; returns the hooks table for the runner env.
+function M.setup(S, opts)
+  local cfg = moss.config.agent or {}
+  local writes = opts.access == "edit" or opts.access == "full"
+  S.safety = S.safety or {
+    writes = writes,
+    max_retries = cfg.max_retries or 3,
+    validate_on = opts.validate_on or cfg.validate_on or "edit",
+    failures = 0,
+    failing = nil,
+    rolled_back = false,
+  }
+  local st = S.safety
+  if st.steps == nil then
+    local steps, source = validate.steps(cfg, opts.validate)
+    st.steps, st.source = steps, source
+    if #steps > 0 then
+      local names = {}
+      for _, s in ipairs(steps) do names[#names + 1] = s.name .. " (`" .. s.run .. "`)" end
+      st.description = "validation (" .. (source or "") .. "): " .. table.concat(names, ", ") ..
+        ", on " .. st.validate_on
+    else
+      st.description = "no validation: " .. tostring(source)
+    end
+    log(S, "validation_config", { steps = steps, source = source, on = st.validate_on })
+  end
+  if writes and not st.start_snapshot then
+    st.start_snapshot = moss.shadow.snapshot("session " .. S.id .. " start")
+    st.good_snapshot = st.start_snapshot
+    log(S, "snapshot", { id = st.start_snapshot, label = "session start" })
+  end
+  return M.hooks(S)
+end
+
+--- Run the pipeline and escalate on failure. Returns (report, passed).
+function M.check(S, why)
+  local st = S.safety
+  if not st or #st.steps == 0 then return nil, true end
+  local r = validate.run(st.steps)
+  log(S, "validation", { why = why, passed = r.passed, step = r.failed and r.failed.name, report = r.report,
+    turn = S.turn })
+  if r.passed then
+    st.failures, st.failing, st.rolled_back = 0, nil, false
+    if st.writes then
+      st.good_snapshot = moss.shadow.snapshot("validated after turn " .. S.turn)
+    end
+    return r.report, true
+  end
+  local key = r.failed.name
+  if st.failing == key then st.failures = st.failures + 1 else st.failing, st.failures = key, 1 end
+  local report = r.report
+  if st.failures <= st.max_retries then
+    report = report .. ("\n\n[retry %d/%d] Fix the cause and try again."):format(st.failures, st.max_retries)
+    log(S, "retry", { step = key, attempt = st.failures, turn = S.turn })
+  elseif not st.rolled_back and st.writes and st.good_snapshot then
+    local res = moss.shadow.restore(st.good_snapshot)
+    st.rolled_back, st.failures = true, 0
+    local n = #(res.reverted or {}) + #(res.removed or {}) + #(res.restored or {})
+    report = report .. ("\n\n[rollback] `%s` kept failing after %d retries: the project was restored to " ..
+      "the last state where validation passed (%d file(s) reverted, removed or restored). " ..
+      "Take a different approach."):format(key, st.max_retries, n)
+    log(S, "rollback_done", { step = key, snapshot = st.good_snapshot, reverted = res.reverted,
+      removed = res.removed, restored = res.restored, turn = S.turn })
+  else
+    S.blocked = { step = key, report = r.report, options = OPTIONS }
+    log(S, "escalate", { step = key, turn = S.turn })
+  end
+  return report, false
+end
+
+function M.hooks(S)
+  local st = S.safety
+  local hooks = {}
+  function hooks.before_write(label)
+    if st.writes then
+      local id = moss.shadow.snapshot(label)
+      st.last_snapshot = id
+    end
+  end
+  function hooks.after_edit(result)
+    if st.validate_on == "edit" then return M.check(S, "edit") end
+    return nil, true
+  end
+  --- After a turn: validation on "turn"; a blocked escalation asks the user or ends the session.
+  function hooks.after_turn(env, ran_commands)
+    if st.validate_on == "turn" and ran_commands then
+      local report = M.check(S, "turn")
+      if report then say(S, report) end
+    end
+    if S.blocked then return M.escalate(S, env) end
+    return nil
+  end
+  --- Before accepting an answer (validate_on = "done"): a failing check sends it back.
+  function hooks.before_answer()
+    if st.validate_on ~= "done" then return true end
+    local report, passed = M.check(S, "done")
+    if not passed then say(S, "Your answer was not accepted yet.\n" .. report) end
+    if S.blocked then return false end
+    return passed
+  end
+  return hooks
+end
+
+--- Step 3 of the chain. Returns a finish reason ("blocked") or nil to go on.
+function M.escalate(S, env)
+  local b = S.blocked
+  local question = ("Validation step `%s` still fails after %d retries and a rollback. How should I go on?")
+    :format(b.step, S.safety.max_retries)
+  if env.interactive then
+    local answer = moss.ui.ask(question, { choices = b.options })
+    log(S, "ask", { question = question, answer = answer, turn = S.turn })
+    if answer then
+      local pick = tonumber(answer)
+      say(S, "The user answered: " .. (pick and b.options[pick] or answer))
+      S.blocked = nil
+      S.safety.failures, S.safety.rolled_back = 0, false
+      return nil
+    end
+  end
+  S.questions = question .. "\n" .. (function()
+    local t = {}
+    for i, o in ipairs(b.options) do t[#t + 1] = "  " .. i .. ". " .. o end
+    return table.concat(t, "\n")
+  end)()
+  S.progress = "Blocked on failing validation step " .. b.step
+  return "blocked"
+end
+
+return M
