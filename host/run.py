@@ -146,7 +146,7 @@ def _report(e: LuaScriptError, options: dict) -> int:
     if e.kind in ("interrupted",):
         ui.console().print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
-    if e.kind in ("config", "usage", "denied"):
+    if e.kind in ("config", "usage", "denied", "not_found"):
         ui.error(e.message)
         return EXIT_USAGE
     ui.error(e.message)

@@ -41,9 +41,13 @@ function M.parse(args, spec)
       else
         local value = inline
         if value == nil then
-          i = i + 1
-          value = args[i]
-          if value == nil and s.optional_value then value = true end
+          local nxt = args[i + 1]
+          if s.optional_value and (nxt == nil or (nxt:sub(1, 1) == "-" and not tonumber(nxt))) then
+            value = true -- "--resume -n": the flag without its optional value
+          else
+            i = i + 1
+            value = args[i]
+          end
           if value == nil then moss.error("usage", name .. " needs a value", 2) end
         end
         if s.type == "number" then
