@@ -26,9 +26,18 @@ function M.parse_one(text)
   local action, after = rest:match("^(%S+)%s?(.*)$")
   action = action or ""
   if action == "delete" then
+    if after:match("%S") then
+      moss.error("usage", "delete takes nothing after it (got '" .. after:sub(1, 40) .. "'); " ..
+        "to delete several symbols use $(batch-edit a delete | b delete)")
+    end
     return { target = target, action = "delete" }
   elseif action == "replace" or action == "create" or action == "append" or action == "prepend" then
-    return { target = target, action = action, content = clean(after) }
+    local content = clean(after)
+    if action == "replace" and not content:match("%S") then
+      moss.error("usage", "replace needs the new code: $(edit " .. target .. " replace <code>) " ..
+        "(to remove it, use delete)")
+    end
+    return { target = target, action = action, content = content }
   elseif action == "insert" then
     local pos, code = after:match("^%-%-(%a+)%s?(.*)$")
     if pos ~= "before" and pos ~= "after" then
@@ -50,12 +59,17 @@ end
 
 --- "t1 a1 c1 | t2 a2 c2" -> specs (a "|" with spaces around it separates; "||" does not).
 function M.parse_batch(text)
-  local specs, start = {}, 1
+  local specs, start, from = {}, 1, 1
   while true do
-    local s = text:find("%s|%s", start) -- "||" never matches: its neighbours are not spaces
+    local s = text:find("%s|%s", from) -- "||" never matches: its neighbours are not spaces
     if not s then break end
-    specs[#specs + 1] = M.parse_one(text:sub(start, s))
-    start = s + 3
+    -- inside a ``` fence the "|" is code (match arms, union types), not a separator
+    local _, fences = text:sub(start, s):gsub("```", "")
+    if fences % 2 == 0 then
+      specs[#specs + 1] = M.parse_one(text:sub(start, s))
+      start = s + 3
+    end
+    from = s + 3
   end
   specs[#specs + 1] = M.parse_one(text:sub(start))
   return specs

@@ -54,7 +54,7 @@ function M.keep_indices(args, n)
     return picked, {}
   end
   local bad, seen = {}, {}
-  for tok in args:gmatch("%S+") do
+  for tok in args:gmatch("[^%s,]+") do
     local k = tonumber(tok)
     if k and k >= 1 and k <= n and k == math.floor(k) then
       if not seen[k] then picked[#picked + 1] = k; seen[k] = true end

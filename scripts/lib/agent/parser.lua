@@ -9,6 +9,18 @@
 -- count: models often wrap them in ``` and mean them all the same.
 local M = {}
 
+-- Position of the next unescaped `q` after `j`, or nil.
+local function closing_quote(text, j, q)
+  local n = #text
+  j = j + 1
+  while j <= n do
+    local c = text:sub(j, j)
+    if c == "\\" then j = j + 1 elseif c == q then return j end
+    j = j + 1
+  end
+  return nil
+end
+
 --- Find every $(...) in `text`. Returns a list of {name, args, raw, line}.
 function M.parse(text)
   local cmds = {}
@@ -27,9 +39,11 @@ function M.parse(text)
         -- an apostrophe inside a word (it's, don't) is not a quote
         local prev, nxt = text:sub(j - 1, j - 1), text:sub(j + 1, j + 1)
         if c == '"' or not (prev:match("%w") and nxt:match("%w")) then
-          -- a quote opens only if it closes before the command would end
-          local close = text:find(c, j + 1, true)
-          if close then quote = c end
+          -- a quote opens only if it closes before the next command starts (so the
+          -- stray " in `5" screen` or the ' in `tests' output` stays literal)
+          local close = closing_quote(text, j, c)
+          local next_cmd = text:find("$(", j + 1, true)
+          if close and (not next_cmd or close < next_cmd) then quote = c end
         end
       elseif c == "(" then
         depth = depth + 1
@@ -86,7 +100,9 @@ function M.unquote(s)
   s = s or ""
   local q = s:sub(1, 1)
   if (q == '"' or q == "'") and #s >= 2 and s:sub(-1) == q then
-    s = s:sub(2, -2)
+    local inner = s:sub(2, -2)
+    -- only when the quotes wrap the whole text: `"parse" is called from "main"` stays
+    if not inner:gsub("\\.", ""):find(q, 1, true) then s = inner end
   end
   return (s:gsub("\\([\"'()\\])", "%1"))
 end

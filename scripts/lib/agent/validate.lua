@@ -42,6 +42,9 @@ end
 --- The steps to run: ({ {name, run, timeout} ... }, source description).
 function M.steps(cfg, extra)
   cfg = cfg or {}
+  if cfg.validate ~= nil and type(cfg.validate) ~= "table" then
+    moss.error("config", "[agent] validate must be a list of step names, like validate = [\"test\"]")
+  end
   local steps, source = {}, nil
   local by_name = {}
   for _, c in ipairs(cfg.validate_commands or {}) do by_name[c.name] = c end
@@ -58,8 +61,8 @@ function M.steps(cfg, extra)
   end
   for i, cmd in ipairs(extra or {}) do
     steps[#steps + 1] = { name = "validate" .. (i > 1 and i or ""), run = cmd }
-    source = source and (source .. " + --validate") or "--validate"
   end
+  if extra and #extra > 0 then source = source and (source .. " + --validate") or "--validate" end
   if #steps == 0 and cfg.validate_on ~= "never" then
     local found, why = M.detect()
     if found then return found, "detected from " .. why end
