@@ -66,3 +66,210 @@ function moss.ui.status(text) end
 --- Whether stderr is an interactive terminal.
 ---@return boolean
 function moss.ui.is_terminal() end
+
+--- Whether a person can answer questions (stdin is a terminal, or MOSS_ASSUME_TTY=1).
+---@return boolean
+function moss.ui.interactive() end
+
+--- Ask the user; nil when nobody can answer.
+---@param question string
+---@param opts? {choices?: string[]}
+---@return string|nil
+function moss.ui.ask(question, opts) end
+
+--- A y/N question; false when nobody can answer.
+---@param question string
+---@return boolean
+function moss.ui.confirm(question) end
+
+--- Rows on stdout: a rich table on a terminal, tab-separated otherwise.
+---@param rows table[]
+---@param opts? {columns?: string[], title?: string}
+function moss.ui.table(rows, opts) end
+
+--- One JSON line on stdout (stream-json).
+---@param event table
+function moss.ui.event(event) end
+
+---@class moss.Usage
+---@field input_tokens integer
+---@field output_tokens integer
+---@field cache_read_tokens integer
+---@field cache_write_tokens integer
+---@field cost_usd number|nil
+
+---@class moss.ChatResult
+---@field text string
+---@field stop_reason string   # end_turn, max_tokens, stop_sequence
+---@field model string
+---@field provider string
+---@field usage moss.Usage
+
+---@class moss.ChatRequest
+---@field messages? {role: "user"|"assistant", content: string}[]
+---@field prompt? string        # shorthand for one user message
+---@field system? string
+---@field model? string
+---@field provider? string
+---@field max_tokens? integer
+---@field stop? string|string[]
+---@field temperature? number
+
+---@class moss.llm
+moss.llm = {}
+
+--- One model call (streams to stderr on a terminal). Errors: config, budget, llm, timeout.
+---@param request moss.ChatRequest
+---@return moss.ChatResult
+function moss.llm.chat(request) end
+
+--- Session totals (usage keys plus calls, cost_known).
+---@return moss.Usage
+function moss.llm.usage() end
+
+--- nil, or which budget is spent.
+---@return string|nil
+function moss.llm.budget() end
+
+---@class moss.code
+moss.code = {}
+
+--- A tree (".", a directory), a skeleton (a file), numbered lines ("path:A-B") or a symbol ("path/Symbol").
+---@param target string
+---@param opts? {depth?: integer, max_chars?: integer}
+---@return string
+function moss.code.view(target, opts) end
+
+--- ripgrep, grouped by file, each hit with its enclosing symbol.
+---@param pattern string
+---@param opts? {only?: string|string[], limit?: integer, ignore_case?: boolean, max_chars?: integer}
+---@return string
+function moss.code.search(pattern, opts) end
+
+---@class moss.RunResult
+---@field stdout string
+---@field stderr string
+---@field code integer|nil
+---@field timed_out boolean
+---@field truncated boolean
+---@field duration number
+---@field sandbox string   # bwrap-ro, bwrap-project or none
+---@field cmd string
+
+---@class moss.shell
+moss.shell = {}
+
+--- sh -c CMD under the session's access level.
+---@param cmd string
+---@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string}
+---@return moss.RunResult
+function moss.shell.run(cmd, opts) end
+
+---@alias moss.AccessLevel "read-only"|"read-shell"|"edit"|"full"
+
+---@class moss.access
+moss.access = {}
+---@param level moss.AccessLevel
+---@return moss.AccessLevel
+function moss.access.set(level) end
+---@return moss.AccessLevel
+function moss.access.get() end
+---@return moss.AccessLevel[]
+function moss.access.levels() end
+
+---@class moss.fs
+moss.fs = {}
+---@param path string
+---@return string
+function moss.fs.read(path) end
+---@param path string
+---@param text string
+function moss.fs.write(path, text) end
+---@param path string
+---@return boolean
+function moss.fs.exists(path) end
+
+---@class moss.EditSpec
+---@field target string                 # "path/Symbol" or "path"
+---@field action "delete"|"replace"|"insert"|"text"|"create"|"append"|"prepend"
+---@field content? string
+---@field position? "before"|"after"
+---@field old? string                   # for action "text"
+
+---@class moss.EditResult
+---@field files string[]
+---@field changes {path: string, diff: string, added: integer, removed: integer, target: string, action: string}[]
+---@field diff string
+---@field syntax_warning? string
+
+---@class moss.edit
+moss.edit = {}
+---@param specs moss.EditSpec|moss.EditSpec[]
+---@return moss.EditResult
+function moss.edit.preview(specs) end
+--- All or nothing; needs access edit or full.
+---@param specs moss.EditSpec|moss.EditSpec[]
+---@return moss.EditResult
+function moss.edit.apply(specs) end
+
+---@class moss.session
+moss.session = {}
+---@param id string
+---@param state table
+---@return string path
+function moss.session.save(id, state) end
+---@param id? string   # nil = the latest
+---@return table
+function moss.session.load(id) end
+---@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
+function moss.session.list() end
+---@param id string
+---@param event string
+---@param data? table
+function moss.session.log(id, event, data) end
+---@param id string
+function moss.session.bind(id) end
+---@return {id: string, path: string, events: integer, mtime: number}[]
+function moss.session.logs() end
+---@param id string
+---@return table[]
+function moss.session.events(id) end
+
+---@class moss.shadow
+moss.shadow = {}
+---@param label string
+---@return string id
+function moss.shadow.snapshot(label) end
+---@param id string
+---@return {reverted: string[], removed: string[], restored: string[], skipped: {path: string, why: string}[], backup: string}
+function moss.shadow.restore(id) end
+---@return {id: string, label: string, time: number, files: integer}[]
+function moss.shadow.list() end
+---@param id string
+---@param paths? string[]
+---@return string
+function moss.shadow.diff(id, paths) end
+---@param id string
+---@return {modified: string[], added: string[], deleted: string[]}
+function moss.shadow.changed(id) end
+
+---@class moss.json
+moss.json = {}
+---@param value any
+---@param opts? {indent?: integer, sort_keys?: boolean}
+---@return string
+function moss.json.encode(value, opts) end
+---@param text string
+---@return any
+function moss.json.decode(text) end
+
+---@class moss.scripts
+moss.scripts = {}
+---@param folder string
+---@return {name: string, module: string, origin: string, path: string, overrides: string[]}[]
+function moss.scripts.list(folder) end
+
+--- Run read-only primitives side by side: { {"code.view", "src"}, ... }.
+---@param calls table[]
+---@return {ok: boolean, value?: any, error?: string, kind?: string}[]
+function moss.parallel(calls) end

@@ -1,0 +1,50 @@
+"""A built wheel carries the Lua scripts and runs without the source tree."""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+import venv
+import zipfile
+
+from conftest import REPO
+
+
+def test_wheel_carries_scripts_and_runs(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(dist), str(REPO)], check=True, capture_output=True, timeout=300)
+    wheel = next(dist.glob("moss_agent-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("moss/bootstrap.lua", "moss/scripts/agent.lua", "moss/scripts/lib/agent/runner.lua",
+                   "moss/scripts/machines/v2.lua", "moss/scripts/roles/auditor.lua", "moss/scripts/types/moss.lua",
+                   "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py"):
+        assert needed in names, needed
+
+    # A fresh venv with only the wheel installed; its dependencies come from this
+    # interpreter's site-packages (no network), moss itself only from the wheel.
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    py = env_dir / "bin" / "python"
+    target = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(target)
+    deps = os.pathsep.join(p for p in site.getsitepackages())
+    project = tmp_path / "proj"
+    (project / ".moss" / "scripts").mkdir(parents=True)
+    (project / ".moss" / "scripts" / "probe.lua").write_text(
+        'local cli = require("lib.cli")\nlocal o = cli.parse({"--x", "3"}, {{"--x", type="number"}})\nprint(o.x)\n')
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": deps}
+    probe = subprocess.run([py, "-c", "import moss; print(moss.__file__)"], cwd=project, env=env,
+                           capture_output=True, text=True)
+    assert probe.stdout.startswith(target), probe.stdout + probe.stderr
+    r = subprocess.run([py, "-m", "moss", "@probe"], cwd=project, env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == "3\n", r.stderr
+    r = subprocess.run([py, "-m", "moss", "@agent", "--help"], cwd=project, env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "--v2" in r.stdout, r.stderr
+    r = subprocess.run([py, "-m", "moss", "scripts"], cwd=project, env=env, capture_output=True, text=True)
+    agent_line = next(ln for ln in r.stdout.splitlines() if ln.startswith("@agent"))
+    assert target in agent_line or "site-packages/moss/scripts/agent.lua" in agent_line
