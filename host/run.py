@@ -30,9 +30,10 @@ HOST_OPTIONS = {
     "--max-tokens": "max_tokens",
     "--memory-mb": "memory_mb",
     "--timeout": "timeout",
+    "--seed": "seed",
 }
 HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full"}
-NUMERIC = {"max_cost": float, "max_tokens": int, "memory_mb": int, "timeout": float}
+NUMERIC = {"max_cost": float, "max_tokens": int, "memory_mb": int, "timeout": float, "seed": int}
 
 HOST_OPTIONS_HELP = """\
 Host options (any script):
@@ -45,6 +46,7 @@ Host options (any script):
   --max-tokens N       end cleanly once this many tokens were used
   --memory-mb N        Lua memory cap (default 256)
   --timeout SECONDS    LLM request timeout
+  --seed N             seed Lua's math.random (--record, replay and script use 0)
   --allow-full         permit the unrestricted `full` tool access level
   --verbose            stream model output and show more detail"""
 
@@ -101,6 +103,12 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
     from . import __version__
 
     rt.set("version", __version__)
+    seed = options.get("seed")
+    if seed is None and (options.get("provider") in ("replay", "script") or options.get("replay")
+                         or options.get("script") or options.get("record")):
+        seed = 0  # recording and replaying need deterministic scripts (working-memory ids)
+    if seed is not None:
+        rt.execute(f"math.randomseed({int(seed)})", "=(seed)")
     return ctx, rt
 
 

@@ -36,8 +36,16 @@ def check_id(sid) -> str:
     return sid
 
 
+def ensure_dir(path: Path) -> None:
+    """Create a folder under .moss/agent, and keep that whole folder out of the user's git."""
+    path.mkdir(parents=True, exist_ok=True)
+    agent = next((p for p in (path, *path.parents) if p.name == "agent" and p.parent.name == ".moss"), None)
+    if agent is not None and not (agent / ".gitignore").exists():
+        (agent / ".gitignore").write_text("# sessions and logs written by moss\n*\n", encoding="utf-8")
+
+
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -55,7 +63,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def append_line(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(path.parent)
     line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -116,7 +124,23 @@ def read_log(root: Path, sid: str) -> list[dict]:
     return events
 
 
+ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no look-alikes (0/o, 1/l/i)
+
+
+def new_session_id(root: Path) -> str:
+    import secrets
+
+    while True:
+        sid = "".join(secrets.choice(ALPHABET) for _ in range(8))
+        if not checkpoint_path(root, sid).exists():
+            return sid
+
+
 def functions(ctx):
+    def new_id():
+        """A fresh session id (never from Lua's math.random, which --seed makes repeatable)."""
+        return new_session_id(ctx.root)
+
     def save(sid, state):
         p = checkpoint_path(ctx.root, check_id(sid))
         state = dict(state or {})
@@ -154,5 +178,5 @@ def functions(ctx):
     def events(sid):
         return read_log(ctx.root, sid)
 
-    return {"session.save": save, "session.load": load, "session.list": list_, "session.log": log,
+    return {"session.new_id": new_id, "session.save": save, "session.load": load, "session.list": list_, "session.log": log,
             "session.bind": bind, "session.logs": logs, "session.events": events}

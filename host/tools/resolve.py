@@ -37,7 +37,9 @@ def rg_binary() -> str:
 
 # Flags shared by every walk: show hidden files, respect .gitignore even outside a git
 # repository, never descend into .git.
-RG_WALK_FLAGS = ["--hidden", "--no-require-git", "--glob", "!.git", "--no-messages"]
+# moss's own session files and snapshots are never part of the project the agent studies.
+RG_WALK_FLAGS = ["--hidden", "--no-require-git", "--glob", "!.git", "--glob", "!.moss/agent/",
+                 "--glob", "!.moss/shadow.git/", "--no-messages"]
 
 
 def list_files(root: Path, sub: str = ".") -> list[str]:

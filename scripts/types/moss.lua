@@ -273,3 +273,7 @@ function moss.scripts.list(folder) end
 ---@param calls table[]
 ---@return {ok: boolean, value?: any, error?: string, kind?: string}[]
 function moss.parallel(calls) end
+
+--- A fresh, unique session id (not from math.random, which --seed makes repeatable).
+---@return string
+function moss.session.new_id() end

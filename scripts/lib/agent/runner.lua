@@ -27,7 +27,7 @@ end
 --- A new session table: plain data, so it checkpoints as JSON and resumes as-is.
 function M.new_session(t)
   return {
-    id = t.id or memory.new_id(8),
+    id = t.id or moss.session.new_id(),
     task = t.task,
     context_note = t.context_note,
     machine = t.machine,
