@@ -266,3 +266,57 @@ def test_help_lists_flags(crate):
     assert r.returncode == 0
     for flag in ("--v2", "--plan", "--max-turns", "--task-file", "--output-format", "--machine", "--provider"):
         assert flag in r.stdout
+
+
+def test_user_machine_with_function_next_and_all_outputs(crate, api):
+    """A recovery state reached through a Lua `next` function, and the all_outputs context mode."""
+    crate.write(".moss/scripts/machines/careful.lua", """
+        local v2 = require("machines.v2")
+        local m = { name = "careful", start = "explorer", max_turns = 8, states = {} }
+        m.states.explorer = v2.states.explorer
+        m.states.explorer.next = function(S, verdict)
+          for _, o in ipairs(verdict.outputs or {}) do
+            if not o.ok then return "recovery" end
+          end
+          return "judge"
+        end
+        m.states.recovery = { prompt = "You are RECOVERY. A command failed; suggest a fix.",
+                              context = "last_outputs", commands = { "tools" }, next = "judge" }
+        m.states.judge = { prompt = "You are the JUDGE.", context = "all_outputs",
+                           commands = { "answer" }, concludes = true, next = "explorer" }
+        return m
+    """)
+    replies = ["$(view src/nosuch.rs)", "$(view Cargo.toml)",
+               lambda body: "$(answer it is moss)" if "Turn 1 (explorer)" in body["messages"][0]["content"]
+               and "Turn 2 (recovery)" in body["messages"][0]["content"] else "$(answer ?)"]
+    api.push(*replies)
+    r = agent(crate, api, "--machine", "careful", "-n", "What is this crate?")
+    assert r.stdout.strip() == "it is moss", r.stderr
+    systems = [system_text(b).split("\n")[0] for b in bodies(api)]
+    assert systems == ["You are an EXPLORER in a coding agent. Your only job is to gather information for the task",
+                       "You are RECOVERY. A command failed; suggest a fix.", "You are the JUDGE."]
+
+
+def test_view_and_text_search_commands_for_people(crate):
+    r = crate.moss("view", "llm.rs")
+    assert r.returncode == 0 and r.stdout.startswith("# src/workflow/llm.rs")
+    assert "pub enum Provider L6-21" in r.stdout
+    r = crate.moss("view", "src/main.rs:13-14")
+    assert "13 | " in r.stdout
+    r = crate.moss("view", "mod.rs.nope")
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = crate.moss("text-search", "enum Provider", "--only", "*.rs")
+    assert r.returncode == 0 and "src/workflow/llm.rs:" in r.stdout and "1 match in 1 file" in r.stdout
+    r = crate.moss("text-search", "(unclosed")
+    assert r.returncode == 2 and "unclosed group" in r.stderr
+
+
+def test_parallel_runs_read_only_primitives_in_order(crate):
+    crate.script("par", """
+        local r = moss.parallel({ {"code.view", "Cargo.toml"}, {"code.search", "("}, {"code.view", "llm.rs/Provider"} })
+        print(r[1].ok, r[2].ok, r[2].kind, r[3].ok, r[3].value:match("^# src/workflow/llm.rs/Provider") ~= nil)
+        local ok, err = pcall(moss.parallel, { {"fs.write", "x", "y"} })
+        print(ok, moss.error_kind(err))
+    """)
+    r = crate.moss("@par")
+    assert r.stdout.splitlines() == ["true\tfalse\tusage\ttrue\ttrue", "false\tusage"], r.stderr
