@@ -98,10 +98,10 @@ def set_value(path: Path, dotted: str, value: Any) -> None:
             raise ConfigError(f"cannot set {dotted}: {'.'.join(parts[: i + 1])} is a {type(child).__name__}, not a table")
         node = child
     node[parts[-1]] = value
+    from .tools.atomic import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, tomli_w.dumps(data))
 
 
 TEMPLATE = """\

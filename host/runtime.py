@@ -17,7 +17,6 @@ import time
 import traceback as py_traceback
 from contextlib import contextmanager
 from importlib import resources
-from pathlib import Path
 from typing import Any, Callable
 
 from lupa import lua54

@@ -342,7 +342,7 @@ def test_batch_with_bad_third_spec_changes_nothing(crate):
 
 def test_failed_write_restores_files_already_written(crate, monkeypatch):
     before = snapshot(crate)
-    real = edit_mod._write_atomic
+    real = edit_mod.write_atomic
     calls = []
 
     def flaky(path, data, mode):
@@ -351,7 +351,7 @@ def test_failed_write_restores_files_already_written(crate, monkeypatch):
             raise OSError(28, "No space left on device")
         real(path, data, mode)
 
-    monkeypatch.setattr(edit_mod, "_write_atomic", flaky)
+    monkeypatch.setattr(edit_mod, "write_atomic", flaky)
     msg = fails(crate, [{"target": "README.md", "action": "append", "content": "more"},
                         {"target": "src/config.rs/Config/limit", "action": "delete"},
                         {"target": "new/file.txt", "action": "create", "content": "x"}], "io")

@@ -7,7 +7,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
 
 from fakeapi import FakeAPI, cut, error
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 from ..errors import MossError
+from ..tools.atomic import write_atomic
 from ..tools.confine import confine
 from ..tools.sandbox import require_write
 
@@ -28,9 +27,7 @@ def functions(ctx):
         require_write(ctx.access, f"writing {path}")
         p = confine(ctx.root, path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.moss-tmp")
-        tmp.write_text(str(text), encoding="utf-8")
-        os.replace(tmp, p)
+        write_atomic(p, str(text), p.stat().st_mode & 0o7777 if p.exists() else None)
         ctx.log("fs_write", {"path": str(p.relative_to(ctx.root)), "bytes": len(str(text).encode())})
         return True
 

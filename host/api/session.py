@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ..errors import MossError
+from ..tools.atomic import write_atomic as _write_atomic
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -46,20 +47,7 @@ def ensure_dir(path: Path) -> None:
 
 def write_atomic(path: Path, text: str) -> None:
     ensure_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    _write_atomic(path, text, sync_dir=True)
 
 
 def append_line(path: Path, record: dict) -> None:

@@ -65,7 +65,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import secrets
 import stat
 import textwrap
 from collections.abc import Mapping
@@ -73,6 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from moss.errors import MossError
+from moss.tools.atomic import write_atomic
 from moss.tools import treesitter
 from moss.tools.confine import confine
 from moss.tools.resolve import resolve_path
@@ -836,7 +836,7 @@ def _write(f: _File) -> None:
     if f.original is None:
         f.made_dirs = _make_parents(f.path)
     try:
-        _write_atomic(f.path, data, f.mode)
+        write_atomic(f.path, data, f.mode)
     except OSError:
         _remove_dirs(f.made_dirs)
         raise
@@ -863,27 +863,6 @@ def _remove_dirs(made: list[Path]) -> None:
             break
 
 
-def _write_atomic(path: Path, data: bytes, mode: int | None) -> None:
-    """Write through a temp file in the same directory and os.replace it into place.
-    A new file (mode None) gets the usual permissions under the umask."""
-    tmp = path.with_name(f".{path.name}.moss-{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _roll_back(done: list[_File]) -> list[str]:
     """Put back the originals of files already written; returns those that failed."""
     failed: list[str] = []
@@ -894,7 +873,7 @@ def _roll_back(done: list[_File]) -> list[str]:
                     os.unlink(f.path)
                 _remove_dirs(f.made_dirs)
             else:
-                _write_atomic(f.path, f.original, f.mode)
+                write_atomic(f.path, f.original, f.mode)
         except OSError:
             failed.append(f.rel)
     return failed
