@@ -48,7 +48,7 @@ ALIASES = {"claude": "anthropic", "gpt": "openai", "chatgpt": "openai", "google"
 
 HOW_TO_CONFIGURE = """\
 No LLM provider is configured. Choose one of:
-  1. a flag:         moss --provider anthropic --model claude-sonnet-5-5 @agent "task"
+  1. a flag:         moss @agent --provider anthropic --model claude-sonnet-5-5 "task"
   2. the config file (.moss/config.toml or ~/.config/moss/config.toml):
                      [llm]
                      provider = "anthropic"      # or openai, ollama, openrouter, ...
