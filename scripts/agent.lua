@@ -164,7 +164,7 @@ local function resume(opts, cfg, base, extra_words)
     S.done, S.reason = false, nil
     S.blocked = nil
     if S.safety then S.safety.failures, S.safety.rolled_back = 0, false end
-    S.stale, S.cmd_counts = 0, moss.dict()
+    S.stale, S.repeats = 0, moss.dict()
     if S.turn >= S.max_turns then S.max_turns = S.turn + (opts.max_turns or machine.max_turns or 15) end
   end
   if #extra_words > 0 then

@@ -320,3 +320,20 @@ def test_parallel_runs_read_only_primitives_in_order(crate):
     """)
     r = crate.moss("@par")
     assert r.stdout.splitlines() == ["true\tfalse\tusage\ttrue\ttrue", "false\tusage"], r.stderr
+
+
+def test_same_command_with_new_output_is_not_a_loop(crate, api):
+    """Re-running tests after each edit is progress, not a loop: only unchanged output counts."""
+    crate.write(".moss/scripts/roles/poller.lua", """
+        local base = require("roles.explorer")
+        return { name = "poller", description = "x", access = "full", commands = { "run" }, prompts = base.prompts }
+    """)
+    n = {"i": 0}
+
+    def model(body):
+        n["i"] += 1
+        return "$(answer done)" if n["i"] > 5 else "$(run echo tick >> ticks.txt && wc -l < ticks.txt)"
+
+    r = agent(crate, api, "--v1", "-n", "--allow-full", "--role", "poller", "count", model=model)
+    assert r.returncode == 0, r.stderr
+    assert (crate.root / "ticks.txt").read_text().count("tick") == 5

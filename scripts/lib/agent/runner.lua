@@ -39,7 +39,7 @@ function M.new_session(t)
     last_outputs = {},
     history = {},
     inbox = moss.dict(),
-    cmd_counts = moss.dict(),
+    repeats = moss.dict(),
     seen = moss.dict(),
     stale = 0,
     new_evidence = false,
@@ -72,7 +72,15 @@ local function allowed(state, role, name)
   return false
 end
 
-local function signature(text) return #text .. ":" .. text:sub(1, 200) .. text:sub(-200) end
+-- A short fingerprint of a whole output (FNV-1a), to tell "same output again" from progress.
+local function signature(text)
+  local h = 2166136261
+  for i = 1, #text, 4096 do
+    local bytes = { text:byte(i, math.min(i + 4095, #text)) }
+    for j = 1, #bytes do h = ((h ~ bytes[j]) * 16777619) & 0xffffffff end
+  end
+  return ("%d:%08x"):format(#text, h)
+end
 
 -- Carry out the commands of one response. Returns a verdict table:
 --   { answer = text | nil, outputs = {...}, finished = reason | nil }
@@ -138,23 +146,10 @@ function M.handle(S, state, text, env)
       local progress, questions = c.args:match("^(.-)%s*|%s*(.*)$")
       checkpoint = { progress = parser.unquote(progress or c.args), questions = parser.unquote(questions or "") }
     else
-      -- a tool: loop detection first
-      local key = name .. " " .. table.concat(parser.words(c.args), " ")
-      S.cmd_counts[key] = (S.cmd_counts[key] or 0) + 1
-      local n = S.cmd_counts[key]
-      if n >= (env.loop_limit or 3) + 1 then
-        log(S, "loop_detected", { cmd = key, count = n, turn = S.turn })
-        return { finished = "loop", loop_cmd = key }
-      elseif n == (env.loop_limit or 3) then
-        outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
-          content = "Not run: this is the " .. n .. "rd time you asked for `" .. key .. "` and its output " ..
-            "has not changed. Use what you already have, try something different, or conclude. " ..
-            "Asking again ends the session." }
-        log(S, "loop_warning", { cmd = key, count = n, turn = S.turn })
-      else
-        tools[#tools + 1] = c
-        outputs[#outputs + 1] = false -- placeholder, filled in order below
-      end
+      -- a tool; loop detection looks at its output once it has run
+      c.key = name .. " " .. table.concat(parser.words(c.args), " ")
+      tools[#tools + 1] = c
+      outputs[#outputs + 1] = false -- placeholder, filled in order below
     end
   end
 
@@ -174,6 +169,23 @@ function M.handle(S, state, text, env)
     if o == false then
       k = k + 1
       outputs[i] = results[k]
+      -- The same command with the same output again and again is a loop; the same
+      -- command with new output (tests after an edit) is progress.
+      local key, sig = tools[k].key, signature(results[k].content or "")
+      local seen = S.repeats[key]
+      local n = (seen and seen.sig == sig) and seen.n + 1 or 1
+      S.repeats[key] = { sig = sig, n = n }
+      local limit = env.loop_limit or 3
+      if n > limit then
+        log(S, "loop_detected", { cmd = key, count = n, turn = S.turn })
+        return { finished = "loop", loop_cmd = key }
+      elseif n == limit then
+        outputs[i] = { cmd = results[k].cmd, ok = false,
+          content = "Not shown again: this is the " .. n .. "rd time you asked for `" .. key .. "` and its " ..
+            "output has not changed. Use what you already have, try something different, or conclude. " ..
+            "Asking again ends the session." }
+        log(S, "loop_warning", { cmd = key, count = n, turn = S.turn })
+      end
     end
   end
   for _, o in ipairs(outputs) do
