@@ -128,6 +128,12 @@ local function run_stage(o)
     max_turns = o.max_turns or machine.max_turns or 15,
   }
   moss.session.bind(S.id)
+  if S.turn == 0 and o.cfg.recall ~= false then
+    -- long-term memory relevant to the task starts out as notes
+    for _, m in ipairs(moss.memory.recall(S.task, { limit = o.cfg.recall_limit or 3 })) do
+      require("lib.agent.memory").note(S.mem, "(remembered, " .. m.file .. ") " .. m.text, 0)
+    end
+  end
   if o.why then moss.session.log(S.id, "dispatch", { role = role.name, why = o.why }) end
   local env = {
     role = role,

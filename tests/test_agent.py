@@ -337,3 +337,17 @@ def test_same_command_with_new_output_is_not_a_loop(crate, api):
     r = agent(crate, api, "--v1", "-n", "--allow-full", "--role", "poller", "count", model=model)
     assert r.returncode == 0, r.stderr
     assert (crate.root / "ticks.txt").read_text().count("tick") == 5
+
+
+def test_memorize_persists_and_is_recalled_next_session(crate, api):
+    api.push("$(note looked) $(memorize Provider enum lives in src/workflow/llm.rs) $(answer noted)")
+    r = agent(crate, api, "--v1", "-n", "Where is the Provider enum?")
+    assert r.returncode == 0, r.stderr
+    facts = (crate.root / ".moss/memory/facts.md").read_text()
+    assert "- Provider enum lives in src/workflow/llm.rs (" in facts
+    api.push(lambda body: "$(answer from memory)" if "(remembered, .moss/memory/facts.md) Provider enum lives"
+             in last_user_text(body) else "$(answer no memory)")
+    r = agent(crate, api, "--v1", "-n", "How many variants does the Provider enum have?")
+    assert r.stdout.strip() == "from memory"
+    crate.script("forgetit", 'print(moss.memory.forget("Provider enum"), #moss.memory.all())\n')
+    assert crate.moss("@forgetit").stdout.strip() == "1\t0"

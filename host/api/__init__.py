@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import MossError
 
-NAMESPACES = ["ui", "access", "shell", "code", "fs", "edit", "json", "llm", "session", "shadow", "scripts"]
+NAMESPACES = ["ui", "access", "shell", "code", "fs", "edit", "json", "llm", "session", "shadow", "scripts", "memory"]
 
 # Primitives that only read, and so may run side by side in moss.parallel.
 READ_ONLY = {"code.view", "code.search"}

@@ -17,7 +17,7 @@ return {
       role_prompt = "agent",
       context = "working_memory",
       show_plan = true,
-      commands = { "tools", "note", "keep", "drop", "forget", "answer", "ask", "wait", "checkpoint" },
+      commands = { "tools", "note", "keep", "drop", "forget", "memorize", "answer", "ask", "wait", "checkpoint" },
       concludes = true,
       next = "agent",
       footer = "*Results disappear next turn.* Keep what you need with $(keep N) or $(note ...), " ..

@@ -26,7 +26,7 @@ return {
     evaluator = {
       role_prompt = "evaluator",
       context = "working_memory",
-      commands = { "note", "keep", "drop", "forget", "answer", "wait", "checkpoint" },
+      commands = { "note", "keep", "drop", "forget", "memorize", "answer", "wait", "checkpoint" },
       concludes = true,
       judges = true,
       feedback_to = "explorer",

@@ -277,3 +277,33 @@ function moss.parallel(calls) end
 --- A fresh, unique session id (not from math.random, which --seed makes repeatable).
 ---@return string
 function moss.session.new_id() end
+
+---@class moss.MemoryEntry
+---@field kind "facts"|"preferences"|"decisions"
+---@field text string
+---@field line integer
+---@field file string
+
+---@class moss.memory
+moss.memory = {}
+
+--- Remember across sessions: one bullet in .moss/memory/<kind>.md.
+---@param text string
+---@param opts? {kind?: "facts"|"preferences"|"decisions"}
+---@return {kind: string, text: string, duplicate: boolean}
+function moss.memory.memorize(text, opts) end
+
+--- Memories sharing words with the query, best first.
+---@param query string
+---@param opts? {limit?: integer}
+---@return moss.MemoryEntry[]
+function moss.memory.recall(query, opts) end
+
+--- Remove memory lines containing the text; returns how many.
+---@param text string
+---@return integer
+function moss.memory.forget(text) end
+
+--- Every memory.
+---@return moss.MemoryEntry[]
+function moss.memory.all() end

@@ -128,6 +128,8 @@ for _, def in ipairs {
   { name = "keep", kind = "memory", help = "keep [N ...|all] — keep new results in working memory" },
   { name = "drop", kind = "memory", help = "drop ID — remove a kept item" },
   { name = "forget", kind = "memory", help = "forget TEXT — remove notes containing TEXT" },
+  { name = "memorize", kind = "memory",
+    help = "memorize [--preference|--decision] TEXT — remember across sessions (.moss/memory/)" },
   { name = "answer", kind = "control", aliases = { "done" }, help = "answer TEXT — conclude with the answer" },
   { name = "ask", kind = "control", help = "ask QUESTION — ask the user" },
   { name = "wait", kind = "control", help = "wait — do not conclude this turn" },

@@ -130,6 +130,12 @@ function M.handle(S, state, text, env)
     elseif name == "forget" then
       local n = memory.forget(S.mem, parser.unquote(c.args))
       say("forget: removed " .. n .. " item(s) containing '" .. parser.unquote(c.args) .. "'")
+    elseif name == "memorize" then
+      local flag, text = c.args:match("^%-%-(%a+)%s+(.*)$")
+      local kind = ({ preference = "preferences", decision = "decisions" })[flag or ""] or "facts"
+      local ok, res = pcall(moss.memory.memorize, parser.unquote(text or c.args), { kind = kind })
+      say(ok and ("memorized in .moss/memory/" .. res.kind .. ".md" .. (res.duplicate and " (already there)" or ""))
+        or ("memorize failed: " .. tostring(res.message or res)))
     elseif name == "ask" then
       local q = parser.unquote(c.args)
       local reply = env.interactive and moss.ui.ask(q) or nil

@@ -1,0 +1,92 @@
+"""moss.memory: long-term memory in .moss/memory/*.md (plain Markdown, version controlled).
+
+Each memory is one bullet line, `- text (YYYY-MM-DD)`, in facts.md, preferences.md or
+decisions.md. People edit the files by hand too; recall is word matching, nothing hidden.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from ..errors import MossError
+from ..tools.atomic import write_atomic
+
+KINDS = ("facts", "preferences", "decisions")
+BULLET = re.compile(r"^\s*[-*]\s+(.*\S)\s*$")
+WORD = re.compile(r"[A-Za-z0-9_]{3,}")
+
+
+def memory_dir(root: Path) -> Path:
+    return Path(root) / ".moss" / "memory"
+
+
+def _file(root: Path, kind: str) -> Path:
+    if kind not in KINDS:
+        raise MossError(f"memory kind must be one of {', '.join(KINDS)}; got {kind!r}", kind="usage")
+    return memory_dir(root) / f"{kind}.md"
+
+
+def entries(root: Path) -> list[dict]:
+    out = []
+    for kind in KINDS:
+        p = _file(root, kind)
+        if not p.exists():
+            continue
+        for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            m = BULLET.match(line)
+            if m:
+                out.append({"kind": kind, "text": m.group(1), "line": n, "file": f".moss/memory/{kind}.md"})
+    return out
+
+
+def functions(ctx):
+    def memorize(text, opts=None):
+        text = " ".join(str(text or "").split())
+        if not text:
+            raise MossError("memorize needs some text", kind="usage")
+        kind = (opts or {}).get("kind", "facts")
+        p = _file(ctx.root, kind)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        old = p.read_text(encoding="utf-8") if p.exists() else f"# {kind.capitalize()}\n"
+        if any(e["text"].startswith(text) for e in entries(ctx.root) if e["kind"] == kind):
+            return {"kind": kind, "text": text, "duplicate": True}
+        line = f"- {text} ({time.strftime('%Y-%m-%d')})\n"
+        write_atomic(p, old + ("" if old.endswith("\n") else "\n") + line)
+        ctx.log("memorize", {"kind": kind, "text": text})
+        return {"kind": kind, "text": text, "duplicate": False}
+
+    def recall(query, opts=None):
+        limit = int((opts or {}).get("limit", 5))
+        words = {w.lower() for w in WORD.findall(str(query or ""))}
+        scored = []
+        for e in entries(ctx.root):
+            have = {w.lower() for w in WORD.findall(e["text"])}
+            score = len(words & have)
+            if score:
+                scored.append((score, e))
+        scored.sort(key=lambda se: -se[0])
+        return [e for _, e in scored[:limit]]
+
+    def forget(pattern):
+        pattern = str(pattern or "").lower()
+        if not pattern:
+            raise MossError("forget needs some text to match", kind="usage")
+        removed = 0
+        for kind in KINDS:
+            p = _file(ctx.root, kind)
+            if not p.exists():
+                continue
+            lines = p.read_text(encoding="utf-8").splitlines(keepends=True)
+            keep = [ln for ln in lines if not (BULLET.match(ln) and pattern in ln.lower())]
+            if len(keep) != len(lines):
+                removed += len(lines) - len(keep)
+                write_atomic(p, "".join(keep))
+        ctx.log("memory_forget", {"pattern": pattern, "removed": removed})
+        return removed
+
+    def all_():
+        return entries(ctx.root)
+
+    return {"memory.memorize": memorize, "memory.recall": recall, "memory.forget": forget, "memory.all": all_}
