@@ -9,7 +9,9 @@
 -- list are reported back as not executed); `concludes` says whether $(answer) ends the
 -- session from this state. `judges = true` marks the state whose turns count toward the
 -- "no new evidence" cycle limit. `on_response(S, text)` lets a state keep its text (the
--- planner keeps the plan).
+-- planner keeps the plan). `handle(S, state, text, env)` replaces the $(...) command
+-- handling for a state with a grammar of its own; it returns a verdict
+-- { answer = text } | { outputs = {...} } | { finished = reason }.
 local parser = require("lib.agent.parser")
 local memory = require("lib.agent.memory")
 local context = require("lib.agent.context")
@@ -262,7 +264,8 @@ function M.run(machine, S, env)
     S.inbox[S.state] = nil
     if state.on_response then state.on_response(S, resp.text) end
 
-    local verdict = M.handle(S, state, resp.text, env)
+    -- A state may bring its own grammar (XML tags, JSON, ...) by giving `handle`.
+    local verdict = (state.handle or M.handle)(S, state, resp.text, env)
     if verdict.answer then
       log(S, "done", { answer = verdict.answer, turn = S.turn })
       return finish(S, env, "answered", verdict.answer)
@@ -277,6 +280,7 @@ function M.run(machine, S, env)
       local blocked = S.questions ~= "" and not env.interactive
       return finish(S, env, blocked and "blocked" or "checkpoint")
     end
+    if verdict.finished then return finish(S, env, verdict.finished, nil, verdict.extra) end
 
     -- results are shown once: what this turn produced replaces what the last turn did
     local outs = verdict.outputs or {}
