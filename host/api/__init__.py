@@ -1,17 +1,19 @@
 """The Lua-facing API: one module per `moss.<namespace>`, each a `functions(ctx)` table.
 
-Adding a namespace: write host/api/NAME.py with `functions(ctx) -> {"NAME.fn": callable}`,
-list it in NAMESPACES, document it in docs/lua-api.md and scripts/types/moss.lua.
+Adding a namespace: write host/api/NAME.py with `functions(ctx) -> {"NAME.fn": callable}`
+(every module here is picked up), and document it in docs/lua-api.md and
+scripts/types/moss.lua (tests/test_api_docs.py checks both).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import MossError
 
-NAMESPACES = ["ui", "access", "shell", "code", "fs", "edit", "json", "llm", "session", "shadow", "scripts", "memory"]
+NAMESPACES = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 # Primitives that only read, and so may run side by side in moss.parallel.
 READ_ONLY = {"code.view", "code.search"}
