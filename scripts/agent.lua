@@ -118,7 +118,9 @@ end
 local function run_stage(o)
   local machine = load_module("machine", o.machine_name)
   local role = o.role
-  moss.access.set(role.access or "read-only")
+  -- a machine that needs more than its role (a research loop that starts runs) says so
+  local access = machine.access or role.access or "read-only"
+  moss.access.set(access)
   local S = o.session or runner.new_session {
     task = o.task,
     context_note = o.context_note,
@@ -143,7 +145,7 @@ local function run_stage(o)
     max_tokens = o.cfg.max_tokens,
     auto_approve = o.auto_approve,
   }
-  local hooks = safety.setup(S, { access = role.access, validate = o.validate, validate_on = o.cfg.validate_on })
+  local hooks = safety.setup(S, { access = access, validate = o.validate, validate_on = o.cfg.validate_on })
   for k, f in pairs(hooks) do env[k] = f end
   if o.out.start and S.turn == 0 then o.out:start(S) end
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
