@@ -84,18 +84,27 @@ local function signature(text)
   return ("%d:%08x"):format(#text, h)
 end
 
+--- A note back to the current state, shown on its next turn ("Messages from moss").
+function M.say(S, msg)
+  local box = S.inbox[S.state] or {}
+  box[#box + 1] = msg
+  S.inbox[S.state] = box
+end
+
+-- The text of $(answer X), or of the line after $(done ANSWER).
+local function answer_text(c)
+  local a = parser.unquote(c.args)
+  if a == "ANSWER" or a == "" then a = (c.after or ""):gsub("^%s*[-:]?%s*", "") end
+  return a
+end
+
 -- Carry out the commands of one response. Returns a verdict table:
 --   { answer = text | nil, outputs = {...}, finished = reason | nil }
 function M.handle(S, state, text, env)
   local cmds = parser.parse(text)
   local outputs, tools, answer, waiting, checkpoint = {}, {}, nil, false, nil
   local machine_name = S.machine
-  -- notes back go to the state that caused them, shown on its next turn
-  local function say(msg)
-    local box = S.inbox[S.state] or {}
-    box[#box + 1] = msg
-    S.inbox[S.state] = box
-  end
+  local function say(msg) M.say(S, msg) end
 
   for _, c in ipairs(cmds) do
     local def = commands.defs[c.name]
@@ -106,16 +115,15 @@ function M.handle(S, state, text, env)
       log(S, "command", { cmd = c.raw, ok = false, error = "unknown", turn = S.turn })
     elseif not allowed(state, env.role, name) then
       if name == "answer" then
-        say("Only the evaluator concludes: your $(" .. c.name .. ") was not accepted. Gather evidence with commands.")
+        say("Only the " .. (env.concluders or "evaluator") .. " concludes: your $(" .. c.name ..
+          ") was not accepted. Gather evidence with commands.")
       else
         say("Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state ..
           " does not run commands here" .. (state.concludes and "; answer with $(answer ...) or say what is missing." or "."))
       end
       log(S, "command_refused", { cmd = c.raw, state = S.state, machine = machine_name, turn = S.turn })
     elseif name == "answer" then
-      local a = parser.unquote(c.args)
-      if a == "ANSWER" or a == "" then a = (c.after or ""):gsub("^%s*[-:]?%s*", "") end
-      answer = a
+      answer = answer_text(c)
     elseif name == "wait" then
       waiting = true
     elseif name == "note" then
@@ -232,6 +240,10 @@ end
 -- env: { out = output sink, interactive = bool, loop_limit = 3, max_tokens = N }
 function M.run(machine, S, env)
   env = env or {}
+  local names = {}
+  for name, st in pairs(machine.states) do if st.concludes then names[#names + 1] = name end end
+  table.sort(names)
+  env.concluders = #names > 0 and table.concat(names, "/") or nil
   if S.turn == 0 then
     log(S, "session_start", { session_id = S.id, root = moss.root, machine = S.machine, role = S.role })
     log(S, "task", { task = S.task, machine = S.machine, max_turns = S.max_turns, start = S.state, role = S.role })
@@ -323,11 +335,7 @@ function M.force_answer(S, state, env)
   if not resp then return nil end
   if env.out then env.out:llm(S, state, resp.text) end
   for _, c in ipairs(parser.parse(resp.text)) do
-    if c.name == "answer" or c.name == "done" then
-      local a = parser.unquote(c.args)
-      if a == "ANSWER" or a == "" then a = (c.after or ""):gsub("^%s*[-:]?%s*", "") end
-      return a
-    end
+    if c.name == "answer" or c.name == "done" then return answer_text(c) end
   end
   return nil
 end

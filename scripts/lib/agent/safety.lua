@@ -19,11 +19,7 @@ local OPTIONS = {
   "Explain what you were trying to do and propose another approach",
 }
 
-local function say(S, msg)
-  local box = S.inbox[S.state] or {}
-  box[#box + 1] = msg
-  S.inbox[S.state] = box
-end
+local function say(S, msg) require("lib.agent.runner").say(S, msg) end
 
 local function log(S, event, data) moss.session.log(S.id, event, data or {}) end
 
