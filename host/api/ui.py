@@ -49,6 +49,8 @@ def functions(ctx):
         import json
         import sys
 
+        if isinstance(data, dict):  # "type" first, the rest in a stable order
+            data = {"type": data.get("type"), **{k: data[k] for k in sorted(data) if k != "type"}}
         sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
         sys.stdout.flush()
         return True

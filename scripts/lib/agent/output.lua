@@ -65,7 +65,7 @@ function Json:turn() end
 function Json:command() end
 function Json:llm() end
 function Json:info() end
-function Json:finish(S) print(moss.json.encode(result(S))) end
+function Json:finish(S) print(moss.json.encode(result(S), { sort_keys = true })) end
 
 -- stream-json -----------------------------------------------------------------------
 local Stream = setmetatable({}, { __index = Json })
@@ -126,7 +126,7 @@ end
 
 function Json:pipeline(stages, n)
   local r = pipeline_result(stages, n)
-  print(moss.json.encode(r))
+  print(moss.json.encode(r, { sort_keys = true }))
   return r.reason
 end
 
