@@ -91,3 +91,32 @@ def test_verbose_streams_to_stderr_and_answer_stays_on_stdout(crate, api):
     assert r.returncode == 0, r.stderr
     assert r.stdout == "thirteen variants\n"
     assert "Looking now." in r.stderr
+
+
+def test_streams_to_stderr_when_it_is_a_terminal(crate, api):
+    """On a terminal the model's words appear while it writes; stdout keeps only the answer."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    api.push("Reading the enum definition now. $(answer thirteen)")
+    master, slave = pty.openpty()
+    env = {**crate.env, **api.env()}
+    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", "-n", TASK],
+                         cwd=crate.root, env=env, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out, _ = p.communicate(timeout=60)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert p.returncode == 0
+    assert out == b"thirteen\n"
+    assert b"Reading the enum definition now." in seen
