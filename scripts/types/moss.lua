@@ -307,3 +307,17 @@ function moss.memory.forget(text) end
 --- Every memory.
 ---@return moss.MemoryEntry[]
 function moss.memory.all() end
+
+---@class moss.store
+moss.store = {}
+
+--- A named JSON document from .moss/agent/store/<name>.json; an empty table if there is none.
+---@param name string   # 1-64 letters, digits, '-' and '_'
+---@return table
+function moss.store.load(name) end
+
+--- Replace the document `name` atomically (temp file, fsync, rename); returns the file's path.
+---@param name string
+---@param data table
+---@return string
+function moss.store.save(name, data) end
