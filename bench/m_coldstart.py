@@ -1,0 +1,171 @@
+"""3. Cold start: `moss --help`, `moss @agent --help` and the time to the first LLM request
+of `moss @agent` (against tests/fakeapi.py), each against `python -c pass` (the floor) and
+mini-swe-agent's `mini --help` / `mini`'s first request (through litellm to the same fake
+server). Plus what each moss command imports (python -X importtime), since the SDKs are
+heavy: `import anthropic` and `import openai` are timed on their own.
+
+"Cold" means a new process each time; the OS file cache is warm (one warm-up round
+first), which is what a user typing commands sees. The commands take turns, round after
+round, so the machine's noise falls on all of them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import TESTS, Settings, command, fmt_s, interleaved, moss_env, peer_env, stdlib_tree
+
+NAME = "coldstart"
+TASK = "What is this project?"
+
+
+def first_request(cmd: list[str], env_of, cwd: Path, reply: str, kill: bool):
+    """A job: seconds from spawning `cmd` to the fake server receiving its first request."""
+    sys.path.insert(0, str(TESTS))
+    from fakeapi import FakeAPI
+
+    def job() -> float:
+        with FakeAPI() as api:
+            seen: list[float] = []
+
+            def answer(body, _seen=seen):
+                _seen.append(time.perf_counter())
+                return reply
+            api.push(*([answer] * 5))
+            full = [c.replace("{OPENAI_URL}", api.openai_url) for c in cmd]
+            t0 = time.perf_counter()
+            p = subprocess.Popen(full, cwd=cwd, env=env_of(api), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+            while not seen and p.poll() is None and time.perf_counter() - t0 < 120:
+                time.sleep(0.002)
+            if kill and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+            err = p.communicate(timeout=120)[1].decode(errors="replace")
+            if not seen:
+                raise RuntimeError(f"{cmd[0]} sent no request: {err[-2000:]}")
+            return seen[0] - t0
+    return job
+
+
+def import_time(py: str, module: str, env: dict):
+    """A job: seconds one `import module` takes in a fresh interpreter (not counting the
+    interpreter's own start and exit)."""
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+
+    def job() -> float:
+        r = subprocess.run([py, "-c", code], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"import {module} failed: {r.stderr[-1000:]}")
+        return float(r.stdout.strip())
+    return job
+
+
+def importtime(cmd: list[str], env: dict, cwd: Path) -> dict:
+    """Top-level imports of a moss command: total, the biggest packages, and which SDKs."""
+    r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    per_pkg: dict[str, int] = {}
+    names = set()
+    for line in r.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( +)(\S+)", line)
+        if not m:
+            continue
+        names.add(m.group(4))
+        if len(m.group(3)) == 1:  # imported directly by the program, not by another module
+            top = m.group(4).split(".")[0]
+            per_pkg[top] = per_pkg.get(top, 0) + int(m.group(2))
+    heavy = [p for p in ("anthropic", "openai", "httpx", "pydantic", "rich", "lupa", "tree_sitter", "click")
+             if p in names or any(n.startswith(p + ".") for n in names)]
+    top = sorted(per_pkg.items(), key=lambda kv: -kv[1])[:6]
+    return {"total_us": sum(per_pkg.values()), "top": top, "loads": heavy}
+
+
+def run(s: Settings) -> dict:
+    root = stdlib_tree(s)
+    reps = s.reps(10, 1)
+    warm = 0 if s.quick else 1
+    py = str(s.moss_python)
+    menv = moss_env()
+    jobs = {
+        "python -c pass (floor)": command([py, "-c", "pass"], env=menv),
+        "import anthropic (in-process, alone)": import_time(py, "anthropic", menv),
+        "import openai (in-process, alone)": import_time(py, "openai", menv),
+        "moss --help": command([str(s.moss_bin), "--help"], env=menv, cwd=root),
+        "moss @agent --help": command([str(s.moss_bin), "@agent", "--help"], env=menv, cwd=root),
+        "moss @agent: first LLM request": first_request(
+            [str(s.moss_bin), "@agent", "-n", "--provider", "anthropic", TASK], lambda api: moss_env(api.env()),
+            root, "$(answer ok)", kill=False),
+        "moss @agent --provider openai: first LLM request": first_request(
+            [str(s.moss_bin), "@agent", "-n", "--provider", "openai", TASK], lambda api: moss_env(api.env()),
+            root, "$(answer ok)", kill=False),
+    }
+    if s.peer_python:
+        penv = peer_env(s)
+        jobs["peer python -c pass"] = command([str(s.peer_python), "-c", "pass"], env=penv)
+        jobs["mini --help"] = command([str(s.mini_bin), "--help"], env=penv, cwd=root)
+        jobs["mini: first LLM request"] = first_request(
+            [str(s.mini_bin), "-m", "openai/fake-model", "-t", TASK, "-y", "--exit-immediately", "-o",
+             str(s.work / "coldstart-mini.traj.json"), "-c", "mini.yaml", "-c",
+             "model.model_kwargs.api_base={OPENAI_URL}"], lambda api: peer_env(s, {"OPENAI_API_KEY": "test-key"}),
+            root, "ok", kill=True)
+    else:
+        s.notes.append("coldstart: no peer venv, mini-swe-agent not measured")
+    rows = interleaved(jobs, reps, warmup=warm)
+
+    imports = {
+        "moss --help": importtime([py, "-X", "importtime", str(s.moss_bin), "--help"], menv, root),
+        "moss @agent --help": importtime([py, "-X", "importtime", str(s.moss_bin), "@agent", "--help"], menv, root),
+    }
+    sys.path.insert(0, str(TESTS))
+    from fakeapi import FakeAPI
+
+    with FakeAPI() as api:
+        api.push("$(answer ok)")
+        imports["moss @agent (one LLM call)"] = importtime(
+            [py, "-X", "importtime", str(s.moss_bin), "@agent", "-n", "--provider", "anthropic", TASK],
+            moss_env(api.env()), root)
+    return {"reps": reps, "rows": rows, "imports": imports}
+
+
+def tables(res: dict) -> list[dict]:
+    rows = res["rows"]
+    floor = rows["python -c pass (floor)"]["median"]
+    mini_help = rows.get("mini --help", {}).get("median")
+    mini_first = rows.get("mini: first LLM request", {}).get("median")
+    out = []
+    for name, r in rows.items():
+        vs_mini = ""
+        if name.startswith("moss") and mini_help:
+            ref = mini_first if "request" in name else mini_help
+            vs_mini = f"{r['median'] / ref:.2f}×"
+        process = not name.startswith("import ")  # an import alone is not a process's wall time
+        out.append([name, fmt_s(r["median"]), fmt_s(r["min"]), f"{r['median'] / floor:.1f}×" if process else "",
+                    f"+{fmt_s(max(0.0, r['median'] - floor))}" if process else "", vs_mini])
+    t1 = {"title": f"3. Cold start (median of {res['reps']} fresh processes)",
+          "columns": ["command", "median", "min", "× floor", "above floor",
+                      "vs mini (--help / first request)"], "rows": out}
+    rows2 = [[name, f"{v['total_us'] / 1e3:.0f} ms", ", ".join(f"{p} {us / 1e3:.0f} ms" for p, us in v["top"][:5]),
+              ", ".join(v["loads"])] for name, v in res["imports"].items()]
+    t2 = {"title": "3. What moss imports at start-up (python -X importtime; times inflated by the tracing)",
+          "columns": ["command", "imports", "biggest (cumulative)", "heavy packages loaded"], "rows": rows2}
+    return [t1, t2]
+
+
+def summary_rows(res: dict) -> list[list[str]]:
+    rows = res["rows"]
+    floor = rows["python -c pass (floor)"]["median"]
+    out = []
+    for name, ref in (("moss --help", "mini --help"), ("moss @agent --help", "mini --help"),
+                      ("moss @agent: first LLM request", "mini: first LLM request")):
+        r = rows[name]["median"]
+        if ref in rows:
+            out.append([f"cold start: {name} / {ref}", f"{r / rows[ref]['median']:.2f}×",
+                        f"{fmt_s(r)} vs {fmt_s(rows[ref]['median'])} (floor {fmt_s(floor)})"])
+        else:
+            out.append([f"cold start: {name} / floor", f"{r / floor:.1f}×", fmt_s(r)])
+    return out

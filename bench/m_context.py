@@ -1,0 +1,287 @@
+"""1. Context cost per answer: the same 30-step exploration through moss V2, moss V1 and
+mini-swe-agent; prompt tokens per turn, totals, ratios at turns 10, 20 and 30.
+
+moss runs as users run it (`moss @agent --v2|--v1 -n ...`) against tests/fakeapi.py, whose
+record of request bodies gives exactly what was sent. mini-swe-agent runs in its own venv
+with its DeterministicModel; the message list handed to each `query()` is what its API
+client would send.
+
+A prompt is counted as the text of the system prompt plus every message (roles and JSON
+framing are not counted, for anyone). Tokens: one tokenizer for all (see common.Tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+from common import BENCH, TESTS, Settings, Tokens, clean_sessions, moss_env, peer_env, run_json, stdlib_tree
+from exploration import ANSWER, STEPS, TASK, MossModel, n_steps, same_output_command, shell_command
+
+NAME = "context"
+
+# Price ratios for "cost per answer", in input-token equivalents: Anthropic's list prices for
+# its Sonnet/Opus models have cache reads at 0.1x input, 5-minute cache writes at 1.25x and
+# output at 5x; a prefix is cached only from 1,024 tokens on.
+CACHE_READ, CACHE_WRITE, OUTPUT_PRICE, CACHE_MIN = 0.1, 1.25, 5.0, 1024
+
+
+def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints: str) -> float:
+    """Input cost of a run under Anthropic prompt caching, in input-token equivalents.
+
+    Each call is a list of parts (system, messages). moss marks the system prompt only
+    (its single user message changes every turn); mini marks the last message, so each
+    call writes its whole prompt and the next one reads it back. A call reads the longest
+    earlier-cached prefix that starts it (Anthropic looks back up to 20 blocks from a
+    breakpoint); it writes what lies between that and its own last breakpoint.
+    """
+    cached: set[tuple] = set()
+    total = 0.0
+    for toks, parts in zip(tokens, texts):
+        ends = [1] if breakpoints == "system" else [len(parts)]
+        sizes = [sum(toks[:i]) for i in range(len(parts) + 1)]
+        read = 0
+        for i in range(len(parts), max(0, len(parts) - 20), -1):
+            if tuple(parts[:i]) in cached:
+                read = sizes[i]
+                break
+        write = 0
+        for e in ends:
+            if sizes[e] >= CACHE_MIN:
+                write = max(write, sizes[e] - read)
+                cached.add(tuple(parts[:e]))
+        total += CACHE_READ * read + CACHE_WRITE * write + (sizes[-1] - read - write)
+    return total
+
+
+def _moss_run(s: Settings, root, machine: str, steps: int) -> dict:
+    sys.path.insert(0, str(TESTS))
+    from fakeapi import FakeAPI, _text_of, system_text
+
+    clean_sessions(root)
+    model = MossModel(steps)
+    with FakeAPI() as api:
+        api.push(*([model] * (4 * steps + 10)))
+        cmd = [str(s.moss_bin), "@agent", f"--{machine}", "-n", "--output-format", "json", "--max-turns",
+               str(3 * steps + 5), "--provider", "anthropic", TASK]
+        r = subprocess.run(cmd, cwd=root, env=moss_env(api.env()), capture_output=True, text=True, timeout=600)
+        bodies = [q.body for q in api.requests]
+    try:
+        result = json.loads(r.stdout)
+    except ValueError:
+        raise RuntimeError(f"moss {machine} failed ({r.returncode}): {r.stderr[-3000:]}") from None
+    if result.get("reason") != "answered" or model.errors:
+        raise RuntimeError(f"moss {machine} did not follow the script: {result.get('reason')} {model.errors[:3]}"
+                           f"\n{r.stderr[-2000:]}")
+    calls = []
+    for b in bodies:
+        parts = [system_text(b)] + [_text_of(m.get("content")) for m in b.get("messages", [])]
+        calls.append(parts)
+    ckpt = sorted((root / ".moss" / "agent").glob("session-*.json"))
+    return {"calls": calls, "states": model.calls, "answer": result.get("answer"), "replies": model.replies,
+            "breakpoints": "system",
+            "checkpoint_bytes": ckpt[-1].stat().st_size if ckpt else None}
+
+
+def _mini_run(s: Settings, root, steps: int, variant: str) -> dict:
+    if variant == "same":
+        cmds = [same_output_command(st, s.moss_bin) for st in STEPS[:steps]]
+    else:
+        cmds = [shell_command(st, root) for st in STEPS[:steps]]
+    payload = {"config": "default" if variant == "default" else "textbased", "task": TASK, "cwd": str(root),
+               "steps": [{"thought": st[3], "command": c} for st, c in zip(STEPS, cmds)],
+               "answer": ANSWER, "trajectory": str(s.work / f"mini-{variant}.traj.json")}
+    env = peer_env(s, {"PATH": str(s.moss_bin.parent) + ":" + peer_env(s).get("PATH", "")}) if variant == "same" \
+        else peer_env(s)
+    out = run_json([str(s.peer_python), str(BENCH / "peer_mini.py")], payload, env=env, timeout=900)
+    if out["exit_status"] != "Submitted":
+        raise RuntimeError(f"mini ({variant}) ended with {out['exit_status']}")
+    msgs = [m["content"] for m in out["messages"]]
+    extra = [out["extra_prompt"]] if out["extra_prompt"] else []
+    replies = [m["content"] for m in out["messages"] if m["role"] == "assistant"]
+    # mini's LitellmModel marks the last message for Anthropic's prompt cache ("default_end")
+    return {"calls": [extra + msgs[:n] for n in out["calls"]], "commands": cmds, "replies": replies,
+            "breakpoints": "end"}
+
+
+def _lcp(a: str, b: str) -> int:
+    """Length of the common prefix of two strings (binary search over C-speed slice compares)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def auto_cached_input(tokens: list[list[int]], texts: list[list[str]]) -> float:
+    """Input cost under automatic prefix caching (OpenAI style), in input-token equivalents:
+    the longest prefix shared with any earlier prompt of the run is read at 0.1x once it
+    reaches 1,024 tokens (in steps of 128), the rest is billed in full, no write premium."""
+    seen: list[str] = []
+    total = 0.0
+    for toks, parts in zip(tokens, texts):
+        full = "".join(parts)
+        size = sum(toks)
+        common = max((_lcp(full, old) for old in seen), default=0)
+        read = int(size * common / max(1, len(full)))
+        read = read // 128 * 128 if read >= CACHE_MIN else 0
+        total += CACHE_READ * read + (size - read)
+        seen.append(full)
+    return total
+
+
+WHAT_IF = "moss V1, what-if: stable first"
+_ORDER = ["**Task", "**Plan", "**Working memory", "**Notes", "**Warning", "**Messages", "**New results"]
+
+
+def stable_first(user: str) -> str:
+    """A what-if, not moss: the same V1 message with its sections reordered from stable to
+    volatile (task, kept items, notes, new results), so consecutive prompts share a long
+    prefix that a provider's prompt cache can reuse."""
+    parts = re.split(r"\n\n(?=\*\*)", user)
+
+    def rank(p: str) -> int:
+        return next((i for i, h in enumerate(_ORDER) if p.startswith(h)), len(_ORDER))
+    return "\n\n".join(sorted(parts, key=rank))
+
+
+def run(s: Settings) -> dict:
+    root = stdlib_tree(s)
+    steps = n_steps(s.quick)
+    runs = {"moss V2": _moss_run(s, root, "v2", steps), "moss V1": _moss_run(s, root, "v1", steps)}
+    v1 = runs["moss V1"]
+    runs[WHAT_IF] = {**v1, "calls": [[c[0], stable_first(c[1])] for c in v1["calls"]], "checkpoint_bytes": None}
+    if s.peer_python:
+        runs["mini"] = _mini_run(s, root, steps, "shell")
+        runs["mini (same outputs)"] = _mini_run(s, root, steps, "same")
+        runs["mini (mini.yaml)"] = _mini_run(s, root, steps, "default")
+    else:
+        s.notes.append("context: no peer venv, mini-swe-agent not measured")
+
+    tok = Tokens(s)
+    texts = sorted({p for r in runs.values() for c in r["calls"] for p in c} |
+                   {t for r in runs.values() for t in r["replies"]})
+    counts = dict(zip(texts, tok.count_many(texts)))
+    out = {"steps": steps, "tokenizer": tok.name, "agents": {}}
+    for name, r in runs.items():
+        per_call = [sum(counts[p] for p in c) for c in r["calls"]]
+        per_call_bytes = [sum(len(p.encode()) for p in c) for c in r["calls"]]
+        if name == "moss V2":  # a turn = the explorer call that runs step k + the evaluator call that judges it
+            turns = [per_call[i] + per_call[i + 1] for i in range(0, len(per_call) - 1, 2)]
+            answer_turn = None
+        else:  # a turn = one call that runs step k (and sees step k-1); one more call answers
+            turns, answer_turn = per_call[:steps], (per_call[steps] if len(per_call) > steps else None)
+        replies = sum(counts[t] for t in r["replies"])
+        cached = cached_input([[counts[p] for p in c] for c in r["calls"]], r["calls"], r["breakpoints"])
+        auto = auto_cached_input([[counts[p] for p in c] for c in r["calls"]], r["calls"])
+        out["agents"][name] = {"calls": len(per_call), "per_call": per_call, "per_call_bytes": per_call_bytes,
+                               "turns": turns, "answer_turn": answer_turn, "total": sum(per_call),
+                               "total_bytes": sum(per_call_bytes), "reply_tokens": replies,
+                               "cached_input": cached, "cost": cached + OUTPUT_PRICE * replies,
+                               "auto_input": auto, "cost_auto": auto + OUTPUT_PRICE * replies,
+                               "checkpoint_bytes": r.get("checkpoint_bytes")}
+    if "moss V2" in runs:
+        out["v2_states"] = runs["moss V2"]["states"][:4]
+    return out
+
+
+CHECKS = (10, 20, 30)
+
+
+def checkpoints(steps: int) -> list[int]:
+    marks = [k for k in CHECKS if k <= steps]
+    return marks or [max(1, steps // 2), steps]
+
+
+def cumulative(turns: list[int], k: int) -> int:
+    return sum(turns[:k])
+
+
+def break_even(a: list[int], m: list[int]) -> tuple[str, str]:
+    """First turn from which moss's per-turn prompt stays below mini's; first turn at which
+    moss's cumulative prompt is below mini's."""
+    per = next((k for k in range(1, len(a) + 1) if all(x < y for x, y in zip(a[k - 1:], m[k - 1:]))), None)
+    cum = next((k for k in range(1, len(a) + 1) if cumulative(a, k) < cumulative(m, k)), None)
+    return (str(per) if per else "never"), (str(cum) if cum else "never")
+
+
+def tables(res: dict) -> list[dict]:
+    """Tables (title, columns, rows) for the console and for Markdown."""
+    agents = res["agents"]
+    names = [n for n in ("moss V2", "moss V1", "mini") if n in agents]
+    steps = res["steps"]
+    rows = []
+    for k in range(1, steps + 1):
+        row = [str(k)] + [f"{agents[n]['turns'][k - 1]:,}" for n in names]
+        if "mini" in agents:
+            for n in names[:2]:
+                row.append(f"{agents[n]['turns'][k - 1] / agents['mini']['turns'][k - 1]:.2f}")
+        rows.append(row)
+    ans = ["answer"] + [("(in turn %d)" % steps) if agents[n]["answer_turn"] is None
+                        else f"{agents[n]['answer_turn']:,}" for n in names]
+    rows.append(ans + [""] * (len(rows[0]) - len(ans)))
+    cols = ["turn"] + [f"{n} prompt" for n in names] + ([f"{n}/mini" for n in names[:2]] if "mini" in agents else [])
+    per_turn = {"title": f"1. Context: prompt tokens per turn ({res['tokenizer']}; a V2 turn is its explorer call "
+                         f"plus its evaluator call)", "columns": cols, "rows": rows}
+
+    marks = checkpoints(steps)
+    rows2 = []
+    for n, a in agents.items():
+        t = a["turns"]
+        grow = (t[marks[-1] - 1] - t[marks[0] - 1]) / max(1, marks[-1] - marks[0])
+        rows2.append([n, str(a["calls"]), f"{a['total']:,}", f"{a['total_bytes']:,}",
+                      " / ".join(f"{t[m - 1]:,}" for m in marks), f"{grow:+,.0f}", f"{a['reply_tokens']:,}",
+                      *(["—", "—"] if n == WHAT_IF else [f"{a['cached_input']:,.0f}", f"{a['cost']:,.0f}"]),
+                      f"{a['cost_auto']:,.0f}",
+                      f"{a['checkpoint_bytes']:,}" if a.get("checkpoint_bytes") else "—"])
+    totals = {"title": "1. Context: totals per answer. Costs in input-token equivalents, output at 5×; "
+                       "'marked': Anthropic caching (marked prefixes of ≥1,024 tokens, reads 0.1×, writes 1.25×); "
+                       "'auto': automatic prefix caching (longest shared prefix read at 0.1×)",
+              "columns": ["agent", "LLM calls", "prompt tokens", "prompt bytes",
+                          "prompt at turns " + "/".join(map(str, marks)), f"growth/turn ({marks[0]}→{marks[-1]})",
+                          "reply tokens", "input, marked cache", "cost/answer, marked", "cost/answer, auto",
+                          "session file B"], "rows": rows2}
+
+    out = [per_turn, totals]
+    if "mini" in agents:
+        rows3 = []
+        m = agents["mini"]
+        for n in ("moss V2", "moss V1"):
+            a = agents[n]
+            for k in marks:
+                rows3.append([n, str(k), f"{a['turns'][k - 1] / m['turns'][k - 1]:.2f}",
+                              f"{cumulative(a['turns'], k) / cumulative(m['turns'], k):.2f}", "", "", ""])
+            per, cum = break_even(a["turns"], m["turns"])
+            rows3.append([n, "answer", "", f"{a['total'] / m['total']:.2f}",
+                          f"{a['cost'] / m['cost']:.2f}", f"{a['cost_auto'] / m['cost_auto']:.2f}",
+                          f"per turn from {per}; cumulative from {cum}"])
+        out.append({"title": "1. Context: ratio moss / mini (below 1: moss sends less)",
+                    "columns": ["agent", "turn", "this turn", "cumulative prompt", "cost/answer, marked cache",
+                                "cost/answer, auto cache", "moss's prompt below mini's"], "rows": rows3})
+    return out
+
+
+def summary_rows(res: dict) -> list[list[str]]:
+    agents = res["agents"]
+    if "mini" not in agents:
+        return []
+    rows = []
+    m = agents["mini"]
+    k = checkpoints(res["steps"])[-1]
+    for n in ("moss V2", "moss V1"):
+        a = agents[n]
+        rows.append([f"context: {n}/mini prompt tokens at turn {k}", f"{a['turns'][k - 1] / m['turns'][k - 1]:.2f}×",
+                     f"{a['turns'][k - 1]:,} vs {m['turns'][k - 1]:,} tokens"])
+        rows.append([f"context: {n}/mini prompt tokens per answer", f"{a['total'] / m['total']:.2f}×",
+                     f"{a['total']:,} vs {m['total']:,} tokens"])
+        rows.append([f"context: {n}/mini cost per answer, Anthropic prompt caching", f"{a['cost'] / m['cost']:.2f}×",
+                     f"{a['cost']:,.0f} vs {m['cost']:,.0f} input-token equivalents"])
+        rows.append([f"context: {n}/mini cost per answer, automatic prefix caching",
+                     f"{a['cost_auto'] / m['cost_auto']:.2f}×",
+                     f"{a['cost_auto']:,.0f} vs {m['cost_auto']:,.0f} input-token equivalents"])
+    return rows

@@ -1,0 +1,141 @@
+"""4. Tools on a large tree (the stdlib copy, tests included).
+
+text-search: `moss text-search PATTERN` against plain `rg` over the same files (the same
+ripgrep binary moss uses, with moss's walk flags so both search the same file set), both
+as commands (what a user types; moss's figure includes Python start-up) and in-process
+(`moss.tools.search.search` against a subprocess running the same rg): the in-process
+ratio is what moss's grouping, sorting and enclosing-symbol labels cost.
+
+view: `moss view FILE` (a skeleton) and `moss view FILE/Symbol` of the five largest .py
+files, against a bare tree-sitter parse of the same bytes (tree_sitter + tree_sitter_python,
+no moss code): the ratio is what moss's symbol extraction, formatting and (for FILE/Symbol)
+path and symbol lookup cost. moss caches outlines per file within a process; the
+in-process figures clear that cache before each repetition (a first look, as in the CLI).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+from pathlib import Path
+
+from common import Settings, command, fmt_s, interleaved, moss_env, stdlib_tree
+
+NAME = "tools"
+
+PATTERNS = ["def __init__", "NotImplementedError", r"class \w+Error\(", r"asyncio\.run\(", "TODO|FIXME|XXX"]
+
+
+def largest_py(root: Path, n: int) -> list[Path]:
+    files = [p for p in root.rglob("*.py") if ".moss" not in p.parts and p.is_file()]
+    return sorted(files, key=lambda p: -p.stat().st_size)[:n]
+
+
+def run(s: Settings) -> dict:
+    from moss.tools import treesitter
+    from moss.tools.resolve import RG_WALK_FLAGS, rg_binary
+    from moss.tools.search import search
+    from moss.tools.view import view
+
+    root = stdlib_tree(s)
+    rg = rg_binary()
+    reps = s.reps(5, 2)
+    env = moss_env()
+    res = {"reps": reps, "rg": rg, "search": [], "view": []}
+
+    for pat in PATTERNS[: 2 if s.quick else None]:
+        rg_cmd = [rg, "-n", *RG_WALK_FLAGS, "-e", pat, "--", "."]
+        moss_rg = [rg, "--json", "--sort", "path", *RG_WALK_FLAGS, "-e", pat, "--", "."]
+        hits = subprocess.run([rg, "--count-matches", "--no-filename", *RG_WALK_FLAGS, "-e", pat, "--", "."],
+                              cwd=root, capture_output=True, text=True).stdout
+        n_hits = sum(int(line) for line in hits.split() if line.isdigit())
+        row = {"pattern": pat, "matches": n_hits, **interleaved({
+            "cli_moss": command([str(s.moss_bin), "text-search", pat], env=env, cwd=root),
+            "cli_rg": command(rg_cmd, env=env, cwd=root, check=False),
+            "cli_rg_sorted": command([rg, "-n", "--sort", "path", *RG_WALK_FLAGS, "-e", pat, "--", "."], env=env,
+                                     cwd=root, check=False),
+            "fn_moss": lambda: (treesitter._cache.clear(), search(root, pat, limit=100, max_chars=0)),
+            "fn_rg_json_sorted": lambda: subprocess.run(moss_rg, cwd=root, capture_output=True),
+        }, reps)}
+        res["search"].append(row)
+
+    import tree_sitter
+    import tree_sitter_python
+
+    parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
+    for path in largest_py(root, 2 if s.quick else 5):
+        rel = path.relative_to(root).as_posix()
+        src = path.read_bytes()
+        syms, _ = treesitter.outline(path)
+        last = syms[-1] if syms else None
+        target = f"{rel}/{last.path}" if last else None
+
+        def cold_view(t=rel):
+            treesitter._cache.clear()
+            return view(root, t, max_chars=0)
+
+        def cold_symbol(t=target):
+            treesitter._cache.clear()
+            return view(root, t, max_chars=0)
+
+        jobs = {"parse": lambda: parser.parse(src), "fn_view": cold_view,
+                "fn_view_warm": lambda: view(root, rel, max_chars=0),
+                "cli_view": command([str(s.moss_bin), "view", rel], env=env, cwd=root)}
+        if target:
+            jobs["fn_symbol"] = cold_symbol
+            jobs["cli_symbol"] = command([str(s.moss_bin), "view", target], env=env, cwd=root)
+        row = {"file": rel, "bytes": len(src), "lines": src.count(b"\n"), "symbol": target,
+               "view_chars": len(view(root, rel, max_chars=0)), **interleaved(jobs, reps)}
+        res["view"].append(row)
+    # What the CLI pays before doing anything (for reading the CLI columns).
+    res["cli_floor"] = interleaved({"floor": command([str(s.moss_python), "-c", "pass"], env=env)}, reps)["floor"]
+    return res
+
+
+def tables(res: dict) -> list[dict]:
+    rows = []
+    for r in res["search"]:
+        rows.append([r["pattern"], f"{r['matches']:,}",
+                     fmt_s(r["cli_moss"]["median"]), fmt_s(r["cli_rg"]["median"]),
+                     f"{r['cli_moss']['median'] / r['cli_rg']['median']:.1f}×",
+                     fmt_s(r["fn_moss"]["median"]), fmt_s(r["fn_rg_json_sorted"]["median"]),
+                     f"{r['fn_moss']['median'] / r['fn_rg_json_sorted']['median']:.2f}×",
+                     fmt_s(r["cli_rg_sorted"]["median"])])
+    t1 = {"title": f"4. text-search over the stdlib copy (median of {res['reps']}; moss shows the first 100 "
+                   f"matches, rg prints all)",
+          "columns": ["pattern", "matches", "moss text-search", "rg -n", "CLI ratio", "search() in-process",
+                      "rg --json --sort path", "in-process ratio", "rg -n --sort path"], "rows": rows}
+    rows2 = []
+    for r in res["view"]:
+        p = r["parse"]["median"]
+        rows2.append([r["file"], f"{r['bytes'] / 1e3:,.0f} KB", fmt_s(p), fmt_s(r["fn_view"]["median"]),
+                      f"{r['fn_view']['median'] / p:.1f}×", fmt_s(r["fn_view_warm"]["median"]),
+                      fmt_s(r["fn_symbol"]["median"]) if "fn_symbol" in r else "—",
+                      f"{r['fn_symbol']['median'] / p:.1f}×" if "fn_symbol" in r else "—",
+                      fmt_s(r["cli_view"]["median"]),
+                      fmt_s(r["cli_symbol"]["median"]) if "cli_symbol" in r else "—"])
+    t2 = {"title": f"4. view of the largest .py files vs a bare tree-sitter parse (in-process, outline cache "
+                   f"cleared; CLI includes start-up, floor {fmt_s(res['cli_floor']['median'])})",
+          "columns": ["file", "size", "parse", "view FILE", "÷ parse", "view FILE (cached)", "view FILE/Symbol",
+                      "÷ parse", "CLI view FILE", "CLI view FILE/Symbol"], "rows": rows2}
+    return [t1, t2]
+
+
+def summary_rows(res: dict) -> list[list[str]]:
+    s = res["search"]
+    v = res["view"]
+    geo = lambda xs: statistics.geometric_mean(xs)  # noqa: E731
+    out = [
+        ["tools: moss text-search / rg -n (CLI, geo-mean)",
+         f"{geo([r['cli_moss']['median'] / r['cli_rg']['median'] for r in s]):.1f}×", f"{len(s)} patterns"],
+        ["tools: search() / rg --json --sort path (in-process, geo-mean)",
+         f"{geo([r['fn_moss']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
+         "formatting + symbol labels"],
+        ["tools: view FILE / tree-sitter parse (geo-mean)",
+         f"{geo([r['fn_view']['median'] / r['parse']['median'] for r in v]):.1f}×", f"{len(v)} largest files"],
+    ]
+    sym = [r["fn_symbol"]["median"] / r["parse"]["median"] for r in v if "fn_symbol" in r]
+    if sym:
+        out.append(["tools: view FILE/Symbol / tree-sitter parse (geo-mean)", f"{geo(sym):.1f}×",
+                    "includes path resolution"])
+    return out
