@@ -287,8 +287,8 @@ def test_user_machine_with_function_next_and_all_outputs(crate, api):
         return m
     """)
     replies = ["$(view src/nosuch.rs)", "$(view Cargo.toml)",
-               lambda body: "$(answer it is moss)" if "Turn 1 (explorer)" in body["messages"][0]["content"]
-               and "Turn 2 (recovery)" in body["messages"][0]["content"] else "$(answer ?)"]
+               lambda body: "$(answer it is moss)" if "Turn 1 (explorer)" in last_user_text(body)
+               and "Turn 2 (recovery)" in last_user_text(body) else "$(answer ?)"]
     api.push(*replies)
     r = agent(crate, api, "--machine", "careful", "-n", "What is this crate?")
     assert r.stdout.strip() == "it is moss", r.stderr
@@ -351,3 +351,17 @@ def test_memorize_persists_and_is_recalled_next_session(crate, api):
     assert r.stdout.strip() == "from memory"
     crate.script("forgetit", 'print(moss.memory.forget("Provider enum"), #moss.memory.all())\n')
     assert crate.moss("@forgetit").stdout.strip() == "1\t0"
+
+
+def test_stable_context_prefix_is_billed_as_cache_reads(crate, api):
+    """Working memory only grows at its end and is sent as cacheable blocks: later turns read it from cache."""
+    model = Model("provider")
+    r = agent(crate, api, "--v1", "-n", "--output-format", "json", "How many variants does Provider have?",
+              model=model)
+    assert r.returncode == 0, r.stderr
+    turn3 = bodies(api)[2]["messages"][0]["content"]
+    assert isinstance(turn3, list) and any("cache_control" in b for b in turn3)
+    marked = [b["text"] for b in turn3 if "cache_control" in b]
+    assert "**Task:**" in turn3[0]["text"] and "New results" not in "".join(marked)
+    usage = json.loads(r.stdout)["usage"]
+    assert usage["cache_read_tokens"] > 0

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from ..errors import MossError
-from ..tools.atomic import write_atomic as _write_atomic
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -46,6 +45,8 @@ def ensure_dir(path: Path) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    from ..tools.atomic import write_atomic as _write_atomic
+
     ensure_dir(path.parent)
     _write_atomic(path, text, sync_dir=True)
 
@@ -134,7 +135,7 @@ def functions(ctx):
         state = dict(state or {})
         state.setdefault("session_id", sid)
         state["saved_at"] = time.time()
-        write_atomic(p, json.dumps(state, ensure_ascii=False, indent=1, default=str))
+        write_atomic(p, json.dumps(state, ensure_ascii=False, separators=(",", ":"), default=str))
         return str(p)
 
     def load(sid=None):

@@ -23,8 +23,21 @@ def _blocks(content, cache: bool) -> list:
     return blocks
 
 
+def _marks(content, prompt_cache: bool):
+    """Blocks a script marked `cache = true` become cache breakpoints (when caching is on)."""
+    if isinstance(content, str):
+        return content
+    out = []
+    for b in content:
+        b = dict(b)
+        if b.pop("cache", False) and prompt_cache:
+            b["cache_control"] = CACHE
+        out.append(b)
+    return out
+
+
 def build_params(req: dict, model: str, prompt_cache: bool) -> dict:
-    messages = [dict(m) for m in req["messages"]]
+    messages = [{**m, "content": _marks(m["content"], prompt_cache)} for m in req["messages"]]
     if prompt_cache and len(messages) > 1 and messages[0]["role"] == "user":
         # The conversation's first user turn is stable across turns: cache up to it too.
         messages[0]["content"] = _blocks(messages[0]["content"], True)

@@ -25,7 +25,7 @@ def _content(content):
     if isinstance(content, str):
         return content
     return [{"type": "text", "text": b.get("text", "")} if b.get("type", "text") == "text" else
-            {k: v for k, v in b.items() if k != "cache_control"} for b in content]
+            {k: v for k, v in b.items() if k not in ("cache_control", "cache")} for b in content]
 
 
 def build_params(req: dict, provider) -> dict:

@@ -1,15 +1,20 @@
 -- What each state sees. A state names a context mode; the mode is a function from the
--- session to the text of the single user message (every LLM call is stateless: the
--- context is rebuilt from the session each turn, so it stays bounded by what is kept).
+-- session to the single user message (every LLM call is stateless: the context is rebuilt
+-- from the session each turn, so it stays bounded by what is kept).
 --
 --   task_only       the task (and the role's answer format)
 --   last_outputs    task, plan, notes, the evaluator's remarks, the last tool outputs
 --   all_outputs     task, notes, every output of the session grouped by turn (unbounded)
---   working_memory  task, notes, kept items, and the numbered new results (shown once)
+--   working_memory  task, working memory (notes and kept results, oldest first), and the
+--                   numbered new results (shown once)
+--
+-- A mode answers a string, or { stable = {part, ...}, volatile = text }: the stable parts
+-- only ever grow at their end from one turn to the next (the task, then memory in the order
+-- it was kept), so providers that cache prompt prefixes bill them as cache reads; what
+-- changes every turn comes after. Each stable part becomes its own content block, so a
+-- provider that caches at block boundaries (Anthropic) still finds last turn's prefix.
 --
 -- Add a mode by assigning `require("lib.agent.context").modes.my_mode = function(S, state) ... end`.
-local memory = require("lib.agent.memory")
-
 local M = {}
 
 local function fence(content)
@@ -30,20 +35,40 @@ local function task_block(S)
   return table.concat(parts, "\n\n")
 end
 
-local function notes_block(S)
-  local notes = memory.notes(S.mem)
-  if #notes == 0 then return nil end
-  local lines = { "**Notes:**" }
-  for _, n in ipairs(notes) do lines[#lines + 1] = "- [" .. n.id .. "] " .. n.content end
-  return table.concat(lines, "\n")
+-- Notes and kept results in the order they were kept (each entry a part), so the memory
+-- only grows at its end.
+local function memory_parts(S, notes_only)
+  local parts = {}
+  for _, it in ipairs(S.mem.items) do
+    if it.kind == "note" then
+      parts[#parts + 1] = "- [" .. it.id .. "] " .. it.content
+    elseif not notes_only then
+      parts[#parts + 1] = output_block("[" .. it.id .. "]", it)
+    end
+  end
+  if #parts == 0 then return parts end
+  table.insert(parts, 1, notes_only and "**Notes:**" or
+    "**Working memory** (notes and kept results; $(drop ID) to remove):")
+  return parts
 end
 
-local function kept_block(S)
-  local outs = memory.outputs(S.mem)
-  if #outs == 0 then return nil end
-  local lines = { "**Working memory** (kept from earlier turns; $(drop ID) to remove):" }
-  for _, it in ipairs(outs) do lines[#lines + 1] = output_block("[" .. it.id .. "]", it) end
-  return table.concat(lines, "\n\n")
+local function memory_block(S, notes_only)
+  local parts = memory_parts(S, notes_only)
+  return #parts > 0 and table.concat(parts, "\n") or nil
+end
+
+-- A list of the non-empty arguments (the stable parts of a context).
+local function parts(...)
+  local out = {}
+  for i = 1, select("#", ...) do
+    local p = select(i, ...)
+    if type(p) == "table" then
+      for _, q in ipairs(p) do out[#out + 1] = q end
+    elseif p and p ~= "" then
+      out[#out + 1] = p
+    end
+  end
+  return out
 end
 
 function M.outputs_block(title, outputs)
@@ -52,17 +77,17 @@ function M.outputs_block(title, outputs)
   return table.concat(lines, "\n\n")
 end
 
-local function new_results_block(S, title)
-  if #S.mem.pending == 0 then return nil end
-  return M.outputs_block(title, S.mem.pending)
-end
-
 local function messages_block(S)
   local box = S.inbox and S.inbox[S.state]
   if not box or #box == 0 then return nil end
   local lines = { "**Messages from moss:**" }
   for _, m in ipairs(box) do lines[#lines + 1] = "- " .. m end
   return table.concat(lines, "\n")
+end
+
+local function any_failed(outputs)
+  for _, o in ipairs(outputs) do if not o.ok then return true end end
+  return false
 end
 
 -- join(a, b, ...) skipping nil and empty parts (a table constructor would stop at a nil)
@@ -82,18 +107,16 @@ function M.modes.task_only(S, state)
 end
 
 function M.modes.last_outputs(S, state)
-  local failed = false
-  for _, o in ipairs(S.last_outputs) do if not o.ok then failed = true end end
-  return join(
-    task_block(S),
-    S.plan and ("**Plan:**\n" .. S.plan) or nil,
-    notes_block(S),
-    S.feedback and S.feedback ~= "" and ("**Evaluator's remarks:**\n" .. S.feedback) or nil,
-    messages_block(S),
-    #S.last_outputs > 0 and M.outputs_block("**Last results:**", S.last_outputs) or nil,
-    failed and "Some commands failed; try another way." or nil,
-    state.footer
-  )
+  return {
+    stable = parts(task_block(S), S.plan and ("**Plan:**\n" .. S.plan) or nil, memory_parts(S, true)),
+    volatile = join(
+      S.feedback and S.feedback ~= "" and ("**Evaluator's remarks:**\n" .. S.feedback) or nil,
+      messages_block(S),
+      #S.last_outputs > 0 and M.outputs_block("**Last results:**", S.last_outputs) or nil,
+      any_failed(S.last_outputs) and "Some commands failed; try another way." or nil,
+      state.footer
+    ),
+  }
 end
 
 function M.modes.all_outputs(S, state)
@@ -103,36 +126,58 @@ function M.modes.all_outputs(S, state)
     for _, out in ipairs(h.outputs) do blocks[#blocks + 1] = output_block("", out) end
     hist[#hist + 1] = table.concat(blocks, "\n")
   end
-  return join(
-    task_block(S),
-    notes_block(S),
-    messages_block(S),
-    #hist > 0 and ("**History:**\n\n" .. table.concat(hist, "\n\n")) or nil,
-    state.footer
-  )
+  return {
+    stable = parts(task_block(S), #hist > 0 and "**History:**" or nil, hist),
+    volatile = join(memory_block(S, true), messages_block(S), state.footer),
+  }
 end
 
 function M.modes.working_memory(S, state)
-  local failed = false
-  for _, o in ipairs(S.mem.pending) do if not o.ok then failed = true end end
-  return join(
-    task_block(S),
-    state.show_plan and S.plan and ("**Plan:**\n" .. S.plan) or nil,
-    failed and "**Warning:** some commands failed; consider other approaches." or nil,
-    notes_block(S),
-    kept_block(S),
-    messages_block(S),
-    new_results_block(S, "**New results** (shown once; $(keep N) to keep):"),
-    state.footer
-  )
+  local pending = S.mem.pending
+  return {
+    stable = parts(task_block(S), state.show_plan and S.plan and ("**Plan:**\n" .. S.plan) or nil, memory_parts(S)),
+    volatile = join(
+      messages_block(S),
+      any_failed(pending) and "**Warning:** some commands failed; consider other approaches." or nil,
+      #pending > 0 and M.outputs_block("**New results** (shown once; $(keep N) to keep):", pending) or nil,
+      state.footer
+    ),
+  }
 end
 
---- Build the user message for `state` in session `S`.
+--- The user message for `state`: a string, or a list of text blocks whose last stable
+-- block is marked for prompt caching.
 function M.build(S, state)
   local mode = state.context or "task_only"
   local f = type(mode) == "function" and mode or M.modes[mode]
   if not f then moss.error("usage", "unknown context mode '" .. tostring(mode) .. "'") end
-  return f(S, state)
+  local c = f(S, state)
+  if type(c) ~= "table" then return c end
+  local stable = type(c.stable) == "table" and c.stable or parts(c.stable)
+  local blocks = {}
+  for i, p in ipairs(stable) do
+    -- a heading ("**Notes:**") runs into its first entry; parts are separated by a blank line
+    local heading = p:sub(1, 2) == "**" and not p:find("\n") and (p:sub(-1) == ":" or p:sub(-3) == ":**")
+    blocks[i] = { type = "text", text = p .. (heading and "\n" or "\n\n") }
+  end
+  if (c.volatile or "") == "" then
+    if #blocks == 0 then return "" end
+    blocks[#blocks].text = blocks[#blocks].text:gsub("%s+$", "")
+  else
+    blocks[#blocks + 1] = { type = "text", text = c.volatile }
+  end
+  if #blocks == 1 then return blocks[1].text end
+  local last_stable = #blocks - ((c.volatile or "") == "" and 0 or 1)
+  if last_stable >= 1 then blocks[last_stable].cache = true end
+  return blocks
+end
+
+--- The text of a built message (either form), e.g. for measuring or logging.
+function M.text(message)
+  if type(message) ~= "table" then return message end
+  local parts = {}
+  for _, b in ipairs(message) do parts[#parts + 1] = b.text end
+  return table.concat(parts)
 end
 
 return M

@@ -225,10 +225,17 @@ end
 
 local function llm_call(S, state, env, extra)
   local user = context.build(S, state)
-  if extra then user = user .. "\n\n" .. extra end
+  if extra then
+    if type(user) == "table" then
+      user[#user].text = user[#user].text .. "\n\n" .. extra
+    else
+      user = user .. "\n\n" .. extra
+    end
+  end
   local request = { system = system_prompt(S, state, env), messages = { { role = "user", content = user } },
     max_tokens = env.max_tokens or 4096 }
-  log(S, "turn_start", { turn = S.turn, state = S.state, context_chars = #user, working_memory = #S.mem.items,
+  log(S, "turn_start", { turn = S.turn, state = S.state, context_chars = #context.text(user),
+    working_memory = #S.mem.items,
     pending = #S.mem.pending })
   local ok, resp = pcall(moss.llm.chat, request)
   if not ok then return nil, resp end
@@ -244,6 +251,12 @@ function M.run(machine, S, env)
   for name, st in pairs(machine.states) do if st.concludes then names[#names + 1] = name end end
   table.sort(names)
   env.concluders = #names > 0 and table.concat(names, "/") or nil
+  -- every output of the session is only worth keeping (and checkpointing) for a state
+  -- that shows the whole history
+  env.keep_history = false
+  for _, st in pairs(machine.states) do
+    if st.context == "all_outputs" or type(st.context) == "function" then env.keep_history = true end
+  end
   if S.turn == 0 then
     log(S, "session_start", { session_id = S.id, root = moss.root, machine = S.machine, role = S.role })
     log(S, "task", { task = S.task, machine = S.machine, max_turns = S.max_turns, start = S.state, role = S.role })
@@ -299,7 +312,7 @@ function M.run(machine, S, env)
     S.mem.pending = outs
     if #outs > 0 then
       S.last_outputs = outs
-      S.history[#S.history + 1] = { turn = S.turn, state = S.state, outputs = outs }
+      if env.keep_history then S.history[#S.history + 1] = { turn = S.turn, state = S.state, outputs = outs } end
     end
     if state.feedback_to then S.feedback = parser.strip(resp.text) end
     if env.after_turn then
