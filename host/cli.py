@@ -234,16 +234,10 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The click commands (moss init, view, config, ...); `moss @NAME` is handled in entry.py."""
     from .errors import MossError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0].startswith("@"):
-        from .run import run_script
-
-        name = argv[0][1:]
-        if not name:
-            raise SystemExit(_fail("missing script name after @ (try `moss scripts`)"))
-        raise SystemExit(run_script(name, argv[1:]))
     try:
         cli.main(args=argv, prog_name="moss", standalone_mode=True)
     except MossError as e:

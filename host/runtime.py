@@ -16,7 +16,7 @@ import threading
 import time
 import traceback as py_traceback
 from contextlib import contextmanager
-from importlib import resources
+from pathlib import Path
 from typing import Any, Callable
 
 from lupa import lua54
@@ -85,7 +85,7 @@ class Runtime:
         for name, fn in functions.items():
             fns[name.encode()] = self._wrap_primitive(name, fn)
         host[b"functions"] = fns
-        src = resources.files(__package__).joinpath("bootstrap.lua").read_bytes()
+        src = (Path(__file__).parent / "bootstrap.lua").read_bytes()
         boot = lua.execute(b"return load(...)", src, b"@moss/bootstrap.lua", b"t")
         self._run, self._compile, is_object = boot(host)
         self.conv._is_object_table = is_object

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import MossError
 
@@ -51,6 +50,8 @@ def functions(ctx) -> dict:
 
         if len(jobs) <= 1:
             return [one(j) for j in jobs]
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
             return list(pool.map(one, jobs))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from ..tools.sandbox import require_write
-
 
 def functions(ctx):
     def _specs(specs):
@@ -20,6 +18,8 @@ def functions(ctx):
 
     def apply(specs):
         from ..tools.edit import apply as _apply
+
+        from ..tools.sandbox import require_write
 
         specs = _specs(specs)
         require_write(ctx.access, "editing files")

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from ..errors import MossError
-from ..tools.atomic import write_atomic
-from ..tools.confine import confine
-from ..tools.sandbox import require_write
 
 MAX_READ = 2_000_000
 
 
 def functions(ctx):
     def read(path):
+        from ..tools.confine import confine
+
         p = confine(ctx.root, path, must_exist=True)
         if p.is_dir():
             raise MossError(f"{path} is a directory (use moss.code.view)", kind="usage")
@@ -24,6 +23,10 @@ def functions(ctx):
         return data.decode("utf-8", errors="replace")
 
     def write(path, text):
+        from ..tools.atomic import write_atomic
+        from ..tools.confine import confine
+        from ..tools.sandbox import require_write
+
         require_write(ctx.access, f"writing {path}")
         p = confine(ctx.root, path)
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -32,6 +35,8 @@ def functions(ctx):
         return True
 
     def exists(path):
+        from ..tools.confine import confine
+
         try:
             return confine(ctx.root, path).exists()
         except MossError:

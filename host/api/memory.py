@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from ..errors import MossError
-from ..tools.atomic import write_atomic
 
 KINDS = ("facts", "preferences", "decisions")
 BULLET = re.compile(r"^\s*[-*]\s+(.*\S)\s*$")
@@ -39,6 +38,12 @@ def entries(root: Path) -> list[dict]:
             if m:
                 out.append({"kind": kind, "text": m.group(1), "line": n, "file": f".moss/memory/{kind}.md"})
     return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    from ..tools.atomic import write_atomic as _write
+
+    _write(path, text)
 
 
 def functions(ctx):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..tools import shell
-
 
 def functions(ctx):
     def run(cmd, opts=None):
+        from ..tools import shell
+
         opts = opts or {}
         if not isinstance(cmd, str) or not cmd.strip():
             raise ValueError("run needs a command string")
