@@ -321,3 +321,104 @@ function moss.store.load(name) end
 ---@param data table
 ---@return string
 function moss.store.save(name, data) end
+
+---@class moss.Alert
+---@field id string
+---@field run_id string
+---@field run_name string
+---@field rule string                  # the rule's name, e.g. "loss is nan"
+---@field severity "info"|"warning"|"critical"
+---@field message string
+---@field choices string[]
+---@field status "pending"|"resolved"
+---@field line string                  # the log line that raised it
+---@field created_at number
+---@field choice? string               # once resolved
+---@field resolved_at? number
+---@field run_status? string           # from moss.runs.resolve: the run's status afterwards
+
+---@alias moss.RunStatus "queued"|"running"|"finished"|"failed"|"stopped"
+
+---@class moss.Run
+---@field id string
+---@field name string
+---@field cmd string
+---@field workdir string               # relative to the project root
+---@field status moss.RunStatus
+---@field code? integer                # exit code (negative: killed by that signal)
+---@field error? string                # why it failed or was stopped
+---@field sandbox string               # bwrap-project or none
+---@field access string
+---@field detached boolean
+---@field created_at number
+---@field started_at? number
+---@field ended_at? number
+---@field duration? number
+---@field pid? integer
+---@field timeout? number
+---@field log string                   # .moss/agent/runs/<id>.log
+---@field meta? any
+---@field alert_rules table[]
+---@field alerts moss.Alert[]
+
+---@alias moss.AlertRule string|{pattern?: string, ignore_case?: boolean, metric?: string, op?: ">"|">="|"<"|"<=", threshold?: number, nan?: boolean, severity?: "info"|"warning"|"critical", message?: string, choices?: string[], name?: string, once?: boolean}
+
+---@class moss.RunEvent
+---@field type "run"|"alert"
+---@field id string                    # the run id, or the alert id
+---@field name? string                 # run events
+---@field status string                # the run's new status, or the alert's
+---@field previous? string             # run events: the status before
+---@field code? integer
+---@field error? string
+---@field alert_id? string             # alert events
+---@field run_id? string
+---@field run_name? string
+---@field severity? string
+---@field message? string
+---@field choices? string[]
+---@field line? string
+
+---@class moss.runs
+moss.runs = {}
+
+--- Start a background run (sh -c CMD in its own process group; needs access edit or full).
+---@param spec string|{cmd: string, name?: string, workdir?: string, alerts?: moss.AlertRule[], detach?: boolean, timeout?: number, meta?: any, env?: table<string, string>}
+---@return moss.Run
+function moss.runs.start(spec) end
+
+--- Every run of the project, oldest first.
+---@return moss.Run[]
+function moss.runs.list() end
+
+--- One run's record.
+---@param id string
+---@return moss.Run
+function moss.runs.status(id) end
+
+--- The last `chars` characters of a run's log (default 2000).
+---@param id string
+---@param chars? integer
+---@return string
+function moss.runs.log_tail(id, chars) end
+
+--- Stop a run (SIGTERM to its group, SIGKILL after 2 s); its record once it ended.
+---@param id string
+---@return moss.Run
+function moss.runs.stop(id) end
+
+--- The next event (alerts first), or nil after `timeout` seconds (nil: wait until one comes).
+---@param timeout? number
+---@return moss.RunEvent|nil
+function moss.runs.wait(timeout) end
+
+--- Alerts, oldest first, optionally only one status or one run's.
+---@param filter? {status?: "pending"|"resolved", run_id?: string}
+---@return moss.Alert[]
+function moss.runs.alerts(filter) end
+
+--- Resolve a pending alert with one of its choices; "stop..." stops the run.
+---@param alert_id string
+---@param choice string
+---@return moss.Alert
+function moss.runs.resolve(alert_id, choice) end

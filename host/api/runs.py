@@ -1,0 +1,94 @@
+"""moss.runs: background runs (long commands under the session's access level) and their alerts.
+
+Mechanism only (see moss.tools.runs): start, list, stop, log tails, an event queue to wait
+on, and alert rules checked on every new log line. What to run, when, and what to do about
+an alert is policy (the Wild Loop in scripts/machines/wild.lua is one).
+"""
+
+from __future__ import annotations
+
+from ..errors import MossError
+from .session import ensure_dir
+
+START_KEYS = {"cmd", "name", "workdir", "alerts", "detach", "timeout", "meta", "env"}
+
+
+def functions(ctx):
+    def manager():
+        m = ctx.services.get("runs")
+        if m is None:
+            cfg = ctx.config.get("runs") or {}
+            from ..tools.runs import RunManager
+
+            m = RunManager(ctx.root, max_parallel=int(cfg.get("max_parallel") or 0), log=ctx.log,
+                           prepare_dir=ensure_dir)
+            ctx.services["runs"] = m  # closed (attached runs stopped) when the script ends
+        return m
+
+    def start(spec):
+        if isinstance(spec, str):
+            spec = {"cmd": spec}
+        if not isinstance(spec, dict):
+            raise MossError("moss.runs.start expects {cmd=, name=, workdir=, alerts=, detach=, timeout=, "
+                            "meta=, env=}", kind="usage")
+        unknown = sorted(set(spec) - START_KEYS)
+        if unknown:
+            raise MossError(f"moss.runs.start: unknown field(s) {', '.join(map(str, unknown))}; known: "
+                            + ", ".join(sorted(START_KEYS)), kind="usage")
+        alerts = spec.get("alerts")
+        if alerts is not None and not isinstance(alerts, list):
+            alerts = [alerts]
+        env = spec.get("env")
+        if env is not None and not isinstance(env, dict):
+            if env == []:
+                env = {}
+            else:
+                raise MossError("moss.runs.start: env must be a table of NAME = value", kind="usage")
+        return manager().start(
+            spec.get("cmd"),
+            access=ctx.access,
+            allow_full=ctx.allow_full,
+            unsandboxed_ok=ctx.unsandboxed_ok,
+            name=spec.get("name"),
+            workdir=spec.get("workdir"),
+            alerts=alerts,
+            detach=bool(spec.get("detach")),
+            timeout=spec.get("timeout"),
+            meta=spec.get("meta"),
+            env=env,
+        )
+
+    def list_():
+        return manager().list()
+
+    def status(run_id):
+        return manager().status(run_id)
+
+    def log_tail(run_id, chars=None):
+        return manager().log_tail(run_id, 2000 if chars is None else int(chars))
+
+    def stop(run_id):
+        return manager().stop(run_id)
+
+    def wait(timeout=None):
+        if timeout is not None and not isinstance(timeout, (int, float)):
+            raise MossError("moss.runs.wait(timeout): timeout is a number of seconds (or nil)", kind="usage")
+        return manager().wait(timeout, cancel=ctx.cancelled)
+
+    def alerts(filter_=None):
+        f = filter_ if isinstance(filter_, dict) else {}
+        return manager().alerts(status=f.get("status"), run_id=f.get("run_id"))
+
+    def resolve(alert_id, choice):
+        return manager().resolve(alert_id, choice)
+
+    return {
+        "runs.start": start,
+        "runs.list": list_,
+        "runs.status": status,
+        "runs.log_tail": log_tail,
+        "runs.stop": stop,
+        "runs.wait": wait,
+        "runs.alerts": alerts,
+        "runs.resolve": resolve,
+    }

@@ -1,0 +1,482 @@
+"""The Wild Loop (`moss @agent --machine wild`) and moss.runs, end to end.
+
+The real CLI and SDKs talk to the fake API server; a scripted model answers from the prompt
+it is shown (which stage, which alert, which run), like test_agent.py's Model. Fake
+"training" scripts written by each test print `step N loss X` lines and exit 0/1 depending
+on --lr; an lr >= 1 prints `loss nan` and then hangs until stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeAPI, last_user_text, system_text
+
+from moss.tools.sandbox import bwrap_problem
+
+HAS_BWRAP = shutil.which("bwrap") is not None and bwrap_problem() is None
+needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap not installed")
+
+TRAIN = r'''
+import sys, time
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+lr = float(args.get("lr", "0.01"))
+print("args", sys.argv[1:], flush=True)
+if lr >= 1:
+    print("step 0 loss nan", flush=True)
+    time.sleep(float(args.get("hold", "60")))
+    sys.exit(2)
+for step in range(3):
+    time.sleep(float(args.get("sleep", "0.05")))
+    print(f"step {step} loss {2.0 - step * lr * 10:.4f}", flush=True)
+open(f"out-{lr}.txt", "w").write("done\n")
+sys.exit(0 if lr <= 0.01 else 1)
+'''
+
+HEADING = re.compile(r"^## Wild Loop — ([A-Z ]+) \(iteration (\d+)\)(?:: (.*))?$", re.M)
+
+
+def stage_of(user: str) -> tuple[str, int, str]:
+    m = HEADING.search(user)
+    assert m, user[:300]
+    return m.group(1), int(m.group(2)), m.group(3) or ""
+
+
+def sweep_tag(params: dict, name: str = "lr sweep", base: str = "python3 train.py", **extra) -> str:
+    spec = {"name": name, "base_command": base, "parameters": params, **extra}
+    return "Here is the plan.\n<sweep>\n" + json.dumps(spec, indent=2) + "\n</sweep>"
+
+
+class WildModel:
+    """Answers each stage like a model would; records (stage, detail, prompt) per call."""
+
+    def __init__(self, project, sweeps, analysis=("COMPLETE",), explore_first=False, choice="stop"):
+        self.project = project
+        self.choice = choice            # None: leave the first alert unresolved
+        self.sweeps = list(sweeps)      # one <sweep> reply per EXPLORING round
+        self.analysis = list(analysis)  # one promise per ANALYZING prompt
+        self.explore_first = explore_first
+        self.calls: list[tuple[str, str, str]] = []
+        self.at_analysis: list[list[dict]] = []  # run records as they were when analysis began
+
+    def __call__(self, body) -> str:
+        user = last_user_text(body)
+        stage, iteration, detail = stage_of(user)
+        self.calls.append((stage, detail, user))
+        if stage == "EXPLORING":
+            if self.explore_first:
+                self.explore_first = False
+                return "I need to see the training script first. $(view train.py) $(note lr is --lr)"
+            return self.sweeps.pop(0) if self.sweeps else "<promise>COMPLETE</promise> nothing left to try"
+        if stage == "RUNNING" and detail.startswith("alert"):
+            alert_id = re.search(r"\*\*Alert\*\* `([0-9a-f]+)`", user).group(1)
+            if self.choice is None:
+                self.choice = "continue"
+                return "I will keep an eye on it."
+            tag = json.dumps({"alert_id": alert_id, "choice": self.choice})
+            return f"Loss is NaN, {self.choice}.\n<resolve_alert>{tag}</resolve_alert>"
+        if stage == "RUNNING":
+            return "Noted."
+        if stage == "ANALYZING":
+            self.at_analysis.append(runs_on_disk(self.project))
+            promise = self.analysis.pop(0) if self.analysis else "COMPLETE"
+            return f"Analysis: lr=0.001 gives the lowest loss; larger rates fail.\n<promise>{promise}</promise>"
+        if stage == "TIME LIMIT":
+            return "Report: the run was still going when time ran out."
+        raise AssertionError(stage)
+
+    def stages(self) -> list[str]:
+        return [s + (": " + d if d else "") for s, d, _ in self.calls]
+
+
+def runs_on_disk(project) -> list[dict]:
+    d = project.root / ".moss" / "agent" / "runs"
+    recs = [json.loads(p.read_text()) for p in d.glob("*.json")] if d.is_dir() else []
+    return sorted(recs, key=lambda r: r["created_at"])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def api():
+    with FakeAPI() as server:
+        yield server
+
+
+@pytest.fixture
+def lab(project):
+    project.write("train.py", TRAIN)
+    return project
+
+
+def wild(project, api, *args, model=None, n=40, timeout=60, full=True):
+    if model is not None:
+        api.push(*([model] * n))
+    extra = ["--allow-full"] if full else []
+    return project.moss("@agent", "--provider", "openai", "--machine", "wild", "-n", *extra, *args,
+                        env=api.env(), timeout=timeout)
+
+
+# ---- the Lua libraries ---------------------------------------------------------------------------
+
+LIB_CASES = r'''
+local tags = require("lib.wild.tags")
+local grid = require("lib.wild.grid")
+local out = {}
+local spec = tags.sweep([[text before <Sweep>
+```json
+{"name": "g", "base_command": "python3 train.py",
+ "parameters": {"lr": [0.001, 1e-5, 3], "opt": "adam", "note": ["it's", "a b"], "on": [true, null]},
+ "max_runs": 7}
+```
+</SWEEP> after]])
+local combos, total = grid.expand(spec.parameters, spec.max_runs)
+out.total, out.n = total, #combos
+out.commands = {}
+for _, c in ipairs(combos) do out.commands[#out.commands + 1] = grid.command(spec.base_command, c) end
+out.keys = {}
+for _, p in ipairs(spec.parameters) do out.keys[#out.keys + 1] = p.key end
+local z = tags.sweep('<sweep>{"name": "z", "base_command": "b", "parameters": {"b": [1, 2], "a": [3, 4]}}</sweep>')
+local zc = grid.expand(z.parameters, 10)
+out.order = {}
+for _, c in ipairs(zc) do out.order[#out.order + 1] = grid.describe(c) end
+out.weird_key = grid.command("run", { { key = "a b", value = "x" } })
+out.empty = grid.command("run", {})
+out.quote = { grid.shquote("plain-1.5e-3"), grid.shquote(""), grid.shquote("$(rm -rf /)"), grid.shquote("a'b") }
+out.floats = {}
+for _, v in ipairs({ 0.1, 100.0, 1e-5, 1e16, 2.5e-7, 1 / 3 }) do out.floats[#out.floats + 1] = grid.format_value(v) end
+local _, e1 = tags.sweep('<sweep>{"name": "x"}</sweep>')
+local _, e2 = tags.sweep("<sweep>{not json}</sweep>")
+local _, e3 = tags.sweep('<sweep>{"name": "x", "base_command": "b", "parameters": [1]}</sweep>')
+out.errors = { e1, e2, e3 }
+out.none = tags.sweep("no tag here") == nil
+out.promise = { tags.promise("a <promise>CONTINUE</promise> b <signal>needs_human</signal>") }
+local p2, perr = tags.promise("<promise>maybe</promise>")
+out.bad_promise = perr
+out.resolutions = { tags.resolutions('<resolve_alert>{"alert_id": "ab12", "choice": "stop"}</resolve_alert>' ..
+  '<resolve_alert>{"alert_id": "x"}</resolve_alert>') }
+out.strip = tags.strip("The analysis.\n\n<promise>COMPLETE</promise>\n")
+print(moss.json.encode(out))
+'''
+
+
+def test_grid_expansion_command_building_and_tags(project):
+    project.script("wildlib", LIB_CASES)
+    r = project.moss("@wildlib")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    # the Cartesian product in parameter order, scalars as one-item lists, cut to max_runs
+    assert out["keys"] == ["lr", "opt", "note", "on"]
+    assert out["total"] == 3 * 1 * 2 * 2 and out["n"] == 7
+    assert out["commands"][:5] == [
+        "python3 train.py --lr=0.001 --opt=adam --note='it'\"'\"'s' --on=true",
+        "python3 train.py --lr=0.001 --opt=adam --note='it'\"'\"'s' --on=null",
+        "python3 train.py --lr=0.001 --opt=adam --note='a b' --on=true",
+        "python3 train.py --lr=0.001 --opt=adam --note='a b' --on=null",
+        "python3 train.py --lr=1e-05 --opt=adam --note='it'\"'\"'s' --on=true",
+    ]
+    assert out["commands"][6] == "python3 train.py --lr=1e-05 --opt=adam --note='a b' --on=true"
+    # source order, not alphabetical: "b" varies slowest
+    assert out["order"] == ["b=1, a=3", "b=1, a=4", "b=2, a=3", "b=2, a=4"]
+    assert out["weird_key"] == "run '--a b=x'"
+    assert out["empty"] == "run"
+    assert out["quote"] == ["plain-1.5e-3", "''", "'$(rm -rf /)'", "'a'\"'\"'b'"]
+    assert out["floats"] == ["0.1", "100.0", "1e-05", "1e+16", "2.5e-07", "0.3333333333333333"]
+    assert "missing required field(s): base_command, parameters" in out["errors"][0]
+    assert "not valid JSON" in out["errors"][1] and "line 1, column 2" in out["errors"][1]
+    assert "parameters must be an object" in out["errors"][2]
+    assert out["none"] is True
+    assert out["promise"] == ["NEEDS_HUMAN"]  # the last signal counts; <signal> is an alias
+    assert "CONTINUE, COMPLETE or NEEDS_HUMAN" in out["bad_promise"]
+    found, errors = out["resolutions"]
+    assert found == [{"alert_id": "ab12", "choice": "stop"}]
+    assert 'needs both "alert_id" and "choice"' in errors[0]
+    assert out["strip"] == "The analysis."
+
+
+# ---- moss.runs ------------------------------------------------------------------------------------
+
+RUNS_SCRIPT = r'''
+moss.access.set(moss.args[1])
+local rules = { "loss is nan", { metric = "loss", op = ">", threshold = 1.95, severity = "info",
+  choices = { "ignore", "Stop Job" } }, "/Traceback/" }
+local a = moss.runs.start{ cmd = "python3 train.py --lr=0.001", name = "good", alerts = rules }
+local b = moss.runs.start{ cmd = "python3 train.py --lr=0.1", name = "bad" }
+local c = moss.runs.start{ cmd = "python3 train.py --lr=1", name = "nan", alerts = rules }
+local events = {}
+while true do
+  local ev = moss.runs.wait(10)
+  if not ev then break end
+  events[#events + 1] = ev
+  if ev.type == "alert" and ev.run_id == c.id then
+    local ok, err = pcall(moss.runs.resolve, ev.id, "maybe")
+    events[#events].bad_choice = tostring(err)
+    events[#events].resolved = moss.runs.resolve(ev.id, "STOP")
+  elseif ev.type == "alert" then
+    events[#events].resolved = moss.runs.resolve(ev.id, "ignore")
+  end
+  local active = 0
+  for _, r in ipairs(moss.runs.list()) do
+    if r.status == "running" or r.status == "queued" then active = active + 1 end
+  end
+  if active == 0 then break end
+end
+while true do  -- what is still queued (the last transitions)
+  local ev = moss.runs.wait(0)
+  if not ev then break end
+  events[#events + 1] = ev
+end
+print(moss.json.encode({ a = a, events = events, list = moss.runs.list(), tail = moss.runs.log_tail(a.id, 16),
+  pending = moss.runs.alerts{ status = "pending" }, all = moss.runs.alerts(), nowait = moss.runs.wait(0),
+  status = moss.runs.status(b.id) }))
+'''
+
+
+@pytest.mark.parametrize("access", ["full", pytest.param("edit", marks=needs_bwrap)])
+def test_runs_statuses_alerts_logs_and_persistence(lab, access):
+    lab.script("runs", RUNS_SCRIPT)
+    r = lab.moss("@runs", access, "--allow-full", timeout=30)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["a"]["status"] == "running"
+    assert out["a"]["sandbox"] == ("none" if access == "full" else "bwrap-project")
+    by_name = {x["name"]: x for x in out["list"]}
+    assert by_name["good"]["status"] == "finished" and by_name["good"]["code"] == 0
+    assert by_name["bad"]["status"] == "failed" and by_name["bad"]["code"] == 1
+    assert by_name["nan"]["status"] == "stopped"
+    assert "alert" in by_name["nan"]["error"]
+    alerts = [e for e in out["events"] if e["type"] == "alert"]
+    nan = next(e for e in alerts if e["run_id"] == by_name["nan"]["id"])
+    assert nan["severity"] == "critical" and "loss is nan" in nan["message"] and nan["choices"] == ["continue", "stop"]
+    assert "not one of 'continue', 'stop'" in nan["bad_choice"]
+    assert nan["resolved"]["choice"] == "stop" and nan["resolved"]["run_status"] == "stopped"
+    high = next(e for e in alerts if e["run_id"] == by_name["good"]["id"])  # loss 2.0 > 1.95 on step 0
+    assert high["severity"] == "info" and "loss = 2.0000 > 1.95" in high["message"]
+    assert high["resolved"]["run_status"] in ("running", "finished")  # "ignore" does not stop it
+    assert len(alerts) == 2  # each rule fires once per run; "bad" had no rules
+    # events: alerts come before run transitions once both are queued; terminal events carry codes
+    finished = [e for e in out["events"] if e["type"] == "run" and e["status"] in ("finished", "failed")]
+    assert {e["code"] for e in finished} == {0, 1}
+    assert out["tail"] == "step 2 loss 1.9800\n"[-16:]
+    assert out["pending"] == [] and len(out["all"]) == 2
+    assert "nowait" not in out  # wait(0) with nothing queued is nil
+    assert out["status"]["status"] == "failed"
+    # persisted: the records and logs are on disk; a new process sees the same runs and alerts
+    recs = runs_on_disk(lab)
+    assert [x["status"] for x in recs] == ["finished", "failed", "stopped"]
+    assert (lab.root / ".moss/agent/runs" / f"{recs[0]['id']}.log").read_text().count("loss") == 3
+    lab.script("seeruns", 'local l = moss.runs.list() print(#l, l[3].status, #moss.runs.alerts(), '
+               'moss.runs.alerts()[1].status)')
+    r2 = lab.moss("@seeruns")
+    assert r2.stdout.split() == ["3", "stopped", "2", "resolved"], r2.stderr
+
+
+def test_runs_need_write_access_and_valid_rules(lab):
+    lab.script("deny", r'''
+        local function try(f, ...) local ok, e = pcall(f, ...) return ok and "ok" or (e.kind .. ": " .. e.message) end
+        print(try(moss.runs.start, { cmd = "true" }))
+        moss.access.set("read-shell")
+        print(try(moss.runs.start, { cmd = "true" }))
+        moss.access.set("full")
+        print(try(moss.runs.start, { cmd = "true", alerts = { "loss ~ 3" } }))
+        print(try(moss.runs.start, { cmd = "true", workdir = "../.." }))
+        print(try(moss.runs.start, { cmd = "true", colour = "red" }))
+        print(try(moss.runs.stop, "nosuchrun"))
+    ''')
+    r = lab.moss("@deny", "--allow-full")
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("denied: ") and "needs edit or full" in lines[0]
+    assert lines[1].startswith("denied: ")
+    assert lines[2].startswith("usage: ") and "alert rule" in lines[2]
+    assert lines[3].startswith("denied: ")
+    assert lines[4].startswith("usage: ") and "unknown field(s) colour" in lines[4]
+    assert lines[5].startswith("not_found: ")
+
+
+def test_attached_runs_stop_when_moss_exits_detached_ones_are_adopted(lab):
+    lab.write("slow.py", "import time, sys\nprint('slow start', flush=True)\ntime.sleep(float(sys.argv[1]))\n"
+              "print('slow end', flush=True)\nsys.exit(int(sys.argv[2]))\n")
+    lab.script("bg", r'''
+        moss.access.set("full")
+        local a = moss.runs.start{ cmd = "python3 slow.py 30 0", name = "attached" }
+        local d = moss.runs.start{ cmd = "python3 slow.py 1.0 3", name = "detached", detach = true }
+        print(a.id, d.id, moss.runs.status(a.id).pid, moss.runs.status(d.id).pid)
+    ''')
+    r = lab.moss("@bg", "--allow-full")
+    assert r.returncode == 0, r.stderr
+    aid, did, apid, dpid = r.stdout.split()
+    recs = {x["id"]: x for x in runs_on_disk(lab)}
+    assert recs[aid]["status"] == "stopped" and "moss exited" in recs[aid]["error"]
+    assert not pid_alive(int(apid))
+    assert recs[did]["status"] == "running" and pid_alive(int(dpid))
+    # a later moss process adopts the detached run and sees it end with its exit code
+    lab.script("adopt", r'''
+        local id = moss.args[1]
+        local ev = moss.runs.wait(5)
+        while ev and not (ev.id == id and ev.status ~= "running") do ev = moss.runs.wait(5) end
+        local r = moss.runs.status(id)
+        print(r.status, r.code, moss.runs.log_tail(id, 9))
+    ''')
+    r2 = lab.moss("@adopt", did)
+    assert r2.stdout.split() == ["failed", "3", "slow", "end"], r2.stderr
+
+
+# ---- the Wild Loop ---------------------------------------------------------------------------------
+
+
+def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
+    # the runs write files: access edit (bubblewrap, the project writable) where it works, else full
+    access = "edit" if HAS_BWRAP else "full"
+    model = WildModel(lab, [sweep_tag({"lr": [0.001, 0.1, 1]})], explore_first=True)
+    r = wild(lab, api, "--output-format", "json", "find a learning rate that trains", model=model,
+             full=access == "full")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["reason"] == "answered" and result["machine"] == "wild"
+    assert result["answer"] == "Analysis: lr=0.001 gives the lowest loss; larger rates fail."
+    stages = model.stages()
+    # exploring without a sweep re-prompts (Ralph loop) with the command's results
+    assert stages[:2] == ["EXPLORING", "EXPLORING"]
+    explore2 = model.calls[1][2]
+    assert "Results of your commands" in explore2 and "time.sleep" in explore2
+    assert re.search(r"\*\*Your notes:\*\*\n- \[\w+\] lr is --lr", explore2)
+    # then one event per turn: the NaN alert first, two run events, then the analysis
+    assert stages[2] == "RUNNING: alert"
+    assert sorted(stages[3:5]) == ["RUNNING: run failed", "RUNNING: run finished"]
+    assert stages[5:] == ["ANALYZING"]
+    alert = model.calls[2][2]
+    assert "severity **CRITICAL**" in alert and "loss is nan" in alert and '"continue", "stop"' in alert
+    assert '<resolve_alert>{"alert_id": "' in alert and "step 0 loss nan" in alert
+    for _, detail, text in model.calls[3:5]:
+        assert "Log tail (last 1000 characters)" in text and "step 2 loss" in text
+        assert '**Sweep "lr sweep":** `python3 train.py`' in text
+    finished = next(t for _, d, t in model.calls if d == "run finished")
+    assert "exit code 0" in finished and "--lr=0.001" in finished
+    assert 'resolved with "stop" (run status: stopped)' in model.calls[3][2]
+    # analysis only after every run ended and no alert was pending (the double guard)
+    at = model.at_analysis[0]
+    assert [x["status"] for x in at] == ["finished", "failed", "stopped"]
+    assert all(a["status"] == "resolved" for x in at for a in x["alerts"])
+    analysis = model.calls[5][2]
+    assert "1 passed (finished), 1 failed, 1 stopped, of 3 runs" in analysis
+    assert "<promise>COMPLETE</promise>" in analysis and "last output: `step 2 loss" in analysis
+    # the system prompt teaches the tags; exploring lists the commands it may use
+    system = system_text(api.requests[0].body)
+    assert "<sweep>" in system and "<resolve_alert>" in system and "$(view" in system
+    # the runs really ran the commands (with the project writable) and wrote their files
+    assert (lab.root / "out-0.001.txt").exists() and (lab.root / "out-0.1.txt").exists()
+
+
+def test_an_alert_left_pending_is_shown_again_before_the_analysis(lab, api):
+    model = WildModel(lab, [sweep_tag({"lr": 1, "hold": 0.3})], choice=None)
+    r = wild(lab, api, "tune lr", model=model)
+    assert r.returncode == 0, r.stderr
+    assert model.stages() == ["EXPLORING", "RUNNING: alert", "RUNNING: run failed",
+                              "RUNNING: alert still pending", "ANALYZING"]
+    assert "this alert is still pending" in model.calls[3][2]
+    (rec,) = model.at_analysis[0]
+    assert rec["status"] == "failed" and rec["alerts"][0]["choice"] == "continue"
+
+
+def test_needs_human_blocks_with_exit_3_and_resume_continues(lab, api):
+    model = WildModel(lab, [sweep_tag({"lr": 0.001})], analysis=["NEEDS_HUMAN", "COMPLETE"])
+    r = wild(lab, api, "tune lr", model=model)
+    assert r.returncode == 3, r.stderr
+    assert "blocked" in r.stderr and "Open questions: Analysis: lr=0.001" in r.stderr
+    sid = re.search(r"Resume with: moss @agent --resume (\w+)", r.stderr).group(1)
+    assert model.stages() == ["EXPLORING", "RUNNING: run finished", "ANALYZING"]
+    r2 = wild(lab, api, "--resume", sid, "try a smaller lr next time")
+    assert r2.returncode == 0, r2.stderr
+    assert r2.stdout.strip() == "Analysis: lr=0.001 gives the lowest loss; larger rates fail."
+    assert model.stages()[3:] == ["ANALYZING"]
+    assert "The user says: try a smaller lr next time" in model.calls[3][2]
+    assert len(runs_on_disk(lab)) == 1  # the resumed session did not start the sweep again
+
+
+def test_invalid_sweep_reprompts_grid_is_cut_and_continue_explores_again(lab, api):
+    bad = "<sweep>{\"name\": \"x\", \"parameters\": {}}</sweep>"
+    good = sweep_tag({"lr": [0.001, 0.1, 0.002]}, name="first", max_runs=2)
+    model = WildModel(lab, [bad, good], analysis=["CONTINUE"])
+    r = wild(lab, api, "--output-format", "json", "tune lr", model=model)
+    assert r.returncode == 0, r.stderr
+    stages = model.stages()
+    assert stages[:2] == ["EXPLORING", "EXPLORING"]
+    assert "missing required field(s): base_command" in model.calls[1][2]
+    assert len(runs_on_disk(lab)) == 2  # the grid of 3 was cut to max_runs
+    assert "the grid has 3 combinations; only the first 2 run" in model.calls[2][2]
+    assert stages[-2:] == ["ANALYZING", "EXPLORING"]
+    explore3 = model.calls[-1][2]
+    assert "(iteration 2)" in explore3 and "Earlier sweeps" in explore3 and '"first"' in explore3
+    assert "Your analysis then: Analysis: lr=0.001" in explore3
+    # COMPLETE in EXPLORING ends the loop too (promises count in every stage)
+    assert json.loads(r.stdout)["answer"] == "nothing left to try"
+
+
+def test_max_time_ends_cleanly(lab, api):
+    lab.write(".moss/config.toml", "[agent.wild]\nmax_time_s = 2\n")
+    model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 20})])
+    start = time.monotonic()
+    r = wild(lab, api, "tune lr", model=model)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 1, r.stderr
+    assert "stopped: the Wild Loop's time limit ([agent.wild] max_time_s) passed" in r.stderr
+    assert "Final report:\nReport: the run was still going" in r.stderr
+    (session,) = (lab.root / ".moss/agent").glob("session-*.json")
+    assert json.loads(session.read_text())["reason"] == "max_time"
+    # the limit is checked before every prompt and while waiting: one last prompt asks for a report
+    assert model.stages() == ["EXPLORING", "TIME LIMIT"]
+    assert elapsed < 10
+    for rec in runs_on_disk(lab):  # (none if the limit passed before the sweep could start)
+        assert rec["status"] == "stopped" and not pid_alive(rec["pid"])
+
+
+def test_max_turns_limits_iterations(lab, api):
+    model = WildModel(lab, [sweep_tag({"lr": [0.001, 0.1]})])
+    r = wild(lab, api, "--max-turns", "2", "--output-format", "json", "tune lr", model=model)
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["reason"] == "max_turns"
+    assert len(model.calls) == 2
+
+
+def test_ctrl_c_while_waiting_stops_promptly_and_stops_runs(lab, api):
+    model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 30})])
+    api.push(*([model] * 5))
+    p = lab.popen("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full", "tune lr",
+                  env=api.env())
+    try:
+        deadline = time.monotonic() + 20
+        recs = []
+        while time.monotonic() < deadline:
+            recs = runs_on_disk(lab)
+            if recs and recs[0]["status"] == "running":
+                break
+            time.sleep(0.05)
+        assert recs and recs[0]["status"] == "running", p.stderr.read() if p.poll() is not None else recs
+        time.sleep(0.5)  # moss is now waiting for the run's next event
+        start = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=10)
+        elapsed = time.monotonic() - start
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, p.stderr.read()
+    assert elapsed < 1.5, f"took {elapsed:.2f}s"
+    (rec,) = runs_on_disk(lab)
+    assert rec["status"] == "stopped" and not pid_alive(rec["pid"])
