@@ -172,6 +172,15 @@ end
 --- A table that converts to a dict (JSON object) even when empty.
 function moss.dict(t) return setmetatable(t or {}, OBJECT) end
 
+-- moss.json.null: a value that converts to JSON null / Python None (nil cannot sit in a table).
+local NULL = setmetatable({}, {
+  __name = "moss.null",
+  __tostring = function() return "null" end,
+  __newindex = function() raw_error("moss.json.null is read-only", 2) end,
+})
+moss.json = moss.json or {}
+moss.json.null = NULL
+
 --- Raise a moss error with a kind scripts can branch on.
 function moss.error(kind, message, level)
   raw_error(make_error(kind, message, (level or 1) + 1), 0)
@@ -208,6 +217,7 @@ end
 
 -- ---- entry points handed back to the host -----------------------------------------
 local function is_object(t) return getmetatable(t) == OBJECT end
+local function is_null(t) return rawequal(t, NULL) end
 
 -- Run fn(...) under the hook; answer (true, results...) or (false, text, kind).
 local function run(fn, ...)
@@ -220,7 +230,18 @@ local function run(fn, ...)
       return setmetatable({ kind = e.kind, message = e.message, where = e.where,
         trace = traceback("", 2) }, Err)
     end
-    return setmetatable({ kind = "lua", message = tostring(e), where = "", trace = traceback("", 2) }, Err)
+    local where = ""
+    if type(e) ~= "string" then -- error({...}) carries no position: take the raiser's
+      for level = 2, 4 do -- skip the C function `error` itself
+        local info = getinfo(level, "Sl")
+        if info and info.currentline and info.currentline > 0 then
+          where = info.short_src .. ":" .. info.currentline .. ": "
+          break
+        end
+      end
+      e = "error object " .. tostring(e) .. (type(e) == "table" and " (raise strings, or moss.error(kind, message))" or "")
+    end
+    return setmetatable({ kind = "lua", message = e, where = where, trace = traceback("", 2) }, Err)
   end
   local r = pack(raw_xpcall(fn, handler, ...))
   sethook()
@@ -237,4 +258,4 @@ local function compile(src, chunkname)
   return raw_load(src, chunkname, "t")
 end
 
-return run, compile, is_object
+return run, compile, is_object, is_null

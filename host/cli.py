@@ -13,7 +13,7 @@ EPILOG = """\b
 Run a Lua script:
   moss @agent "how many variants does Provider have?"   the coding agent
   moss @NAME [ARGS...]                                  any script (see `moss scripts`)
-  moss @NAME --help                                     a script's own help
+  moss @NAME --help                                     a script's help (scripts that return {help=, main=})
 Scripts come from .moss/scripts/ (project), ~/.config/moss/scripts/ (user), then moss's
 built-in scripts, in that order: drop a file of the same name to override one.
 """
@@ -134,8 +134,10 @@ def config_set(key, value, user):
     from .roots import display_path
 
     path = cfg.user_config_file() if user else cfg.project_config_file(find_project_root())
-    cfg.set_value(path, key, cfg.parse_value(value))
+    kept = cfg.set_value(path, key, cfg.parse_value(value))
     click.echo(f"{display_path(path)}: {key} = {value}")
+    if not kept:
+        click.echo(f"note: {display_path(path)} was rewritten; its comments could not be kept", err=True)
 
 
 @config.command("path")

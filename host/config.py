@@ -61,9 +61,15 @@ def deep_merge(base: dict, over: dict) -> dict:
 
 
 def load(root: Path | None, env=os.environ) -> dict:
+    return load_layers(root, env)[0]
+
+
+def load_layers(root: Path | None, env=os.environ) -> tuple[dict, dict]:
+    """(merged config, the user's config alone). The user's file alone decides permissions
+    such as [agent] allow_full: a cloned repository's .moss/config.toml must not grant them."""
     user = read_toml(user_config_file(env))
     project = read_toml(project_config_file(root)) if root is not None else {}
-    return deep_merge(user, project)
+    return deep_merge(user, project), user
 
 
 def lookup(config: dict, dotted: str) -> Any:
@@ -83,9 +89,14 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def set_value(path: Path, dotted: str, value: Any) -> None:
-    """Set a dotted key in one TOML file, keeping every other key and table."""
+def set_value(path: Path, dotted: str, value: Any) -> bool:
+    """Set a dotted key in one TOML file, keeping every other key and table.
+
+    The file is edited in place when that is safe (comments and layout stay); otherwise it
+    is rewritten with tomli-w. Returns whether comments and layout were kept."""
     import tomli_w
+
+    from .tools.atomic import write_atomic
 
     data = read_toml(path)
     parts = dotted.split(".")
@@ -97,11 +108,67 @@ def set_value(path: Path, dotted: str, value: Any) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"cannot set {dotted}: {'.'.join(parts[: i + 1])} is a {type(child).__name__}, not a table")
         node = child
+    if isinstance(node.get(parts[-1]), dict) and not isinstance(value, dict):
+        raise ConfigError(f"{dotted} is a table; set one of its keys instead (e.g. {dotted}.KEY VALUE)")
     node[parts[-1]] = value
-    from .tools.atomic import write_atomic
-
     path.parent.mkdir(parents=True, exist_ok=True)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    edited = _edit_in_place(old, parts, value)
+    if edited is not None:
+        try:
+            if tomllib.loads(edited) == data:
+                write_atomic(path, edited)
+                return True
+        except tomllib.TOMLDecodeError:
+            pass
     write_atomic(path, tomli_w.dumps(data))
+    return not re.search(r"(?m)^\s*#", old)
+
+
+BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+HEADER = re.compile(r"^\s*\[([A-Za-z0-9_.-]+)\]\s*(#.*)?$")
+
+
+def _edit_in_place(text: str, parts: list[str], value: Any) -> str | None:
+    """`text` with one `key = value` line set, or None when a safe in-place edit is not clear."""
+    import tomli_w
+
+    if isinstance(value, dict) or not all(BARE.match(p) for p in parts):
+        return None
+    key, table = parts[-1], parts[:-1]
+    line = tomli_w.dumps({key: value}).strip()
+    if "\n" in line:
+        return None
+    lines = text.splitlines()
+    current: list[str] = []
+    section_end = None  # index after the last key line of the target table
+    key_re = re.compile(r"^(\s*)" + re.escape(key) + r"\s*=")
+    header_seen = not table
+    for i, ln in enumerate(lines):
+        m = HEADER.match(ln)
+        if m:
+            current = m.group(1).split(".")
+            if current == table:
+                header_seen, section_end = True, i + 1
+            continue
+        if ln.lstrip().startswith("["):
+            current = ["?"]  # an array-of-tables or a quoted header: not ours
+            continue
+        if current == table:
+            km = key_re.match(ln)
+            if km:
+                lines[i] = km.group(1) + line
+                return "\n".join(lines) + "\n"
+            if ln.strip() and not ln.lstrip().startswith("#"):
+                section_end = i + 1
+    if not table:
+        first_header = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
+        lines.insert(first_header, line)
+    elif header_seen:
+        lines.insert(section_end, line)
+    else:
+        lines += ["", "[" + ".".join(table) + "]", line]
+    return "\n".join(lines).lstrip("\n") + "\n"
 
 
 TEMPLATE = """\
@@ -111,7 +178,7 @@ TEMPLATE = """\
 
 [llm]
 # provider = "anthropic"        # or openai, ollama, llamacpp, vllm, openrouter, groq, ...
-# model = "claude-sonnet-4-5"
+# model = "claude-sonnet-5-5"
 # max_cost_usd = 1.00           # end a session cleanly when spent
 # timeout = 120                 # seconds per request
 

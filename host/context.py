@@ -9,6 +9,11 @@ from pathlib import Path
 from typing import Any
 
 
+def _agent(cfg: dict) -> dict:
+    agent = cfg.get("agent") if isinstance(cfg, dict) else None
+    return agent if isinstance(agent, dict) else {}
+
+
 def find_project_root(start: Path | None = None) -> Path:
     """The nearest ancestor holding .moss/, else the nearest holding .git, else cwd."""
     start = (start or Path.cwd()).resolve()
@@ -29,16 +34,19 @@ class Context:
     env: Any = field(default_factory=lambda: os.environ)
     runtime: Any = None  # set once the Runtime exists
     services: dict = field(default_factory=dict)  # lazily created per-run services (llm, ...)
+    user_config: dict = field(default_factory=dict)  # the user's file alone (for permissions)
     session_id: str | None = None  # set by moss.session.bind; host events are logged there
     access: str = "read-only"  # tool access level, raised by policy via moss.access.set
 
+    # Permissions come from the command line or the user's own config, never from the
+    # project's .moss/config.toml, which arrives with whatever repository was cloned.
     @property
     def allow_full(self) -> bool:
-        return bool(self.options.get("allow_full") or self.config.get("agent", {}).get("allow_full"))
+        return bool(self.options.get("allow_full") or _agent(self.user_config).get("allow_full"))
 
     @property
     def unsandboxed_ok(self) -> bool:
-        return bool(self.config.get("agent", {}).get("unsandboxed_ok"))
+        return bool(_agent(self.user_config).get("unsandboxed_ok"))
 
     @property
     def interactive(self) -> bool:

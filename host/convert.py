@@ -29,6 +29,8 @@ class Converter:
         self.lua = lua
         self._table = lua.table
         self._is_object_table = is_object_table
+        self._is_null = None
+        self.null = None  # moss.json.null, for None inside lists (a nil would leave a hole)
         self.max_depth = max_depth
 
     # ---- Python -> Lua -------------------------------------------------------------
@@ -52,7 +54,7 @@ class Converter:
         if isinstance(value, (list, tuple)):
             t = self._table()
             for i, v in enumerate(value, 1):
-                t[i] = self.to_lua(v, _depth + 1)
+                t[i] = self.null if v is None else self.to_lua(v, _depth + 1)
             return t
         if _lua_type(value) is not None:  # already a Lua object of this runtime
             return value
@@ -70,6 +72,8 @@ class Converter:
             return value
         kind = _lua_type(value)
         if kind == "table":
+            if self._is_null is not None and self._is_null(value):
+                return None
             if _depth > self.max_depth:
                 raise ValueError("table nested too deeply (or a cycle) to pass to Python")
             return self._table_to_py(value, _depth)

@@ -88,10 +88,11 @@ def split_host_options(args: list[str]) -> tuple[dict, list[str]]:
 def build(name: str, args: list[str], options: dict | None = None, root: Path | None = None) -> tuple[Context, Runtime]:
     """Context + runtime for one script run (also used by tests and spawned agents)."""
     root = root or find_project_root()
-    cfg = config_mod.load(root)
+    cfg, user_cfg = config_mod.load_layers(root)
     options = dict(options or {})
-    ctx = Context(root=root, config=cfg, options=options, args=list(args), script=name)
-    memory_mb = options.get("memory_mb") or cfg.get("lua", {}).get("max_memory_mb") or DEFAULT_MEMORY_MB
+    ctx = Context(root=root, config=cfg, options=options, args=list(args), script=name,
+                  user_config=user_cfg)
+    memory_mb = _memory_mb(options, cfg)
     roots = ScriptRoots(root)
     rt = Runtime(roots, api.functions(ctx), memory_mb=int(memory_mb))
     ctx.runtime = rt
@@ -112,6 +113,19 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
     return ctx, rt
 
 
+def _memory_mb(options: dict, cfg: dict) -> int:
+    lua_cfg = cfg.get("lua", {})
+    if not isinstance(lua_cfg, dict):
+        raise MossError("[lua] in the config must be a table, e.g. [lua] max_memory_mb = 256", kind="config")
+    value = options.get("memory_mb")
+    source = "--memory-mb"
+    if value is None:
+        value, source = lua_cfg.get("max_memory_mb", DEFAULT_MEMORY_MB), "[lua] max_memory_mb"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 4:
+        raise MossError(f"{source} must be a whole number of MiB (4 or more), got {value!r}", kind="config")
+    return value
+
+
 def run_script(name: str, words: list[str]) -> int:
     try:
         options, args = split_host_options(words)
@@ -126,7 +140,8 @@ def run_script(name: str, words: list[str]) -> int:
             result = rt.call(chunk, *args)
             main = _field(rt, result, "main")
             if main is not None:
-                if any(a in ("-h", "--help") for a in args):
+                flags = args[: args.index("--")] if "--" in args else args  # after --, words are data
+                if any(a in ("-h", "--help") for a in flags):
                     help_ = _field(rt, result, "help")
                     if help_ is not None:
                         text = rt.call(help_) if _is_function(help_) else help_
@@ -135,10 +150,11 @@ def run_script(name: str, words: list[str]) -> int:
                 result = rt.call(main, args)
             return _exit_status(rt.to_py(result) if not _is_lua(result) else None)
     except LuaScriptError as e:
+        if e.kind == "interrupted":
+            return _interrupted(ctx)
         return _report(e, options)
     except KeyboardInterrupt:
-        ui.console().print("[yellow]interrupted[/]")
-        return EXIT_INTERRUPTED
+        return _interrupted(ctx)
     finally:
         services = ctx.services
         for svc in list(services.values()):
@@ -150,10 +166,16 @@ def run_script(name: str, words: list[str]) -> int:
                     pass
 
 
+def _interrupted(ctx) -> int:
+    msg = "interrupted"
+    if ctx.session_id:
+        ctx.log("session_end", {"reason": "interrupted"})
+        msg += f" (session {ctx.session_id} keeps its last checkpoint)"
+    ui.console().print(f"[yellow]{msg}[/]")
+    return EXIT_INTERRUPTED
+
+
 def _report(e: LuaScriptError, options: dict) -> int:
-    if e.kind in ("interrupted",):
-        ui.console().print("[yellow]interrupted[/]")
-        return EXIT_INTERRUPTED
     if e.kind in ("config", "usage", "denied", "not_found"):
         ui.error(e.message)
         return EXIT_USAGE
@@ -188,7 +210,10 @@ def _exit_status(value) -> int:
         return EXIT_OK
     if value is False:
         return EXIT_FAIL
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int) and 0 <= value <= 255:
         return value
-    return EXIT_OK
+    ui.error(f"the script's main returned {value!r}; an exit status is a whole number 0-255 (or true/false/nil)")
+    return EXIT_FAIL
 

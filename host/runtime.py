@@ -87,9 +87,11 @@ class Runtime:
         host[b"functions"] = fns
         src = (Path(__file__).parent / "bootstrap.lua").read_bytes()
         boot = lua.execute(b"return load(...)", src, b"@moss/bootstrap.lua", b"t")
-        self._run, self._compile, is_object = boot(host)
+        self._run, self._compile, is_object, is_null = boot(host)
         self.conv._is_object_table = is_object
+        self.conv._is_null = is_null
         self.moss = lua.globals()[b"moss"]
+        self.conv.null = self.moss[b"json"][b"null"]
 
     def set(self, name: str, value: Any) -> None:
         """Set `moss.<name>` to a plain value (deep-converted)."""
@@ -194,28 +196,58 @@ class Runtime:
         )
 
     @contextmanager
-    def sigint_cancels(self):
+    def sigint_cancels(self, grace: float = 2.0):
         """While active, Ctrl-C cancels the script instead of raising in Python.
 
-        Inside a blocking host primitive (an HTTP call, a subprocess) the first Ctrl-C
-        raises KeyboardInterrupt there, which the primitive wrapper turns into the same
-        cancellation; a second Ctrl-C always raises.
+        Inside a blocking host primitive (an HTTP call, a subprocess) Ctrl-C raises
+        KeyboardInterrupt there, which the primitive wrapper turns into the same
+        cancellation. A watchdog thread hears Ctrl-C even
+        while Lua is stuck where no hook runs (a C pattern match, a finalizer): if the script
+        has not stopped `grace` seconds later, the process exits with 130.
         """
         if threading.current_thread() is not threading.main_thread():
             yield
             return
 
         def handler(signum, frame):
-            already = self._cancel.is_set()
             self._cancel.set()
-            if already or self._in_primitive:
+            if self._in_primitive:  # a blocking host call: interrupt it where it waits
                 raise KeyboardInterrupt
 
+        done = threading.Event()
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+
+        def watchdog():
+            while True:
+                try:
+                    data = os.read(r, 64)
+                except OSError:
+                    return
+                if done.is_set() or not data:
+                    return
+                if signal.SIGINT in data:  # the Python handler sets the cancel flag itself
+                    if not done.wait(grace):
+                        os.write(2, b"\ninterrupted (forced: the script was stuck where Ctrl-C cannot reach it)\n")
+                        os._exit(130)
+
         previous = signal.signal(signal.SIGINT, handler)
+        previous_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        thread = threading.Thread(target=watchdog, name="moss-sigint-watchdog", daemon=True)
+        thread.start()
         try:
             yield
         finally:
+            done.set()
+            signal.set_wakeup_fd(previous_fd)
             signal.signal(signal.SIGINT, previous)
+            try:
+                os.write(w, b"\0")  # wake the watchdog so it sees `done`
+            except OSError:
+                pass
+            thread.join(timeout=1)
+            os.close(w)
+            os.close(r)
 
 
 def _clean_trace(trace: str) -> str:

@@ -147,11 +147,13 @@ local function run_stage(o)
   }
   local hooks = safety.setup(S, { access = access, validate = o.validate, validate_on = o.cfg.validate_on })
   for k, f in pairs(hooks) do env[k] = f end
-  if o.out.start and S.turn == 0 then o.out:start(S) end
+  if o.out.start then o.out:start(S) end
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
   runner.run(machine, S, env)
   return S
 end
+
+local run_main -- defined after main, which wraps it
 
 local function exit_status(reason)
   if reason == "answered" then return 0 end
@@ -160,20 +162,30 @@ local function exit_status(reason)
 end
 
 local function resume(opts, cfg, base, extra_words)
-  local S = moss.session.load(opts.resume == true and nil or opts.resume)
+  local id = opts.resume ~= true and opts.resume or nil
+  if id and not id:match("^[%w_-]+$") then
+    -- `--resume "please also add tests"`: a message for the latest session, not an id
+    table.insert(extra_words, 1, id)
+    id = nil
+  end
+  local S = moss.session.load(id)
   local role = load_module("role", S.role or "explorer")
-  if S.done and S.reason == "answered" then
-    moss.ui.print("session " .. S.id .. " already answered", { style = "dim" })
-    print(S.answer)
+  if S.done and S.reason == "answered" and #extra_words == 0 then
+    moss.ui.print("session " .. S.id .. " already answered; add a message to go on from there", { style = "dim" })
+    base.out:finish(S)
     return 0
   end
   local machine = load_module("machine", S.machine)
   if S.done then
-    S.done, S.reason = false, nil
+    S.done, S.reason, S.success = false, nil, nil
     S.blocked = nil
     if S.safety then S.safety.failures, S.safety.rolled_back = 0, false end
     S.stale, S.repeats = 0, moss.dict()
     if S.turn >= S.max_turns then S.max_turns = S.turn + (opts.max_turns or machine.max_turns or 15) end
+    if S.answer then
+      -- a follow-up to an answered session: it goes on from the state that concluded
+      S.previous_answer, S.answer = S.answer, nil
+    end
   end
   if #extra_words > 0 then
     local box = S.inbox[S.state] or {}
@@ -186,6 +198,53 @@ local function resume(opts, cfg, base, extra_words)
   return exit_status(done.reason)
 end
 
+-- [agent] keys this script reads, with the shape each must have. A wrong type is a
+-- configuration error naming the key, not a Lua traceback halfway through a session.
+local CONFIG = {
+  machine = "string", role = "string", dispatch = "string", output_format = "string",
+  max_turns = "count", max_retries = "natural", loop_limit = "count", max_tokens = "count",
+  recall_limit = "natural", plan = "boolean", recall = "boolean",
+  pipeline = "strings", validate = "strings", validate_commands = "commands",
+  auto_approve = { "low", "medium", "high" }, validate_on = { "edit", "done", "turn", "never" },
+}
+
+local function bad(key, want, value)
+  moss.error("config", ("[agent] %s must be %s, got %s (set in .moss/config.toml or " ..
+    "~/.config/moss/config.toml)"):format(key, want, type(value) == "string" and ('"' .. value .. '"') or
+    tostring(type(value) == "table" and "a table" or value)), 3)
+end
+
+local function check_config(cfg)
+  if type(cfg) ~= "table" then moss.error("config", "[agent] must be a table in .moss/config.toml") end
+  for key, want in pairs(CONFIG) do
+    local v = cfg[key]
+    if v ~= nil then
+      if type(want) == "table" then
+        local ok = false
+        for _, c in ipairs(want) do if v == c then ok = true end end
+        if not ok then bad(key, "one of " .. table.concat(want, ", "), v) end
+      elseif want == "count" or want == "natural" then
+        if math.type(v) ~= "integer" or v < (want == "count" and 1 or 0) then
+          bad(key, want == "count" and "a whole number above 0" or "a whole number", v)
+        end
+      elseif want == "strings" then
+        if type(v) ~= "table" then bad(key, "a list of names", v) end
+        for _, x in ipairs(v) do if type(x) ~= "string" then bad(key, "a list of names", v) end end
+      elseif want == "commands" then
+        if type(v) ~= "table" then bad(key, "a list of { name = ..., run = ... } tables", v) end
+        for _, c in ipairs(v) do
+          if type(c) ~= "table" or type(c.name) ~= "string" or type(c.run) ~= "string" then
+            bad(key, "a list of { name = ..., run = ... } tables", v)
+          end
+        end
+      elseif type(v) ~= want then
+        bad(key, "a " .. want, v)
+      end
+    end
+  end
+  return cfg
+end
+
 local function main(args)
   local ok, opts, rest = pcall(cli.parse, args, FLAGS)
   if not ok then
@@ -196,9 +255,22 @@ local function main(args)
   if opts.roles then list_roles() return 0 end
   if opts.list_sessions then list_sessions() return 0 end
   if opts.list_logs then list_logs() return 0 end
-  local cfg = moss.config.agent or {}
+  local cfg = check_config(moss.config.agent or {})
+  if opts.max_turns and (math.type(opts.max_turns) ~= "integer" or opts.max_turns < 1) then
+    moss.ui.print("--max-turns must be a whole number above 0", { style = "red" })
+    return 2
+  end
 
-  local out = output.new(opts.output_format or cfg.output_format or "text", { verbose = moss.options.verbose })
+  local format = opts.output_format or cfg.output_format or "text"
+  local out = output.new(format, { verbose = moss.options.verbose })
+  local ok2, code = pcall(run_main, opts, cfg, rest, out, format)
+  if ok2 then return code end
+  -- json consumers get an object even when the session could not start
+  if format ~= "text" then out:failed(code) end
+  error(code, 0)
+end
+
+run_main = function(opts, cfg, rest, out, format)
   local base = {
     cfg = cfg,
     out = out,
@@ -223,6 +295,7 @@ local function main(args)
   local spec, why = choose_roles(opts, cfg, task)
   local names = {}
   for name in spec:gmatch("[^,%s]+") do names[#names + 1] = name end
+  if #names == 0 then moss.error("usage", "--role needs a role name, e.g. --role auditor or --role auditor,refactorer") end
   local roles = {}
   for i, name in ipairs(names) do roles[i] = load_module("role", name) end
   moss.ui.status("role: " .. table.concat(names, " → ") .. " (" .. why .. ")")
@@ -237,7 +310,7 @@ local function main(args)
   local final_out = out
   for i, role in ipairs(roles) do
     local stage = copy(base)
-    stage.out = output.new(opts.output_format == "stream-json" and "stream-json" or "quiet", { stage = true })
+    stage.out = output.new(format == "stream-json" and "stream-json" or "quiet", { stage = true })
     stage.role, stage.why, stage.context_note = role, why, note
     local S = run_stage(stage)
     stages[i] = S

@@ -56,3 +56,19 @@ def test_config_get_and_set_keep_other_keys(project):
     assert r.returncode == 1 and "agent.nope is not set" in r.stderr
     project.script("seen", "print(moss.config.agent.some.key + 1)\n")
     assert project.moss("@seen").stdout.strip() == "43"
+
+
+def test_config_set_keeps_comments_and_refuses_to_replace_a_table(project):
+    cwd = project.root.parent / "fresh"
+    cwd.mkdir()
+    project.moss("init", cwd=cwd)
+    r = project.moss("config", "set", "agent.max_turns", "20", cwd=cwd)
+    assert r.returncode == 0 and "rewritten" not in r.stderr
+    project.moss("config", "set", "agent.extra.name", '"x"', cwd=cwd)
+    text = (cwd / ".moss/config.toml").read_text()
+    assert "# moss project configuration" in text and '# validate_on = "edit"' in text
+    data = tomllib.loads(text)
+    assert data["agent"]["max_turns"] == 20 and data["agent"]["extra"] == {"name": "x"}
+    r = project.moss("config", "set", "agent", "5", cwd=cwd)
+    assert r.returncode == 2 and "agent is a table" in r.stderr
+    assert tomllib.loads((cwd / ".moss/config.toml").read_text()) == data

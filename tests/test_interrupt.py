@@ -43,3 +43,26 @@ def test_sigint_stops_spin_within_one_second(project, mode):
     assert p.returncode == 130
     assert elapsed < 1.0, f"took {elapsed:.2f}s"
     assert "interrupted" in p.stderr.read()
+
+
+@pytest.mark.parametrize("code", [
+    'setmetatable({}, {__gc = function() while true do end end}) collectgarbage()',
+    'local s = ("a"):rep(3000) print("spinning c") s:find(("a-"):rep(14) .. "b")',
+], ids=["finalizer", "pattern"])
+def test_sigint_stops_code_no_hook_reaches(project, code):
+    """Lua runs no hook inside finalizers or C pattern matching: the watchdog still ends it."""
+    project.script("stuck", 'print("spinning c")\n' + code + "\n")
+    p = project.popen("@stuck")
+    try:
+        assert p.stdout.readline().strip() == "spinning c"
+        time.sleep(0.3)
+        start = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=10)
+        elapsed = time.monotonic() - start
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130
+    assert elapsed < 4.0
+    assert "interrupted" in p.stderr.read()

@@ -22,7 +22,8 @@ def functions(ctx):
         check_level(level)
         if level == "full" and not ctx.allow_full:
             raise MossError(
-                "access level full (unrestricted shell) needs --allow-full or [agent] allow_full = true",
+                "access level full (unrestricted shell) needs --allow-full, or [agent] allow_full = true "
+                "in your user config (~/.config/moss/config.toml; a project's config cannot grant it)",
                 kind="denied",
             )
         if level == "full" and ctx.access != "full":

@@ -28,7 +28,7 @@ def functions(ctx):
         from ..tools.sandbox import require_write
 
         require_write(ctx.access, f"writing {path}")
-        p = confine(ctx.root, path)
+        p = confine(ctx.root, path, writing=True)
         p.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(p, str(text), p.stat().st_mode & 0o7777 if p.exists() else None)
         ctx.log("fs_write", {"path": str(p.relative_to(ctx.root)), "bytes": len(str(text).encode())})

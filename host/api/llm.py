@@ -8,7 +8,11 @@ import sys
 def _service(ctx):
     svc = ctx.services.get("llm")
     if svc is None:
+        from ..errors import ConfigError
         from ..llm import LLM
+
+        if not isinstance(ctx.config.get("llm", {}), dict):
+            raise ConfigError("[llm] in the config must be a table, e.g. [llm] provider = \"anthropic\"")
 
         verbose = bool(ctx.options.get("verbose"))
         stream = _stderr_stream if (verbose or sys.stderr.isatty()) else None

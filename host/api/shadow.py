@@ -21,6 +21,9 @@ def functions(ctx):
         return sid
 
     def restore(sid):
+        from ..tools.sandbox import require_write
+
+        require_write(ctx.access, "restoring a snapshot (it rewrites files)")
         result = _shadow(ctx).restore(sid)
         ctx.log("rollback", {"id": sid, "reverted": result.get("reverted"), "removed": result.get("removed"),
                              "restored": result.get("restored"), "skipped": result.get("skipped")})

@@ -32,8 +32,11 @@ def _git_part(rel: str) -> bool:
     return ".git" in Path(rel).parts
 
 
-def confine(root: Path, path: str | Path, *, must_exist: bool = False) -> Path:
-    """Return `path` as an absolute resolved Path inside `root`, or raise MossError."""
+def confine(root: Path, path: str | Path, *, must_exist: bool = False, writing: bool = False) -> Path:
+    """Return `path` as an absolute resolved Path inside `root`, or raise MossError.
+
+    With `writing`, moss's own folder `.moss/` (config, scripts, sessions) is refused too:
+    the agent must not rewrite its own policy or approval rules."""
     if path is None:
         raise MossError("a path is required", kind="usage")
     text = os.fspath(path)
@@ -83,6 +86,12 @@ def confine(root: Path, path: str | Path, *, must_exist: bool = False) -> Path:
         raise MossError(
             f"path {shown!r} resolves (through a symlink) into a .git directory "
             f"({resolved}); moss does not read or write repository metadata directly",
+            kind="denied",
+        )
+    if writing and Path(os.path.relpath(resolved, real_root)).parts[:1] == (".moss",):
+        raise MossError(
+            f"path {shown!r} is inside .moss/ (moss's own config, scripts and sessions); "
+            "the agent does not change those: edit them yourself",
             kind="denied",
         )
     if must_exist and not os.path.lexists(resolved):

@@ -316,7 +316,7 @@ def _locate_file(plan: _Plan, spec: _Spec) -> _File:
         candidate = "/".join(parts[:k])
         if not candidate.strip():
             continue
-        path = confine(plan.root, candidate)
+        path = confine(plan.root, candidate, writing=True)
         if plan.is_file(path):
             spec.symbol = "/".join(p for p in parts[k:] if p)
             return plan.file(path)
@@ -324,7 +324,7 @@ def _locate_file(plan: _Plan, spec: _Spec) -> _File:
 
 
 def _new_file_path(plan: _Plan, target: str) -> Path:
-    path = confine(plan.root, target)
+    path = confine(plan.root, target, writing=True)
     if plan.exists(path):
         what = "directory" if path.is_dir() else "file"
         raise MossError(f"{target} already exists (a {what}); create only makes new files "

@@ -134,6 +134,12 @@ def bwrap_argv(bwrap: str, access: str, root: str, cwd: str, cmd: str) -> list[s
         root_bind = ["--ro-bind", root, root]
     elif access == "edit":
         root_bind = ["--bind", root, root]
+        # The project is writable, but not its git metadata (hooks run later, unsandboxed)
+        # nor moss's own config, scripts and sessions (the agent's policy and approval rules).
+        for protected in (".git", ".moss"):
+            p = os.path.join(root, protected)
+            if os.path.isdir(p) and not os.path.islink(p):
+                root_bind += ["--ro-bind", p, p]
     else:  # pragma: no cover - callers only pass sandboxed levels
         raise ValueError(access)
     return (

@@ -254,6 +254,7 @@ function moss.shadow.diff(id, paths) end
 function moss.shadow.changed(id) end
 
 ---@class moss.json
+---@field null table   # encodes as JSON null (nil cannot sit in a table)
 moss.json = {}
 ---@param value any
 ---@param opts? {indent?: integer, sort_keys?: boolean}

@@ -16,7 +16,7 @@ M.REASONS = REASONS
 
 local function result(S)
   return {
-    answer = S.answer, success = S.success or false, reason = S.reason, turns = S.turn,
+    answer = S.answer == nil and moss.json.null or S.answer, success = S.success or false, reason = S.reason, turns = S.turn,
     session_id = S.id, usage = S.usage, role = S.role, machine = S.machine,
     forced = S.forced or nil, detail = S.detail, progress = S.progress, questions = S.questions,
   }
@@ -82,11 +82,25 @@ function Stream:command(S, out)
 end
 function Stream:info(text) moss.ui.event { type = "info", text = text } end
 function Stream:start(S)
-  moss.ui.event { type = "session_start", session_id = S.id, task = S.task, machine = S.machine, role = S.role }
+  moss.ui.event { type = "session_start", session_id = S.id, task = S.task, machine = S.machine, role = S.role,
+    resumed = S.turn > 0, turn = S.turn }
 end
 function Stream:finish(S)
   local r = result(S)
   r.type = self.stage and "stage_result" or "result"
+  moss.ui.event(r)
+end
+
+--- A session that could not start or stopped on an error before a result (json formats).
+local function failure(err)
+  return { answer = moss.json.null, success = false, reason = "error", error_kind = moss.error_kind(err),
+    detail = tostring(err.message or err) }
+end
+function Text:failed() end
+function Json:failed(err) print(moss.json.encode(failure(err), { sort_keys = true })) end
+function Stream:failed(err)
+  local r = failure(err)
+  r.type = "result"
   moss.ui.event(r)
 end
 
@@ -100,7 +114,8 @@ local function pipeline_result(stages, n)
   local parts, steps = {}, {}
   for _, S in ipairs(stages) do
     if S.answer then parts[#parts + 1] = "## " .. S.role .. "\n\n" .. S.answer end
-    steps[#steps + 1] = { role = S.role, answer = S.answer, reason = S.reason, turns = S.turn, session_id = S.id }
+    steps[#steps + 1] = { role = S.role, answer = S.answer, reason = S.reason, turns = S.turn, session_id = S.id,
+      questions = S.questions, progress = S.progress }
   end
   local last = stages[#stages]
   local ok = #stages == n and last.reason == "answered"
@@ -118,8 +133,12 @@ function Text:pipeline(stages, n)
     print(r.answer)
   else
     if r.answer ~= "" then moss.ui.print(r.answer) end
-    moss.ui.print("pipeline stopped at " .. stages[#stages].role .. ": " .. (REASONS[r.reason] or r.reason),
+    local last = stages[#stages]
+    moss.ui.print("pipeline stopped at " .. last.role .. ": " .. (REASONS[r.reason] or r.reason),
       { style = "yellow" })
+    if last.questions and last.questions ~= "" then moss.ui.print("Open questions: " .. last.questions) end
+    moss.ui.print("Resume that step with: moss @agent --resume " .. last.id ..
+      " (the steps after it are not resumed; rerun the pipeline for them)", { style = "dim" })
   end
   return r.reason
 end

@@ -51,8 +51,24 @@ function M.new_session(t)
   }
 end
 
-function M.save(S)
-  S.usage = moss.llm.usage()
+local USAGE_KEYS = { "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "calls" }
+
+-- This session's usage: what earlier runs of it (before a resume) used, plus what this
+-- process used since the session (or this pipeline stage) started here.
+local function session_usage(S, env)
+  local now, start, prior = moss.llm.usage(), env.usage_start or {}, S.usage_prior or {}
+  local u = moss.dict()
+  for _, k in ipairs(USAGE_KEYS) do
+    local v = (prior[k] or 0) + (now[k] or 0) - (start[k] or 0)
+    if k == "cost_usd" then v = math.floor(v * 1e6 + 0.5) / 1e6 end
+    u[k] = v
+  end
+  u.cost_known = now.cost_known ~= false and prior.cost_known ~= false
+  return u
+end
+
+function M.save(S, env)
+  S.usage = session_usage(S, env or {})
   moss.session.save(S.id, S)
 end
 
@@ -62,7 +78,8 @@ local function finish(S, env, reason, answer, extra)
   S.answer = answer
   S.success = reason == "answered"
   for k, v in pairs(extra or {}) do S[k] = v end
-  M.save(S)
+  if reason == "answered" then S.questions, S.progress = nil, nil end
+  M.save(S, env)
   log(S, "session_end", { reason = reason, turns = S.turn, answer = answer, usage = S.usage })
   if env.out then env.out:finish(S) end
   return S
@@ -257,9 +274,12 @@ function M.run(machine, S, env)
   for _, st in pairs(machine.states) do
     if st.context == "all_outputs" or type(st.context) == "function" then env.keep_history = true end
   end
+  S.usage_prior = S.usage
+  env.usage_start = moss.llm.usage()
   if S.turn == 0 then
     log(S, "session_start", { session_id = S.id, root = moss.root, machine = S.machine, role = S.role })
     log(S, "task", { task = S.task, machine = S.machine, max_turns = S.max_turns, start = S.state, role = S.role })
+    M.save(S, env) -- resumable even if the first turn never completes
   else
     log(S, "session_resume", { session_id = S.id, turn = S.turn, state = S.state })
   end
@@ -334,7 +354,7 @@ function M.run(machine, S, env)
     local nxt = state.next
     if type(nxt) == "function" then nxt = nxt(S, verdict) end
     S.state = nxt or S.state
-    M.save(S)
+    M.save(S, env)
   end
 end
 

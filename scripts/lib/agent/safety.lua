@@ -27,16 +27,13 @@ local function log(S, event, data) moss.session.log(S.id, event, data or {}) end
 function M.setup(S, opts)
   local cfg = moss.config.agent or {}
   local writes = opts.access == "edit" or opts.access == "full"
-  S.safety = S.safety or {
-    writes = writes,
-    max_retries = cfg.max_retries or 3,
-    validate_on = opts.validate_on or cfg.validate_on or "edit",
-    failures = 0,
-    failing = nil,
-    rolled_back = false,
-  }
+  S.safety = S.safety or { failures = 0, failing = nil, rolled_back = false }
   local st = S.safety
-  if st.steps == nil then
+  -- settings are read afresh every time, so a resumed session uses the fixed config or flags
+  st.writes = writes
+  st.max_retries = cfg.max_retries or 3
+  st.validate_on = opts.validate_on or cfg.validate_on or "edit"
+  do
     local steps, source = validate.steps(cfg, opts.validate)
     st.steps, st.source = steps, source
     if #steps > 0 then
@@ -79,7 +76,7 @@ function M.check(S, why)
     log(S, "retry", { step = key, attempt = st.failures, turn = S.turn })
   elseif not st.rolled_back and st.writes and st.good_snapshot then
     local res = moss.shadow.restore(st.good_snapshot)
-    st.rolled_back, st.failures = true, 0
+    st.rolled_back = true -- the next failure of this step goes straight to step 3
     local n = #(res.reverted or {}) + #(res.removed or {}) + #(res.restored or {})
     report = report .. ("\n\n[rollback] `%s` kept failing after %d retries: the project was restored to " ..
       "the last state where validation passed (%d file(s) reverted, removed or restored). " ..
