@@ -28,19 +28,24 @@ NAME = "context"
 CACHE_READ, CACHE_WRITE, OUTPUT_PRICE, CACHE_MIN = 0.1, 1.25, 5.0, 1024
 
 
-def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints: str) -> float:
+def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints) -> float:
     """Input cost of a run under Anthropic prompt caching, in input-token equivalents.
 
-    Each call is a list of parts (system, messages). moss marks the system prompt only
-    (its single user message changes every turn); mini marks the last message, so each
+    Each call is a list of parts (system, then message blocks). `breakpoints` is "system",
+    "end", or a list (one per call) of the part counts at which that call marks a cache
+    breakpoint: moss marks its system prompt and the end of the stable part of its context
+    (task and working memory, each its own block); mini marks the last message, so each
     call writes its whole prompt and the next one reads it back. A call reads the longest
     earlier-cached prefix that starts it (Anthropic looks back up to 20 blocks from a
     breakpoint); it writes what lies between that and its own last breakpoint.
     """
     cached: set[tuple] = set()
     total = 0.0
-    for toks, parts in zip(tokens, texts):
-        ends = [1] if breakpoints == "system" else [len(parts)]
+    for n, (toks, parts) in enumerate(zip(tokens, texts)):
+        if isinstance(breakpoints, list):
+            ends = breakpoints[n]
+        else:
+            ends = [1] if breakpoints == "system" else [len(parts)]
         sizes = [sum(toks[:i]) for i in range(len(parts) + 1)]
         read = 0
         for i in range(len(parts), max(0, len(parts) - 20), -1):
@@ -75,13 +80,21 @@ def _moss_run(s: Settings, root, machine: str, steps: int) -> dict:
     if result.get("reason") != "answered" or model.errors:
         raise RuntimeError(f"moss {machine} did not follow the script: {result.get('reason')} {model.errors[:3]}"
                            f"\n{r.stderr[-2000:]}")
-    calls = []
+    calls, ends = [], []
     for b in bodies:
-        parts = [system_text(b)] + [_text_of(m.get("content")) for m in b.get("messages", [])]
+        parts, marks = [system_text(b)], [1]
+        for m in b.get("messages", []):
+            content = m.get("content")
+            blocks = [{"text": content}] if isinstance(content, str) else content
+            for blk in blocks:
+                parts.append(blk.get("text", ""))
+                if "cache_control" in blk:
+                    marks.append(len(parts))
         calls.append(parts)
+        ends.append(marks)
     ckpt = sorted((root / ".moss" / "agent").glob("session-*.json"))
     return {"calls": calls, "states": model.calls, "answer": result.get("answer"), "replies": model.replies,
-            "breakpoints": "system",
+            "breakpoints": ends,
             "checkpoint_bytes": ckpt[-1].stat().st_size if ckpt else None}
 
 
@@ -155,7 +168,8 @@ def run(s: Settings) -> dict:
     steps = n_steps(s.quick)
     runs = {"moss V2": _moss_run(s, root, "v2", steps), "moss V1": _moss_run(s, root, "v1", steps)}
     v1 = runs["moss V1"]
-    runs[WHAT_IF] = {**v1, "calls": [[c[0], stable_first(c[1])] for c in v1["calls"]], "checkpoint_bytes": None}
+    runs[WHAT_IF] = {**v1, "calls": [[c[0], stable_first("".join(c[1:]))] for c in v1["calls"]],
+                     "breakpoints": "system", "checkpoint_bytes": None}
     if s.peer_python:
         runs["mini"] = _mini_run(s, root, steps, "shell")
         runs["mini (same outputs)"] = _mini_run(s, root, steps, "same")
