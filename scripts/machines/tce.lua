@@ -80,14 +80,7 @@ local function notes(S)
   return table.concat(lines, "\n")
 end
 
-local function join(...)
-  local out = {}
-  for i = 1, select("#", ...) do
-    local p = select(i, ...)
-    if p and p ~= "" then out[#out + 1] = p end
-  end
-  return table.concat(out, "\n\n")
-end
+local join = require("lib.agent.context").join -- skips nil and empty parts
 
 --- thinking / commanding / evaluating see the whole working memory.
 local function context(S, state)

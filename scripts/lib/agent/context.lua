@@ -99,6 +99,7 @@ local function join(...)
   end
   return table.concat(out, "\n\n")
 end
+M.join = join
 
 M.modes = {}
 

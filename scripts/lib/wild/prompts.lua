@@ -17,21 +17,11 @@ M.SWEEP_TEMPLATE = [[
 
 M.ICONS = { finished = "✅", failed = "❌", stopped = "⏹", running = "🏃", queued = "⏳" }
 
-local function fence(text)
-  local ticks = "```"
-  while text:find(ticks, 1, true) do ticks = ticks .. "`" end
-  return ticks .. "\n" .. text:gsub("\n$", "") .. "\n" .. ticks
-end
+local context = require("lib.agent.context")
+local fence = context.fence
 M.fence = fence
 
-local function join(...)
-  local out = {}
-  for i = 1, select("#", ...) do
-    local p = select(i, ...)
-    if p and p ~= "" then out[#out + 1] = p end
-  end
-  return table.concat(out, "\n\n")
-end
+local join = context.join
 M.join = join
 
 local function heading(stage, iteration, what)
