@@ -60,6 +60,24 @@ class Project:
 
 
 @pytest.fixture
+def api():
+    """The fake Anthropic/OpenAI server (tests/fakeapi.py) on 127.0.0.1."""
+    from fakeapi import FakeAPI
+
+    with FakeAPI() as server:
+        yield server
+
+
+@pytest.fixture
+def crate(project):
+    """The project as a copy of the fixture Rust crate (tests/fixtures/rustcrate)."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
+    return project
+
+
+@pytest.fixture
 def project(tmp_path) -> Project:
     root = tmp_path / "proj"
     root.mkdir()

@@ -9,13 +9,7 @@ import subprocess
 import pytest
 from agentmodel import Model, section
 from conftest import FIXTURES
-from fakeapi import FakeAPI, last_user_text, system_text
-
-
-@pytest.fixture
-def api():
-    with FakeAPI() as server:
-        yield server
+from fakeapi import last_user_text, system_text
 
 
 @pytest.fixture

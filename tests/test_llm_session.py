@@ -3,24 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 
-import pytest
 from agentmodel import Model
-from conftest import FIXTURES
-from fakeapi import FakeAPI, error
-
-
-@pytest.fixture
-def api():
-    with FakeAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def crate(project):
-    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
-    return project
+from fakeapi import error
 
 
 TASK = "How many variants does Provider have?"

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from agentmodel import section
-from fakeapi import FakeAPI, last_user_text, system_text
+from fakeapi import last_user_text, system_text
 
 needs_bwrap = pytest.mark.skipif(
     subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
@@ -34,12 +34,6 @@ def run(user_input):
 '''
 PLAN = "1. Make the change.\nReady to refactor."  # the refactorer always plans first
 TEST = 'from app.calc import add\nassert add(2, 3) == 5, f"add(2, 3) = {add(2, 3)}"\nprint("ok")\n'
-
-
-@pytest.fixture
-def api():
-    with FakeAPI() as server:
-        yield server
 
 
 @pytest.fixture

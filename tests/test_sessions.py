@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import signal
 import subprocess
 import time
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from agentmodel import Model
-from conftest import FIXTURES
 from fakeapi import FakeAPI, last_user_text, system_text
 
 needs_bwrap = pytest.mark.skipif(
@@ -23,18 +21,6 @@ needs_bwrap = pytest.mark.skipif(
 CALC = 'def add(a, b):\n    """Add two numbers."""\n    return a - b\n'
 TEST = 'from app.calc import add\nassert add(2, 3) == 5, f"add(2, 3) = {add(2, 3)}"\nprint("ok")\n'
 PLAN = "1. Fix add.\nReady to refactor."
-
-
-@pytest.fixture
-def api():
-    with FakeAPI() as server:
-        yield server
-
-
-@pytest.fixture
-def crate(project):
-    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
-    return project
 
 
 def git(root, *args):
