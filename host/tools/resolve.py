@@ -86,15 +86,16 @@ def _describe(cands: list[tuple[str, bool]]) -> str:
 
 
 def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
-                 files: list[str] | None = None) -> Path:
+                 files: list[str] | None = None, suggest: bool = True) -> Path:
     """Resolve `target` to an existing path inside `root` and return it (absolute, real).
 
     Order: the exact path; else the unique path whose trailing components equal the
     target's; else the same ignoring case and treating `_` and `-` alike. A trailing `/`
     means "directory only". Raises MossError kind "denied" for anything outside root
     (`..`, an absolute path elsewhere, a symlink leading out), "ambiguous" listing the
-    candidates, or "not_found" suggesting close matches. `files` may pass a listing from
-    `list_files` to avoid walking the tree again.
+    candidates, or "not_found" suggesting close matches (`suggest=False` skips that search,
+    for callers that try other readings before showing an error). `files` may pass a
+    listing from `list_files` to avoid walking the tree again.
     """
     root = Path(root).resolve()
     raw = (target or ".").strip()
@@ -144,6 +145,8 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
                 kind="ambiguous", candidates=[p for p, _ in found],
             )
 
+    if not suggest:
+        raise MossError(f"{raw}: no such file or directory", kind="not_found")
     # Not found: suggest paths whose last component is close, then whole-path matches.
     last = _norm(want[-1])
     by_name: dict[str, list[str]] = {}

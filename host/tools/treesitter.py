@@ -750,7 +750,8 @@ def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
     if close:
         msg += "; did you mean: " + ", ".join(close)
     elif symbols:
-        msg += "; it defines: " + ", ".join(s.path for s in symbols[:20])
+        names_in_order = list(dict.fromkeys(s.path for s in symbols))  # an enum and its impls share a name
+        msg += "; it defines: " + ", ".join(names_in_order[:20])
     else:
         msg += " (no symbols found)"
     raise MossError(msg, kind="not_found", suggestions=close)

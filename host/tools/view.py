@@ -77,24 +77,32 @@ def _view(root: Path, target: str, depth: int) -> str:
             return _line_view(root, path, a)
         files = list_files(root)
     try:
-        path = resolve_path(root, target, files=files)
+        path = resolve_path(root, target, files=files, suggest=False)
     except MossError as err:
         if err.kind != "not_found":
             raise
-        return _fallback(root, target, depth, err, files)
+        return _fallback(root, target, depth, files)
     if path.is_dir():
         return _tree(root, path, depth)
     return _skeleton(root, path, depth)
 
 
-def _fallback(root: Path, target: str, depth: int, err: MossError,
-              files: list[str] | None) -> str:
+def _not_found(root: Path, target: str, files: list[str] | None) -> MossError:
+    """The error to show for `target`, with "did you mean" suggestions (computed only now)."""
+    try:
+        resolve_path(root, target, files=files)
+    except MossError as err:
+        return err
+    return MossError(f"{target}: no such file or directory", kind="not_found")
+
+
+def _fallback(root: Path, target: str, depth: int, files: list[str] | None) -> str:
     """`file/Symbol`, `dir/Symbol` or a bare `Symbol` when no path matched."""
     parts = [p for p in target.strip("/").split("/") if p]
     for i in range(len(parts) - 1, 0, -1):
         prefix = "/".join(parts[:i])
         try:
-            path = resolve_path(root, prefix, files=files)
+            path = resolve_path(root, prefix, files=files, suggest=False)
         except MossError as e:
             if e.kind == "not_found":
                 continue
@@ -105,11 +113,13 @@ def _fallback(root: Path, target: str, depth: int, err: MossError,
         found = _symbol_search(root, rest, path)
         if found is not None:
             return found
+        err = _not_found(root, target, files)
         raise MossError(f"{err.message}\n(no symbol {rest} under {_rel(root, path)}/ either)",
                         kind="not_found", **err.data)
     found = _symbol_search(root, target, root)
     if found is not None:
         return found
+    err = _not_found(root, target, files)
     raise MossError(f"{err.message}\n(no symbol of that name either)", kind="not_found",
                     **err.data)
 
