@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .retry import Failure, classify
+from .retry import Failure, reraise
 
 CACHE = {"type": "ephemeral"}
 
@@ -93,10 +93,5 @@ def send(client, provider, req: dict, stream: Callable[[str], None] | None, prom
             # The SDK hands back partial text when the stream just ends: that is not an answer.
             raise Failure("cut", "the stream ended before message_stop", retryable=True)
         return {"text": "".join(parts), "stop_reason": stop_reason or "end_turn", "model": model, "usage": usage}
-    except Failure:
-        raise
     except Exception as exc:
-        failure = classify(exc, streaming=started)
-        if failure is None:
-            raise
-        raise failure from exc
+        reraise(exc, streaming=started)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .models import is_openai_reasoning
-from .retry import Failure, classify
+from .retry import Failure, reraise
 
 FINISH = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "tool_use",
           "function_call": "tool_use"}
@@ -103,10 +103,5 @@ def send(client, provider, req: dict, stream: Callable[[str], None] | None, prom
             raise Failure("cut", "the stream ended without a finish_reason", retryable=True)
         text, reason = _apply_stop("".join(parts), finish, req.get("stop"))
         return {"text": text, "stop_reason": reason, "model": model, "usage": usage}
-    except Failure:
-        raise
     except Exception as exc:
-        failure = classify(exc, streaming=started)
-        if failure is None:
-            raise
-        raise failure from exc
+        reraise(exc, streaming=started)

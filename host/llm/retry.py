@@ -81,6 +81,16 @@ def _cause(exc: BaseException) -> str:
     return text if seen is not exc else type(exc).__name__
 
 
+def reraise(exc: BaseException, streaming: bool):
+    """Raise `exc` as a Failure when it is an API failure (it may already be one); else as is."""
+    if isinstance(exc, Failure):
+        raise exc
+    failure = classify(exc, streaming)
+    if failure is None:
+        raise exc
+    raise failure from exc
+
+
 def classify(exc: BaseException, streaming: bool) -> Failure | None:
     """Turn an SDK / httpx2 exception into a Failure; None for anything else (a bug, a cancel).
 
