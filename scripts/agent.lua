@@ -146,6 +146,7 @@ local function run_stage(o)
     auto_approve = o.auto_approve,
   }
   local hooks = safety.setup(S, { access = access, validate = o.validate, validate_on = o.cfg.validate_on })
+  if o.session then safety.recover(S) end
   for k, f in pairs(hooks) do env[k] = f end
   if o.out.start then o.out:start(S) end
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
@@ -177,6 +178,7 @@ local function resume(opts, cfg, base, extra_words)
   end
   local machine = load_module("machine", S.machine)
   if S.done then
+    if S.reason == "blocked" and #extra_words > 0 then safety.user_decided(S) end
     S.done, S.reason, S.success = false, nil, nil
     S.blocked = nil
     if S.safety then S.safety.failures, S.safety.rolled_back = 0, false end

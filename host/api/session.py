@@ -52,8 +52,10 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def append_line(path: Path, record: dict) -> None:
+    from ..redact import value as redacted
+
     ensure_dir(path.parent)
-    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    line = (json.dumps(redacted(record), ensure_ascii=False, default=str) + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)

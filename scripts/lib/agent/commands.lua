@@ -5,6 +5,7 @@
 -- overriding this module, or at run time with `commands.define{...}`.
 local parser = require("lib.agent.parser")
 local edits = require("lib.agent.edits")
+local risk = require("lib.agent.risk")
 
 local M = {}
 
@@ -101,10 +102,19 @@ M.define {
     return { args }
   end,
   call = function(a, env)
-    if env.before_write then env.before_write("run " .. a[1]) end
+    local writes = moss.access.get() == "edit" or moss.access.get() == "full"
+    if writes then
+      -- a command that can write is approved like an edit of the same risk
+      local level, reason = risk.assess_command(a[1])
+      local refusal = edits.approve(env, level, reason, "`" .. a[1] .. "`", "Not run")
+      if refusal then return refusal, false, true end
+    end
+    local w = writes and env.before_write and env.before_write("run " .. a[1])
     local r = moss.shell.run(a[1])
+    if w and env.after_write then env.after_write(w) end
     return format_run(r)
   end,
+  writes = function() return moss.access.get() == "edit" or moss.access.get() == "full" end,
 }
 
 M.define {
@@ -113,6 +123,7 @@ M.define {
     'edit PATH --old "exact text" --new "text" — change code',
   prepare = edits.parse_one,
   call = function(spec, env) return edits.perform({ spec }, env) end,
+  writes = true,
 }
 
 M.define {
@@ -120,6 +131,7 @@ M.define {
   help = "batch-edit T1 ACTION1 ARGS1 | T2 ACTION2 ARGS2 — several edits, all or nothing",
   prepare = edits.parse_batch,
   call = function(specs, env) return edits.perform(specs, env) end,
+  writes = true,
 }
 
 -- ---- memory and control (handled by the runner; listed here so they are known) -------
@@ -151,8 +163,10 @@ function M.run_tools(cmds, env)
       batch[#batch + 1] = { index = i, call = { def.parallel, table.unpack(prepared) }, label = label }
     else
       local ok2, content, success, refused = pcall(def.call, prepared, env)
+      local writes = def.writes == true or (type(def.writes) == "function" and def.writes())
       if ok2 then
-        outputs[i] = { cmd = label, content = content, ok = success ~= false, refused = refused }
+        outputs[i] = { cmd = label, content = content, ok = success ~= false, refused = refused,
+          writes = writes or nil }
       else
         outputs[i] = { cmd = label, content = tostring(content.message or content), ok = false,
           refused = moss.error_kind(content) == "denied" }
@@ -171,6 +185,8 @@ function M.run_tools(cmds, env)
   end
   local list = {}
   for i = 1, #cmds do list[#list + 1] = outputs[i] end
+  if env.after_tools then env.after_tools(list) end
+  for _, o in ipairs(list) do o.writes = nil end
   return list
 end
 

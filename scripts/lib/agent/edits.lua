@@ -82,35 +82,36 @@ local function summary(result)
   return table.concat(lines, "\n")
 end
 
+--- The approval gate shared by edits and write-capable shell commands: nil when `level`
+-- may go ahead (within --auto-approve, or the user said yes), else the refusal text.
+-- `what` names the action for the question ("this edit", "`rm a.py`"), `verb` the
+-- refusal ("Not applied", "Not run"); `shown` is printed before asking.
+function M.approve(env, level, reason, what, verb, shown)
+  local threshold = env.auto_approve or "low"
+  if risk.auto_approved(level, threshold) then return nil end
+  if env.interactive then
+    if shown then moss.ui.print(shown) end
+    if moss.ui.confirm(("Allow %s? risk %s: %s"):format(what, level, reason)) then return nil end
+    return ("%s: the user declined %s (risk %s: %s)."):format(verb, what, level, reason)
+  end
+  return ("%s: risk %s (%s) is above --auto-approve %s, and nobody can confirm in " ..
+    "non-interactive mode. Make a smaller, lower-risk change, or ask the user to rerun with " ..
+    "--auto-approve %s."):format(verb, level, reason, threshold, level)
+end
+
 --- Apply specs under the approval policy. Returns (content, ok, refused).
 -- env: { interactive, auto_approve = "low"|"medium"|"high", before_write(label), after_edit(result) }
 function M.perform(specs, env)
   local level, reason = risk.batch(specs)
   local ok, preview = pcall(moss.edit.preview, specs)
   if not ok then return tostring(preview.message or preview), false, moss.error_kind(preview) == "denied" end
-  local threshold = env.auto_approve or "low"
-  if not risk.auto_approved(level, threshold) then
-    if env.interactive then
-      moss.ui.print(preview.diff)
-      if not moss.ui.confirm(("Apply this edit? risk %s: %s"):format(level, reason)) then
-        return "Not applied: the user declined this edit (risk " .. level .. ": " .. reason .. ").", false, true
-      end
-    else
-      return ("Not applied: risk %s (%s) is above --auto-approve %s, and nobody can confirm in " ..
-        "non-interactive mode. Make a smaller, lower-risk change, or ask the user to rerun with " ..
-        "--auto-approve %s."):format(level, reason, threshold, level), false, true
-    end
-  end
+  local refusal = M.approve(env, level, reason, "this edit", "Not applied", preview.diff)
+  if refusal then return refusal, false, true end
   if env.before_write then env.before_write("edit " .. specs[1].target) end
   local ok2, result = pcall(moss.edit.apply, specs)
   if not ok2 then return tostring(result.message or result), false, moss.error_kind(result) == "denied" end
-  local content = summary(result)
-  if env.after_edit then
-    local extra, passed = env.after_edit(result)
-    if extra then content = content .. "\n\n" .. extra end
-    if passed == false then return content, false end
-  end
-  return content, true
+  if env.after_edit then env.after_edit(result) end
+  return summary(result), true
 end
 
 return M

@@ -62,7 +62,7 @@ function M.check(S, why)
   log(S, "validation", { why = why, passed = r.passed, step = r.failed and r.failed.name, report = r.report,
     turn = S.turn })
   if r.passed then
-    st.failures, st.failing, st.rolled_back = 0, nil, false
+    st.failures, st.failing, st.rolled_back, st.dirty = 0, nil, false, false
     if st.writes then
       st.good_snapshot = moss.shadow.snapshot("validated after turn " .. S.turn)
     end
@@ -77,6 +77,7 @@ function M.check(S, why)
   elseif not st.rolled_back and st.writes and st.good_snapshot then
     local res = moss.shadow.restore(st.good_snapshot)
     st.rolled_back = true -- the next failure of this step goes straight to step 3
+    st.dirty = false -- the tree is back at its last validated state (or the session's start)
     local n = #(res.reverted or {}) + #(res.removed or {}) + #(res.restored or {})
     report = report .. ("\n\n[rollback] `%s` kept failing after %d retries: the project was restored to " ..
       "the last state where validation passed (%d file(s) reverted, removed or restored). " ..
@@ -93,15 +94,44 @@ end
 function M.hooks(S)
   local st = S.safety
   local hooks = {}
+  --- Before a write-capable command or edit: a snapshot, and a journal line saying the
+  -- action started (a resumed session uses it to undo a turn cut off mid-way).
   function hooks.before_write(label)
-    if st.writes then
-      local id = moss.shadow.snapshot(label)
-      st.last_snapshot = id
-    end
+    if not st.writes then return nil end
+    local id = moss.shadow.snapshot(label)
+    st.last_snapshot = id
+    log(S, "action_start", { turn = S.turn, label = label, snapshot = id })
+    return { snapshot = id, label = label }
+  end
+  --- After a shell command that could write: if it changed the tree, that is an edit.
+  function hooks.after_write(w)
+    local ch = moss.shadow.changed(w.snapshot)
+    local n = #ch.modified + #ch.added + #ch.deleted
+    log(S, "action_done", { turn = S.turn, label = w.label, changed = n })
+    if n > 0 then st.dirty, st.changed_this_turn = true, true end
+    return nil, true
   end
   function hooks.after_edit(result)
-    if st.validate_on == "edit" then return M.check(S, "edit") end
+    log(S, "action_done", { turn = S.turn, label = "edit " .. table.concat(result.files or {}, ", ") })
+    st.dirty, st.changed_this_turn = true, true
     return nil, true
+  end
+  --- After a turn's tools ran: with validate_on = "edit", a turn that changed the tree (by
+  -- edits or shell commands) is validated once; the report goes with its last write.
+  function hooks.after_tools(outputs)
+    local changed = st.changed_this_turn
+    st.changed_this_turn = false
+    if not changed or st.validate_on ~= "edit" then return end
+    local report, passed = M.check(S, "edit")
+    if not report then return end
+    for i = #outputs, 1, -1 do
+      local o = outputs[i]
+      if o.writes then
+        o.content = (o.content or "") .. "\n\n" .. report
+        if not passed then o.ok = false end
+        return
+      end
+    end
   end
   --- After a turn: validation on "turn"; a blocked escalation asks the user or ends the session.
   function hooks.after_turn(env, ran_commands)
@@ -112,15 +142,49 @@ function M.hooks(S)
     if S.blocked then return M.escalate(S, env) end
     return nil
   end
-  --- Before accepting an answer (validate_on = "done"): a failing check sends it back.
+  --- The answer gate: an answer stands only on a tree that passed validation since it last
+  -- changed (or never changed). Otherwise validation runs now, and a failure goes back to
+  -- the model and on along the escalation chain.
   function hooks.before_answer()
-    if st.validate_on ~= "done" then return true end
-    local report, passed = M.check(S, "done")
+    if #st.steps == 0 or st.validate_on == "never" then return true end
+    if st.validate_on ~= "done" and not st.dirty then return true end
+    local report, passed = M.check(S, "answer")
     if not passed then say(S, "Your answer was not accepted yet.\n" .. report) end
     if S.blocked then return false end
     return passed
   end
   return hooks
+end
+
+--- A resumed session whose last run was killed mid-turn (after it began writing, before
+-- its checkpoint) would re-run that turn and apply its writes twice: undo them first.
+function M.recover(S)
+  local st = S.safety
+  if not st or not st.writes then return end
+  local first
+  for _, e in ipairs(moss.session.events(S.id)) do
+    if e.event == "action_start" and (e.turn or 0) > S.turn and e.snapshot then first = first or e end
+  end
+  if not first then return end
+  local res = moss.shadow.restore(first.snapshot)
+  local paths = {}
+  for _, key in ipairs({ "reverted", "removed", "restored" }) do
+    for _, p in ipairs(res[key] or {}) do paths[#paths + 1] = p end
+  end
+  log(S, "turn_rolled_back", { turn = first.turn, snapshot = first.snapshot, paths = paths })
+  say(S, ("moss was stopped during turn %d, after it had started changing files; those changes " ..
+    "(%s) were undone, so the turn starts again from the last checkpoint."):format(first.turn,
+    #paths > 0 and table.concat(paths, ", ") or "none left"))
+end
+
+--- The user answered a blocked escalation (asked, or by resuming with a message): they
+-- have seen the failure, so the answer gate takes the tree as it is now.
+function M.user_decided(S)
+  S.blocked = nil
+  local st = S.safety
+  if not st then return end
+  if st.dirty then log(S, "validation_waived", { step = st.failing, turn = S.turn }) end
+  st.failures, st.rolled_back, st.dirty = 0, false, false
 end
 
 --- Step 3 of the chain. Returns a finish reason ("blocked") or nil to go on.
@@ -134,8 +198,7 @@ function M.escalate(S, env)
     if answer then
       local pick = tonumber(answer)
       say(S, "The user answered: " .. (pick and b.options[pick] or answer))
-      S.blocked = nil
-      S.safety.failures, S.safety.rolled_back = 0, false
+      M.user_decided(S)
       return nil
     end
   end
