@@ -1,9 +1,11 @@
 -- The coding agent: flags -> role(s) -> machine -> run -> answer.
 local cli = require("lib.cli")
-local runner = require("lib.agent.runner")
-local output = require("lib.agent.output")
+local runner = require("lib.machine.runner")
+local output = require("lib.machine.output")
 local dispatch = require("lib.agent.dispatch")
 local safety = require("lib.agent.safety")
+local messages = require("lib.machine.messages")
+local commands = require("lib.machine.commands")
 
 local FLAGS = {
   { "--v1", type = "flag", help = "the freeform loop: one agent explores and concludes" },
@@ -16,6 +18,7 @@ local FLAGS = {
   { "--refactor", type = "flag", help = "shorthand for --role refactorer" },
   { "--auto", type = "flag", help = "let a classifier pick the role from the task" },
   { "--roles", type = "flag", help = "list the roles, their access levels and where they come from" },
+  { "--commands", type = "flag", help = "list the $(...) commands, what they need and where they come from" },
   { "--auto-approve", metavar = "LEVEL", choices = { "low", "medium", "high" },
     help = "edits up to this risk apply without asking (default low)" },
   { "--validate", metavar = "CMD", help = "add a validation command (see [agent] validate)" },
@@ -81,6 +84,21 @@ local function list_roles()
   moss.ui.table(rows, { columns = { "role", "access", "from", "description", "path" } })
 end
 
+local function list_commands()
+  local rows = {}
+  for _, name in ipairs(commands.known()) do
+    local def = commands.find(name)
+    local aliases = def.aliases and #def.aliases > 0 and (" (" .. table.concat(def.aliases, ", ") .. ")") or ""
+    rows[#rows + 1] = {
+      command = name .. aliases, access = def.access or "read-only",
+      from = (def.origin or "run time") .. (def.overrides and #def.overrides > 0 and
+        (" (overrides " .. table.concat(def.overrides, ", ") .. ")") or ""),
+      help = (def.help or ""):match("— (.*)$") or def.help or "", path = def.path or "",
+    }
+  end
+  moss.ui.table(rows, { columns = { "command", "access", "from", "help", "path" } })
+end
+
 local function list_sessions()
   local rows = {}
   for _, s in ipairs(moss.session.list()) do
@@ -133,7 +151,7 @@ local function run_stage(o)
   if S.turn == 0 and o.cfg.recall ~= false then
     -- long-term memory relevant to the task starts out as notes
     for _, m in ipairs(moss.memory.recall(S.task, { limit = o.cfg.recall_limit or 3 })) do
-      require("lib.agent.memory").note(S.mem, "(remembered, " .. m.file .. ") " .. m.text, 0)
+      require("lib.machine.memory").note(S.mem, "(remembered, " .. m.file .. ") " .. m.text, 0)
     end
   end
   if o.why then moss.session.log(S.id, "dispatch", { role = role.name, why = o.why }) end
@@ -151,16 +169,12 @@ local function run_stage(o)
   if o.out.start then o.out:start(S) end
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
   runner.run(machine, S, env)
-  return S
+  return S, machine
 end
 
 local run_main -- defined after main, which wraps it
 
-local function exit_status(reason)
-  if reason == "answered" then return 0 end
-  if reason == "blocked" then return 3 end
-  return 1
-end
+local function exit_status(reason, machine) return output.reason(reason, machine).exit end
 
 local function resume(opts, cfg, base, extra_words)
   local id = opts.resume ~= true and opts.resume or nil
@@ -170,6 +184,7 @@ local function resume(opts, cfg, base, extra_words)
     id = nil
   end
   local S = moss.session.load(id)
+  messages.upgrade(S)
   local role = load_module("role", S.role or "explorer")
   if S.done and S.reason == "answered" and #extra_words == 0 then
     moss.ui.print("session " .. S.id .. " already answered; add a message to go on from there", { style = "dim" })
@@ -189,15 +204,11 @@ local function resume(opts, cfg, base, extra_words)
       S.previous_answer, S.answer = S.answer, nil
     end
   end
-  if #extra_words > 0 then
-    local box = S.inbox[S.state] or {}
-    box[#box + 1] = "The user says: " .. table.concat(extra_words, " ")
-    S.inbox[S.state] = box
-  end
+  if #extra_words > 0 then messages.say(S, "The user says: " .. table.concat(extra_words, " ")) end
   moss.ui.status(("resuming %s at turn %d (%s)"):format(S.id, S.turn, S.state))
   base.session, base.role, base.machine_name, base.task = S, role, S.machine, S.task
-  local done = run_stage(base)
-  return exit_status(done.reason)
+  local done, ran = run_stage(base)
+  return exit_status(done.reason, ran)
 end
 
 -- [agent] keys this script reads, with the shape each must have. A wrong type is a
@@ -255,6 +266,7 @@ local function main(args)
   end
   if opts.help then print(help()) return 0 end
   if opts.roles then list_roles() return 0 end
+  if opts.commands then list_commands() return 0 end
   if opts.list_sessions then list_sessions() return 0 end
   if opts.list_logs then list_logs() return 0 end
   local cfg = check_config(moss.config.agent or {})
@@ -304,22 +316,25 @@ run_main = function(opts, cfg, rest, out, format)
 
   if #roles == 1 then
     base.role, base.why = roles[1], why
-    return exit_status(run_stage(base).reason)
+    local S, machine = run_stage(base)
+    return exit_status(S.reason, machine)
   end
 
   -- A pipeline: each role's answer becomes context for the next; the output reports all.
-  local stages, note = {}, nil
+  local stages, note, machine = {}, nil, nil
   local final_out = out
   for i, role in ipairs(roles) do
     local stage = copy(base)
     stage.out = output.new(format == "stream-json" and "stream-json" or "quiet", { stage = true })
     stage.role, stage.why, stage.context_note = role, why, note
-    local S = run_stage(stage)
+    local S
+    S, machine = run_stage(stage)
     stages[i] = S
     if S.reason ~= "answered" then break end
     note = "**Result of the previous step (" .. role.name .. "):**\n" .. S.answer
   end
-  return exit_status(final_out:pipeline(stages, #roles))
+  final_out.machine = machine
+  return exit_status(final_out:pipeline(stages, #roles), machine)
 end
 
 return { help = help, main = main }

@@ -49,7 +49,7 @@ print(moss.json.encode(out))
 
 # Working-memory scenarios: plain functions of JSON-able arguments.
 MEM_HELPER = r'''
-local memory = require("lib.agent.memory")
+local memory = require("lib.machine.memory")
 local M = {}
 
 local function with_pending(n)
@@ -220,7 +220,7 @@ def obj(value):
 # parser.parse: the $(...) grammar
 # ---------------------------------------------------------------------------------------------
 
-P = "lib.agent.parser"
+P = "lib.machine.parser"
 
 # id -> (reply text, [(name, args), ...])
 PARSE = {

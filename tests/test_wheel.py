@@ -18,7 +18,7 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
                     "-w", str(dist), str(REPO)], check=True, capture_output=True, timeout=300)
     wheel = next(dist.glob("moss_agent-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("moss/bootstrap.lua", "moss/scripts/agent.lua", "moss/scripts/lib/agent/runner.lua",
+    for needed in ("moss/bootstrap.lua", "moss/scripts/agent.lua", "moss/scripts/lib/machine/runner.lua",
                    "moss/scripts/machines/v2.lua", "moss/scripts/roles/auditor.lua", "moss/scripts/types/moss.lua",
                    "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py"):
         assert needed in names, needed

@@ -62,17 +62,10 @@ local function system(name)
   return BASE .. "\n\n" .. PROMPTS[name]
 end
 
-local function messages(S)
-  local box = S.inbox and S.inbox[S.state]
-  if not box or #box == 0 then return nil end
-  local lines = { "<messages_from_moss>" }
-  for _, m in ipairs(box) do lines[#lines + 1] = "- " .. m end
-  lines[#lines + 1] = "</messages_from_moss>"
-  return table.concat(lines, "\n")
-end
+local function messages(S) return require("lib.machine.messages").block(S, nil, "xml") end
 
 local function notes(S)
-  local items = S.mem and require("lib.agent.memory").notes(S.mem) or {}
+  local items = S.mem and require("lib.machine.memory").notes(S.mem) or {}
   if #items == 0 then return nil end
   local lines = { "<remembered>" }
   for _, n in ipairs(items) do lines[#lines + 1] = "- " .. n.content end
@@ -80,7 +73,7 @@ local function notes(S)
   return table.concat(lines, "\n")
 end
 
-local join = require("lib.agent.context").join -- skips nil and empty parts
+local join = require("lib.machine.context").join -- skips nil and empty parts
 
 --- thinking / commanding / evaluating see the whole working memory.
 local function context(S, state)

@@ -1,18 +1,13 @@
 -- V1: the freeform loop. One agent explores and concludes; results are shown once unless
 -- kept with $(keep), so the context holds what the agent chose to remember.
+local planner = require("lib.machine.planner")
+
 return {
   name = "v1",
   start = "agent",
   max_turns = 15,
   states = {
-    planner = {
-      role_prompt = "planner",
-      context = "task_only",
-      commands = {},
-      next = "agent",
-      on_response = function(S, text) S.plan = require("lib.agent.parser").strip(text) end,
-      footer = "Write a short plan (2-4 concrete steps). Do not run commands.",
-    },
+    planner = planner("agent"),
     agent = {
       role_prompt = "agent",
       context = "working_memory",

@@ -1,20 +1,15 @@
 -- V2: explorer -> evaluator -> explorer ... Only the evaluator concludes; it never runs commands.
 -- The explorer sees only the last outputs (tactical); the evaluator sees working memory and
 -- the numbered new results (strategic) and decides what to keep.
+local planner = require("lib.machine.planner")
+
 return {
   name = "v2",
   start = "explorer",
   max_turns = 16,
   max_stale = 5, -- evaluator turns without new evidence before a forced answer
   states = {
-    planner = {
-      role_prompt = "planner",
-      context = "task_only",
-      commands = {},
-      next = "explorer",
-      on_response = function(S, text) S.plan = require("lib.agent.parser").strip(text) end,
-      footer = "Write a short plan (2-4 concrete steps). Do not run commands.",
-    },
+    planner = planner("explorer"),
     explorer = {
       role_prompt = "explorer",
       context = "last_outputs",

@@ -11,10 +11,6 @@
 -- Promises count in every stage. Limits: --max-turns, [agent.wild] max_time_s.
 -- See docs/wild-loop.md.
 local loop = require("lib.wild.loop")
-local output = require("lib.agent.output")
-
-output.REASONS.max_time = output.REASONS.max_time or
-  "stopped: the Wild Loop's time limit ([agent.wild] max_time_s) passed"
 
 -- Runs write files, so the loop needs edit (runs under bubblewrap with the project
 -- writable) or, when full access is allowed, full; [agent.wild] access decides explicitly.
@@ -45,4 +41,7 @@ return {
   max_turns = 50,
   access = access(),
   states = states,
+  reasons = {
+    max_time = { text = "stopped: the Wild Loop's time limit ([agent.wild] max_time_s) passed", exit = 1 },
+  },
 }

@@ -1,7 +1,7 @@
 -- Turning $(edit ...) and $(batch-edit ...) into edit specs, and applying them under the
 -- approval policy: risk within --auto-approve goes through; above it, an interactive user
 -- is shown the diff and asked; non-interactive sessions refuse and tell the model why.
-local parser = require("lib.agent.parser")
+local parser = require("lib.machine.parser")
 local risk = require("lib.agent.risk")
 
 local M = {}

@@ -19,7 +19,7 @@ local OPTIONS = {
   "Explain what you were trying to do and propose another approach",
 }
 
-local function say(S, msg) require("lib.agent.runner").say(S, msg) end
+local function say(S, msg) require("lib.machine.runner").say(S, msg) end
 
 local function log(S, event, data) moss.session.log(S.id, event, data or {}) end
 

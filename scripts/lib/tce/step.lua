@@ -42,16 +42,9 @@ function M.command_log(S, cfg, env, kind, tagtext, message, ok)
   return out
 end
 
--- Messages added to the current state's inbox while handling (e.g. a refused answer) are
--- for whichever state comes next.
-local function forward_inbox(S, nxt)
-  local box = S.inbox and S.inbox[S.state]
-  if box and #box > 0 and nxt ~= S.state then
-    local to = S.inbox[nxt] or {}
-    for _, m in ipairs(box) do to[#to + 1] = m end
-    S.inbox[nxt], S.inbox[S.state] = to, nil
-  end
-end
+-- Messages from moss added while handling (e.g. a refused answer) are for whichever state
+-- comes next.
+local forward_messages = require("lib.machine.messages").forward
 
 local function transition(S, cfg, env, r, outputs)
   local want = r.next_state
@@ -103,7 +96,7 @@ function M.handle(S, state, text, env)
     nxt, why = transition(S, cfg, env, r, outputs)
   end
   log(S, "transition", { from = S.state, to = nxt, why = why, turn = S.turn, tokens = memory.estimate(wm) })
-  forward_inbox(S, nxt)
+  forward_messages(S, nxt)
   return { outputs = outputs, next_state = nxt }
 end
 
@@ -129,7 +122,7 @@ function M.handle_paging(S, state, text, env)
   end
   log(S, "transition", { from = S.state, to = "thinking", why = "paged", turn = S.turn,
     tokens = memory.estimate(S.tce.wm) })
-  forward_inbox(S, "thinking")
+  forward_messages(S, "thinking")
   return { outputs = outputs, next_state = "thinking" }
 end
 

@@ -15,9 +15,10 @@
 -- newly finished or failed. Events are derived from moss.runs.list()/alerts() against the
 -- tracking above (the wait only wakes us), so nothing is lost across a resume. ANALYZING
 -- comes only when every run is terminal AND no alert is pending (the double guard).
-local runner = require("lib.agent.runner")
-local parser = require("lib.agent.parser")
-local context = require("lib.agent.context")
+local commands = require("lib.machine.commands")
+local messages = require("lib.machine.messages")
+local parser = require("lib.machine.parser")
+local context = require("lib.machine.context")
 local tags = require("lib.wild.tags")
 local grid = require("lib.wild.grid")
 local P = require("lib.wild.prompts")
@@ -85,11 +86,11 @@ function M.init(S)
   return W
 end
 
--- Messages for the next prompt: the runner's inbox for this state (refusals, "The user
--- says: ..." on --resume) and the loop's own notes.
-local function messages(S, W)
+-- Messages for the next prompt: moss's for this state (refusals, "The user says: ..." on
+-- --resume) and the loop's own notes.
+local function message_list(S, W)
   local out = {}
-  for _, m in ipairs((S.inbox or {})[S.state] or {}) do out[#out + 1] = m end
+  for _, m in ipairs(messages.list(S)) do out[#out + 1] = m end
   for _, m in ipairs(W.notes or {}) do out[#out + 1] = m end
   return out
 end
@@ -157,7 +158,7 @@ end
 local function tail_chars() return tonumber(M.config().log_tail_chars) or 1000 end
 
 local function notes_block(S)
-  local notes = S.mem and require("lib.agent.memory").notes(S.mem) or {}
+  local notes = S.mem and require("lib.machine.memory").notes(S.mem) or {}
   if #notes == 0 then return nil end
   local lines = { "**Your notes:**" }
   for _, n in ipairs(notes) do lines[#lines + 1] = "- [" .. n.id .. "] " .. n.content end
@@ -173,7 +174,7 @@ end
 --- Build the prompt for event `ev` and remember it as the one being answered.
 function M.present(S, W, ev, view)
   W.event = ev
-  local o = { messages = messages(S, W) }
+  local o = { messages = message_list(S, W) }
   local kind = ev.kind
   log(S, "wild_prompt", { kind = kind, turn = S.turn, alert = ev.alert and ev.alert.id, run = ev.run_id,
     iteration = W.iteration })
@@ -336,7 +337,7 @@ local function explore(S, W, state, text, env)
   if has_answer_command(text) then
     note(W, "$(answer) does not end the Wild Loop: reply <promise>COMPLETE</promise> when the goal is reached")
   end
-  local verdict = runner.handle(S, state, text, env)
+  local verdict = commands.handle(S, state, text, env)
   if verdict.finished then return verdict end
   if not spec and not err and #(verdict.outputs or {}) == 0 then
     note(W, "no <sweep> in your reply yet: study the project with commands if you need to, then send one")

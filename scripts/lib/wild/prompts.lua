@@ -1,6 +1,6 @@
 -- The Wild Loop's prompts. Every call is stateless: each stage's user message is rebuilt
 -- from the session (goal, iteration, sweep, the one event being shown).
-local prompts = require("lib.agent.prompts")
+local prompts = require("lib.machine.prompts")
 
 local M = {}
 
@@ -17,7 +17,7 @@ M.SWEEP_TEMPLATE = [[
 
 M.ICONS = { finished = "✅", failed = "❌", stopped = "⏹", running = "🏃", queued = "⏳" }
 
-local context = require("lib.agent.context")
+local context = require("lib.machine.context")
 local fence = context.fence
 M.fence = fence
 
@@ -68,12 +68,7 @@ Promises are honoured in every stage. Write a tag only when you mean it.]] }
   return table.concat(parts, "\n\n")
 end
 
-local function messages(list)
-  if not list or #list == 0 then return nil end
-  local lines = { "**Messages from moss:**" }
-  for _, m in ipairs(list) do lines[#lines + 1] = "- " .. m end
-  return table.concat(lines, "\n")
-end
+local function messages(list) return require("lib.machine.messages").block(nil, list) end
 M.messages = messages
 
 --- "3 runs: ✅ 1 finished, ❌ 1 failed, ⏹ 1 stopped; 1 pending alert"

@@ -14,7 +14,7 @@
 -- changes every turn comes after. Each stable part becomes its own content block, so a
 -- provider that caches at block boundaries (Anthropic) still finds last turn's prefix.
 --
--- Add a mode by assigning `require("lib.agent.context").modes.my_mode = function(S, state) ... end`.
+-- Add a mode by assigning `require("lib.machine.context").modes.my_mode = function(S, state) ... end`.
 local M = {}
 
 local function fence(content)
@@ -77,13 +77,7 @@ function M.outputs_block(title, outputs)
   return table.concat(lines, "\n\n")
 end
 
-local function messages_block(S)
-  local box = S.inbox and S.inbox[S.state]
-  if not box or #box == 0 then return nil end
-  local lines = { "**Messages from moss:**" }
-  for _, m in ipairs(box) do lines[#lines + 1] = "- " .. m end
-  return table.concat(lines, "\n")
-end
+local function messages_block(S) return require("lib.machine.messages").block(S) end
 
 local function any_failed(outputs)
   for _, o in ipairs(outputs) do if not o.ok then return true end end

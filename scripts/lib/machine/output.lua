@@ -2,17 +2,31 @@
 -- the end) or stream-json (one JSON event per line, for IDEs and CI).
 local M = {}
 
+-- Why a session ended, and the exit status each reason maps to under the contract: 0
+-- answered, 1 ended without an answer, 3 blocked (needs the user). A machine adds its own
+-- reasons as MACHINE.reasons = { name = { text = "...", exit = 0|1|3 } }.
 local REASONS = {
-  answered = "answered",
-  max_turns = "stopped at the turn limit without an answer",
-  loop = "stopped: the agent kept repeating the same command",
-  cycle_limit = "stopped: several turns brought no new evidence",
-  budget = "stopped: the LLM budget is spent",
-  blocked = "blocked: the agent needs an answer from you",
-  checkpoint = "saved a checkpoint and stopped",
-  error = "stopped on an error",
+  answered = { text = "answered", exit = 0 },
+  max_turns = { text = "stopped at the turn limit without an answer", exit = 1 },
+  loop = { text = "stopped: the agent kept repeating the same command", exit = 1 },
+  cycle_limit = { text = "stopped: several turns brought no new evidence", exit = 1 },
+  budget = { text = "stopped: the LLM budget is spent", exit = 1 },
+  blocked = { text = "blocked: the agent needs an answer from you", exit = 3 },
+  checkpoint = { text = "saved a checkpoint and stopped", exit = 1 },
+  error = { text = "stopped on an error", exit = 1 },
 }
 M.REASONS = REASONS
+
+--- { text, exit } for a finish reason, the machine's own reasons first.
+function M.reason(name, machine)
+  local r = (machine and machine.reasons or {})[name] or REASONS[name]
+  if not r then return { text = tostring(name), exit = 1 } end
+  if r.exit ~= 0 and r.exit ~= 1 and r.exit ~= 3 then
+    moss.error("usage", "finish reason '" .. tostring(name) .. "' maps to exit " .. tostring(r.exit) ..
+      "; a machine's reasons exit 0 (answered), 1 (no answer) or 3 (blocked)")
+  end
+  return r
+end
 
 local function result(S)
   return {
@@ -50,7 +64,7 @@ function Text:finish(S)
     print(S.answer)
     return
   end
-  moss.ui.print(REASONS[S.reason] or S.reason, { style = "yellow" })
+  moss.ui.print(M.reason(S.reason, self.machine).text, { style = "yellow" })
   if S.detail then moss.ui.print(tostring(S.detail), { style = "dim" }) end
   if S.questions and S.questions ~= "" then moss.ui.print("Open questions: " .. S.questions) end
   moss.ui.print("Resume with: moss @agent --resume " .. S.id, { style = "dim" })
@@ -134,7 +148,7 @@ function Text:pipeline(stages, n)
   else
     if r.answer ~= "" then moss.ui.print(r.answer) end
     local last = stages[#stages]
-    moss.ui.print("pipeline stopped at " .. last.role .. ": " .. (REASONS[r.reason] or r.reason),
+    moss.ui.print("pipeline stopped at " .. last.role .. ": " .. M.reason(r.reason, self.machine).text,
       { style = "yellow" })
     if last.questions and last.questions ~= "" then moss.ui.print("Open questions: " .. last.questions) end
     moss.ui.print("Resume that step with: moss @agent --resume " .. last.id ..

@@ -1,30 +1,11 @@
 -- System prompts: the role's text for a state, plus a reference of exactly the commands
 -- that state may use, plus the role's answer format where the state concludes.
-local commands = require("lib.agent.commands")
+local commands = require("lib.machine.commands")
 
 local M = {}
 
---- The command names a state may use, with "tools" expanded to the role's tools.
-function M.allowed(state, role)
-  local out = {}
-  for _, name in ipairs(state.commands or {}) do
-    if name == "tools" then
-      for _, t in ipairs(role.commands or {}) do out[#out + 1] = t end
-    else
-      out[#out + 1] = name
-    end
-  end
-  return out
-end
-
-function M.reference(names)
-  local lines = {}
-  for _, name in ipairs(names) do
-    local def = commands.defs[name]
-    if def and def.help then lines[#lines + 1] = "$(" .. def.help:gsub(" — ", ") — ", 1) end
-  end
-  return table.concat(lines, "\n")
-end
+M.allowed = commands.allowed
+M.reference = commands.reference
 
 function M.system(role, state_name, state)
   local text = role.prompts[state_name]

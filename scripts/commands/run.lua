@@ -1,0 +1,40 @@
+-- $(run CMD): a shell command under the session's access level. When the role can write,
+-- the command is approved like an edit of the same risk (lib/agent/risk.lua), snapshotted
+-- before it runs, and a change it makes to the tree counts as an edit for validation.
+local edits = require("lib.agent.edits")
+local risk = require("lib.agent.risk")
+
+local function writes() return moss.access.get() == "edit" or moss.access.get() == "full" end
+
+local function format(r)
+  local parts = {}
+  if r.stdout ~= "" then parts[#parts + 1] = r.stdout:gsub("\n$", "") end
+  if r.stderr ~= "" then parts[#parts + 1] = "[stderr]\n" .. r.stderr:gsub("\n$", "") end
+  parts[#parts + 1] = r.timed_out and "[timed out]" or ("[exit code " .. tostring(r.code) .. "]")
+  return table.concat(parts, "\n"), (r.code == 0 and not r.timed_out)
+end
+
+return {
+  name = "run",
+  help = "run CMD — a shell command (sandboxed by the role's access level)",
+  access = "read-shell",
+  tool = true,
+  writes = writes,
+  parse = function(text)
+    if text == "" then moss.error("usage", "run needs a command: $(run cargo test)") end
+    return { text }
+  end,
+  run = function(ctx, a)
+    local env = ctx.env
+    local w
+    if writes() then
+      local level, reason = risk.assess_command(a[1])
+      local refusal = edits.approve(env, level, reason, "`" .. a[1] .. "`", "Not run")
+      if refusal then return refusal, false, true end
+      w = env.before_write and env.before_write("run " .. a[1])
+    end
+    local r = moss.shell.run(a[1])
+    if w and env.after_write then env.after_write(w) end
+    return format(r)
+  end,
+}

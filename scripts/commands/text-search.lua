@@ -1,0 +1,24 @@
+-- $(text-search "regex" [--only GLOB] [--limit N] [-i]): ripgrep with the enclosing symbols.
+local args = require("lib.machine.args")
+
+return {
+  name = "text-search",
+  aliases = { "grep", "search" },
+  help = 'text-search "regex" [--only GLOB] [--limit N] — ripgrep with enclosing symbols',
+  access = "read-only",
+  tool = true,
+  parallel = "code.search",
+  parse = function(text)
+    local opts, rest = args.flags(text,
+      { ["--only"] = "value", ["--limit"] = "value", ["-i"] = "flag", ["--ignore-case"] = "flag" })
+    if #rest == 0 then
+      moss.error("usage", 'text-search needs a pattern: $(text-search "regex" [--only GLOB] [--limit N])')
+    end
+    return { table.concat(rest, " "), {
+      only = opts["--only"],
+      limit = tonumber(opts["--limit"] and opts["--limit"][1]) or 50,
+      ignore_case = opts["-i"] or opts["--ignore-case"] or false,
+    } }
+  end,
+  run = function(_, a) return moss.code.search(a[1], a[2]) end,
+}

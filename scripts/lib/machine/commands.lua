@@ -1,0 +1,258 @@
+-- The $(...) commands: each is a file under scripts/commands/ (a project's
+-- .moss/scripts/commands/NAME.lua replaces or adds one), and `handle` carries out the
+-- commands of one reply. A command file returns:
+--
+--   { name = "note", aliases = { ... }, help = "note TEXT — record a finding",
+--     access = "read-only",  -- the least access level it needs (shown in listings; the host
+--                            -- enforces levels on every primitive, so it is not checked here)
+--     concludes = false,     -- true: its result may end the session ({ answer = ... })
+--     tool = false,          -- true: its result is an output the next state sees once
+--     parallel = nil,        -- tools: a read-only primitive ("code.view") to batch side by side
+--     parse = function(args) return prepared end,   -- tools: words -> arguments (usage errors)
+--     run = function(ctx, args) ... end }
+--
+-- `run` gets ctx = { S, state, env, cmd, say(msg), log(event, data) }. A tool returns
+-- (content, ok, refused); any other command returns nil or a verdict part:
+--   { answer = text } | { hold = true } | { output = {cmd, content, ok} } | { finished = reason }
+local parser = require("lib.machine.parser")
+local messages = require("lib.machine.messages")
+
+local M = {}
+
+M.defs = nil -- name or alias -> definition, loaded on first use
+
+--- Add or replace a command at run time (a script may also add a file under commands/).
+function M.define(def)
+  M.load()
+  M.defs[def.name] = def
+  for _, alias in ipairs(def.aliases or {}) do M.defs[alias] = def end
+end
+
+--- Every command file, first root wins (project, user, built-in).
+function M.load()
+  if M.defs then return M.defs end
+  M.defs = {}
+  for _, e in ipairs(moss.scripts.list("commands")) do
+    local ok, def = pcall(require, e.module)
+    if not ok then moss.error("usage", "command file " .. e.path .. " failed to load: " .. tostring(def)) end
+    if type(def) ~= "table" or type(def.run) ~= "function" then
+      moss.error("usage", "command file " .. e.path .. " must return a table with name and run")
+    end
+    def.name = def.name or e.name
+    def.origin, def.path, def.overrides = e.origin, e.path, e.overrides
+    M.defs[def.name] = def
+    for _, alias in ipairs(def.aliases or {}) do M.defs[alias] = M.defs[alias] or def end
+  end
+  return M.defs
+end
+
+function M.find(name) return M.load()[name] end
+
+--- Known command names (no aliases), sorted.
+function M.known()
+  local names = {}
+  for name, def in pairs(M.load()) do
+    if def.name == name then names[#names + 1] = name end
+  end
+  table.sort(names)
+  return names
+end
+
+--- The command names a state may use, with "tools" expanded to the role's tools.
+function M.allowed(state, role)
+  local out = {}
+  for _, name in ipairs(state.commands or {}) do
+    if name == "tools" then
+      for _, t in ipairs((role or {}).commands or {}) do out[#out + 1] = t end
+    else
+      out[#out + 1] = name
+    end
+  end
+  return out
+end
+
+local function allowed(state, role, name)
+  if state.commands == nil or state.commands == "all" then return true end
+  for _, n in ipairs(M.allowed(state, role)) do if n == name then return true end end
+  return false
+end
+
+local function log(S, event, data)
+  if S.log ~= false then moss.session.log(S.id, event, data or {}) end
+end
+
+local function context_for(S, state, env, c)
+  return {
+    S = S, state = state, env = env, cmd = c,
+    say = function(msg) messages.say(S, msg) end,
+    log = function(event, data) log(S, event, data) end,
+  }
+end
+
+--- Carry out tool commands; read-only ones side by side. Returns outputs in command order.
+function M.run_tools(S, state, cmds, env)
+  env = env or {}
+  local outputs, batch = {}, {}
+  for i, c in ipairs(cmds) do
+    local def = M.find(c.name)
+    local label = c.name .. (c.args ~= "" and (" " .. c.args) or "")
+    local ok, prepared = true, c.args
+    if def.parse then ok, prepared = pcall(def.parse, c.args) end
+    if not ok then
+      outputs[i] = { cmd = label, content = tostring(prepared.message or prepared), ok = false }
+    elseif def.parallel then
+      batch[#batch + 1] = { index = i, call = { def.parallel, table.unpack(prepared) }, label = label }
+    else
+      local ok2, content, success, refused = pcall(def.run, context_for(S, state, env, c), prepared)
+      local writes = def.writes == true or (type(def.writes) == "function" and def.writes())
+      if ok2 then
+        outputs[i] = { cmd = label, content = content, ok = success ~= false, refused = refused,
+          writes = writes or nil }
+      else
+        outputs[i] = { cmd = label, content = tostring(content.message or content), ok = false,
+          refused = moss.error_kind(content) == "denied" }
+      end
+    end
+  end
+  if #batch > 0 then
+    local calls = {}
+    for k, b in ipairs(batch) do calls[k] = b.call end
+    local results = moss.parallel(calls)
+    for k, b in ipairs(batch) do
+      local r = results[k]
+      outputs[b.index] = { cmd = b.label, content = r.ok and r.value or r.error, ok = r.ok,
+        refused = r.kind == "denied" }
+    end
+  end
+  local list = {}
+  for i = 1, #cmds do list[#list + 1] = outputs[i] end
+  if env.after_tools then env.after_tools(list) end
+  for _, o in ipairs(list) do o.writes = nil end
+  return list
+end
+
+-- A short fingerprint of a whole output (FNV-1a), to tell "same output again" from progress.
+local function signature(text)
+  local h = 2166136261
+  for i = 1, #text, 4096 do
+    local bytes = { text:byte(i, math.min(i + 4095, #text)) }
+    for j = 1, #bytes do h = ((h ~ bytes[j]) * 16777619) & 0xffffffff end
+  end
+  return ("%d:%08x"):format(#text, h)
+end
+
+-- The same command with the same output again and again is a loop; the same command with
+-- new output (tests after an edit) is progress. Returns the output to show, or "loop".
+local function watch_repeats(S, env, tool, out)
+  local key, sig = tool.key, signature(out.content or "")
+  local seen = S.repeats[key]
+  local n = (seen and seen.sig == sig) and seen.n + 1 or 1
+  S.repeats[key] = { sig = sig, n = n }
+  local limit = env.loop_limit or 3
+  if n > limit then
+    log(S, "loop_detected", { cmd = key, count = n, turn = S.turn })
+    return "loop"
+  elseif n == limit then
+    log(S, "loop_warning", { cmd = key, count = n, turn = S.turn })
+    return { cmd = out.cmd, ok = false,
+      content = "Not shown again: this is the " .. n .. "rd time you asked for `" .. key .. "` and its " ..
+        "output has not changed. Use what you already have, try something different, or conclude. " ..
+        "Asking again ends the session." }
+  end
+  return out
+end
+
+local function refuse(S, state, env, c, def)
+  if def.concludes then
+    messages.say(S, "Only the " .. (env.concluders or "evaluator") .. " concludes: your $(" .. c.name ..
+      ") was not accepted. Gather evidence with commands.")
+  else
+    messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state ..
+      " does not run commands here" ..
+      (state.concludes and "; answer with $(answer ...) or say what is missing." or "."))
+  end
+  log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
+end
+
+--- Carry out the commands of one reply. Returns a verdict:
+--   { answer = text } | { outputs = {...} } | { finished = reason, extra = {...} }
+function M.handle(S, state, text, env)
+  local outputs, tools, answer, hold = {}, {}, nil, false
+  for _, c in ipairs(parser.parse(text)) do
+    local def = M.find(c.name)
+    if not def then
+      outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
+        content = "unknown command `" .. c.name .. "`; known commands: " .. table.concat(M.known(), ", ") }
+      log(S, "command", { cmd = c.raw, ok = false, error = "unknown", turn = S.turn })
+    elseif not allowed(state, env.role, def.name) then
+      refuse(S, state, env, c, def)
+    elseif def.tool then
+      c.key = def.name .. " " .. table.concat(parser.words(c.args), " ")
+      tools[#tools + 1] = c
+      outputs[#outputs + 1] = false -- placeholder, filled in order below
+    else
+      local r = def.run(context_for(S, state, env, c), c.args) or {}
+      if r.finished then return { finished = r.finished, extra = r.extra } end
+      if r.output then outputs[#outputs + 1] = r.output end
+      if r.answer then answer = r.answer end
+      if r.hold then hold = true end
+    end
+  end
+
+  if answer and hold then
+    messages.say(S, "Your answer was set aside because you also wrote $(wait).")
+    answer = nil
+  end
+  if answer and state.concludes then
+    if not env.before_answer or env.before_answer() then return { answer = answer } end
+    log(S, "answer_rejected", { answer = answer, turn = S.turn })
+  end
+
+  local results = #tools > 0 and M.run_tools(S, state, tools, env) or {}
+  local k = 0
+  for i, o in ipairs(outputs) do
+    if o == false then
+      k = k + 1
+      local shown = watch_repeats(S, env, tools[k], results[k])
+      if shown == "loop" then
+        S.questions = "The agent was repeating: " .. tools[k].key
+        return { finished = "loop" }
+      end
+      outputs[i] = shown
+    end
+  end
+  for _, o in ipairs(outputs) do
+    log(S, "command", { cmd = o.cmd, ok = o.ok, refused = o.refused, output_chars = #(o.content or ""),
+      output = o.content, turn = S.turn })
+    if env.out then env.out:command(S, o) end
+    if o.ok then
+      local sig = signature(o.content or "")
+      if not S.seen[sig] then S.seen[sig] = true; S.new_evidence = true end
+    end
+  end
+  return { outputs = outputs }
+end
+
+--- The answer in a reply, if it has a concluding command (for a turn that must answer).
+function M.answer_in(S, state, text, env)
+  for _, c in ipairs(parser.parse(text)) do
+    local def = M.find(c.name)
+    if def and def.concludes then
+      local r = def.run(context_for(S, state, env, c), c.args)
+      if r and r.answer then return r.answer end
+    end
+  end
+  return nil
+end
+
+--- One line per command a state may use, for its system prompt: "$(name args) — what".
+function M.reference(names)
+  local lines = {}
+  for _, name in ipairs(names) do
+    local def = M.find(name)
+    if def and def.help then lines[#lines + 1] = "$(" .. def.help:gsub(" — ", ") — ", 1) end
+  end
+  return table.concat(lines, "\n")
+end
+
+return M
