@@ -1,7 +1,8 @@
 """A scripted model for agent tests: it answers like a model would, from what its context shows.
 
-It reads the system prompt to know which state it is in (planner, explorer, evaluator, or the
-V1 agent) and the user message to see the results, then writes $(...) commands. It never
+It knows which state it is in (planner, explorer, evaluator, or the V1 agent) from the label
+moss sends with each request (never from prompt wording, which users are invited to edit), and
+reads the user message to see the results, then writes $(...) commands. It never
 knows the answer in advance: the 13 comes from counting variants in a view it was shown.
 """
 
@@ -9,15 +10,7 @@ from __future__ import annotations
 
 import re
 
-from fakeapi import last_user_text, system_text
-
-
-def state_of(body) -> str:
-    s = system_text(body)
-    for name in ("PLANNER", "EXPLORER", "EVALUATOR"):
-        if f"You are the {name}" in s or f"You are an {name}" in s or f"You are a {name}" in s:
-            return name.lower()
-    return "agent"
+from fakeapi import last_user_text, state_of  # noqa: F401  (state_of is used by tests too)
 
 
 def section(text: str, title: str) -> str:

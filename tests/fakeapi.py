@@ -13,6 +13,10 @@ dict: {"text", "status", "headers", "message", "delay", "chunk_delay", "cut_afte
 "stop_reason"}; build them with error(), slow() and cut(). No reply left => 500
 "fakeapi: script exhausted".
 
+The X-Moss-Label header moss sends with a machine's request ("ROLE/STATE", e.g.
+"explorer/evaluator") is readable as body["_moss_label"] (see label_of), so a scripted model
+can tell states and roles apart without reading prompts that users are invited to edit.
+
 Manual run: python tests/fakeapi.py --port 8765 --script replies.json
 """
 
@@ -181,6 +185,22 @@ class FakeAPI:
         return total, 0
 
 
+def label_of(body: dict) -> str | None:
+    """"ROLE/STATE" of the machine turn that sent this request (its X-Moss-Label header)."""
+    return body.get("_moss_label")
+
+
+def state_of(body: dict) -> str:
+    """The machine state that asked (planner, explorer, evaluator, agent, thinking, ...)."""
+    return (label_of(body) or "agent").rpartition("/")[2]
+
+
+def role_of(body: dict) -> str | None:
+    """The role of the session that asked (explorer, auditor, refactorer, ...)."""
+    label = label_of(body) or ""
+    return label.rpartition("/")[0] or None
+
+
 def last_user_text(body: dict) -> str:
     """The text of the last user message in an Anthropic or OpenAI request body."""
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
@@ -238,6 +258,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if isinstance(body, dict) and "x-moss-label" in headers:
+            body["_moss_label"] = headers["x-moss-label"]
         fake = self.fake
         with fake._lock:
             fake.requests.append(Request(self.path, headers, body))

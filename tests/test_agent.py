@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from agentmodel import Model, section
 from conftest import FIXTURES
-from fakeapi import last_user_text, system_text
+from fakeapi import last_user_text, state_of, system_text
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_plan_calls_planner_first_and_explorer_sees_plan(crate, api):
     assert model.calls[0] == "planner"
     assert model.calls[1] == "explorer"
     planner_req, explorer_req = bodies(api)[:2]
-    assert "Create a plan" in system_text(planner_req) or "PLANNER" in system_text(planner_req)
+    assert state_of(planner_req) == "planner"
     assert "Find the definition with a text search" in section(last_user_text(explorer_req), "Plan")
 
 
@@ -115,7 +115,7 @@ def test_evaluator_that_keeps_writing_commands_is_contained(crate, api):
     n = {"explore": 0}
 
     def model(body):
-        if "You are an EVALUATOR" in system_text(body):
+        if state_of(body) == "evaluator":
             return "$(run touch hacked) $(view src/main.rs) I should look further."
         n["explore"] += 1
         return f"$(view src/main.rs:{n['explore']}-{n['explore'] + 2})"
@@ -163,7 +163,7 @@ def test_repeated_command_warns_then_ends_with_loop(crate, api):
 
 def test_no_new_evidence_forces_one_answer_then_cycle_limit(crate, api):
     def model(body):
-        if "You are an EVALUATOR" in system_text(body):
+        if state_of(body) == "evaluator":
             return "Not enough yet."
         return "I have no idea what to look at."
 
@@ -181,7 +181,7 @@ def test_forced_answer_is_accepted(crate, api):
         text = last_user_text(body)
         if "Answer now" in text:
             return "$(answer probably a CLI)"
-        if "You are an EVALUATOR" in system_text(body):
+        if state_of(body) == "evaluator":
             return "Not enough yet."
         return "hmm"
 
@@ -286,9 +286,8 @@ def test_user_machine_with_function_next_and_all_outputs(crate, api):
     api.push(*replies)
     r = agent(crate, api, "--machine", "careful", "-n", "What is this crate?")
     assert r.stdout.strip() == "it is moss", r.stderr
-    systems = [system_text(b).split("\n")[0] for b in bodies(api)]
-    assert systems == ["You are an EXPLORER in a coding agent. Your only job is to gather information for the task",
-                       "You are RECOVERY. A command failed; suggest a fix.", "You are the JUDGE."]
+    assert [state_of(b) for b in bodies(api)] == ["explorer", "recovery", "judge"]
+    assert system_text(bodies(api)[1]).startswith("You are RECOVERY.")  # the machine's own prompt
 
 
 def test_view_and_text_search_commands_for_people(crate):

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from agentmodel import section
-from fakeapi import last_user_text, system_text
+from fakeapi import last_user_text, role_of, state_of, system_text
 
 needs_bwrap = pytest.mark.skipif(
     subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
@@ -141,8 +141,8 @@ def test_edit_asks_interactively_and_respects_no(app, api):
 
 def test_auditor_reports_findings_with_location_and_severity(app, api):
     def model(body):
-        system, user = system_text(body), last_user_text(body)
-        if "AUDIT EVALUATOR" in system:
+        user = last_user_text(body)
+        if state_of(body) == "evaluator":
             new = section(user, "New results")
             m = re.search(r"^(\S+\.py):\n\s+(\d+) .*os\.system", new, re.M)
             if m:
@@ -156,7 +156,7 @@ def test_auditor_reports_findings_with_location_and_severity(app, api):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("## Findings")
     assert "**HIGH** `app/shell.py:5`" in r.stdout
-    assert "AUDITOR" in system_text(reqs(api)[0])
+    assert role_of(reqs(api)[0]) == "auditor"
 
 
 def test_refactorer_edits_until_the_test_passes(app, api):
@@ -167,10 +167,10 @@ def test_refactorer_edits_until_the_test_passes(app, api):
     """)
 
     def model(body):
-        system, user = system_text(body), last_user_text(body)
-        if "PLANNER" in system:
+        user = last_user_text(body)
+        if state_of(body) == "planner":
             return "1. Fix app/calc.py add.\n2. Run python3 test_calc.py.\nReady to refactor."
-        if "EVALUATOR" in system:
+        if state_of(body) == "evaluator":
             new = section(user, "New results")
             if "Validation passed" in new and "[exit code 0]" in new:
                 return ("$(answer ## Changes\n- `app/calc.py` — add() returned a - b; now a + b\n"
@@ -187,8 +187,7 @@ def test_refactorer_edits_until_the_test_passes(app, api):
     assert r.returncode == 0, r.stderr
     assert "## Changes" in r.stdout and "passed" in r.stdout
     assert subprocess.run(["python3", "test_calc.py"], cwd=app.root).returncode == 0
-    calls = [system_text(b).split("\n")[0] for b in reqs(api)]
-    assert "PLANNER" in calls[0]  # the refactorer always plans first
+    assert state_of(reqs(api)[0]) == "planner"  # the refactorer always plans first
 
 
 def test_auto_dispatch_by_classifier_and_by_fallback(app, api):
@@ -199,12 +198,12 @@ def test_auto_dispatch_by_classifier_and_by_fallback(app, api):
     assert "role: auditor (classifier answered 'auditor')" in r.stderr
     classify = reqs(api)[0]
     assert last_user_text(classify) == "Task: check this for vulnerabilities"  # the task only
-    assert "AUDITOR" in system_text(reqs(api)[1])
+    assert role_of(reqs(api)[1]) == "auditor"
     # Classifier answers nonsense: the keyword rules decide.
     api.push("Well, it depends on many things.", "$(answer looked)")
     r = agent(app, api, "--v1", "-n", "--auto", "check this for vulnerabilities")
     assert "role: auditor (keyword 'check'" in r.stderr
-    assert "AUDITOR" in system_text(reqs(api)[3])
+    assert role_of(reqs(api)[3]) == "auditor"
     log = "".join(p.read_text() for p in (app.root / ".moss/agent/logs").glob("*.jsonl"))
     assert '"event": "dispatch"' in log
 
@@ -234,10 +233,10 @@ def test_project_role_overrides_builtin_and_roles_table(app, api):
 
 def test_pipeline_auditor_then_refactorer_reports_both(app, api):
     def model(body):
-        system, user = system_text(body), last_user_text(body)
-        if "AUDITOR" in system:
+        user = last_user_text(body)
+        if role_of(body) == "auditor":
             return "$(answer ## Findings\n- **HIGH** `app/calc.py:3` — add subtracts)"
-        if "REFACTORER" in system and "add subtracts" in user:
+        if role_of(body) == "refactorer" and "add subtracts" in user:
             return "$(edit app/calc.py --old \"a - b\" --new \"a + b\") $(answer ## Changes\n- fixed add)"
         return "missing context"
 

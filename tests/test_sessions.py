@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from agentmodel import Model
-from fakeapi import FakeAPI, last_user_text, system_text
+from fakeapi import FakeAPI, last_user_text, state_of
 
 needs_bwrap = pytest.mark.skipif(
     subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
@@ -180,8 +180,8 @@ def failing_edits_model(state, stop_after_rollback=False):
              '$(edit app/calc.py --old "b - a" --new "a - b + 0")']
 
     def model(body):
-        system, user = system_text(body), last_user_text(body)
-        if "PLANNER" in system:
+        user = last_user_text(body)
+        if state_of(body) == "planner":
             return PLAN
         state["seen"].append(user)
         if stop_after_rollback and "[rollback]" in user:

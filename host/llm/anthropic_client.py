@@ -46,6 +46,10 @@ def build_params(req: dict, model: str, prompt_cache: bool) -> dict:
         params["system"] = _blocks(req["system"], prompt_cache)
     if req.get("stop"):
         params["stop_sequences"] = list(req["stop"])
+    if req.get("label"):
+        # Which part of a machine asks (e.g. "evaluator"): a header, so the prompt's bytes (and
+        # its cache) stay the same; proxies, logs and test servers can tell turns apart.
+        params["extra_headers"] = {"X-Moss-Label": req["label"]}
     if req.get("temperature") is not None:
         # The SDK dropped its temperature argument (current models refuse one); older ones take it.
         params["extra_body"] = {"temperature": req["temperature"]}

@@ -35,6 +35,10 @@ def build_params(req: dict, provider) -> dict:
     # Reasoning models refuse `stop`: the text is cut at the stop sequence here instead.
     if req.get("stop") and not is_openai_reasoning(provider.model):
         params["stop"] = list(req["stop"])
+    if req.get("label"):
+        # Which part of a machine asks (e.g. "evaluator"): a header, so the prompt's bytes (and
+        # its cache) stay the same; proxies, logs and test servers can tell turns apart.
+        params["extra_headers"] = {"X-Moss-Label": req["label"]}
     if req.get("temperature") is not None:  # already dropped for models that refuse it
         params["temperature"] = req["temperature"]
     return params

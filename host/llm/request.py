@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from ..errors import MossError
 
-FIELDS = {"messages", "system", "model", "provider", "max_tokens", "stop", "temperature", "prompt"}
+FIELDS = {"messages", "system", "model", "provider", "max_tokens", "stop", "temperature", "prompt", "label"}
 ROLES = ("user", "assistant", "system")
 
 
@@ -82,6 +82,9 @@ def normalise_request(request: Any, default_max_tokens: int) -> dict:
     temperature = request.get("temperature")
     if temperature is not None and not isinstance(temperature, (int, float)):
         raise _usage(f"temperature must be a number, got {temperature!r}")
-    return {"system": "\n\n".join(system_parts) or None, "messages": messages, "model": request.get("model") or None,
+    label = request.get("label")
+    if label is not None and not (isinstance(label, str) and label.isprintable() and len(label) <= 200):
+        raise _usage(f"label must be a short printable string, got {label!r}")
+    return {"system": "\n\n".join(system_parts) or None, "label": label or None, "messages": messages, "model": request.get("model") or None,
             "provider": request.get("provider") or None, "max_tokens": max_tokens, "stop": stop,
             "temperature": temperature}

@@ -32,6 +32,7 @@ function M.classify(task, roles)
     known[#known + 1] = r.name
   end
   local ok, resp = pcall(moss.llm.chat, {
+    label = "dispatch",
     system = "You route tasks for a coding agent. Reply with exactly one role name from this list " ..
       "and nothing else:\n" .. table.concat(lines, "\n"),
     messages = { { role = "user", content = "Task: " .. task } },

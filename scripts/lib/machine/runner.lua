@@ -108,7 +108,7 @@ local function llm_call(S, state, env, extra)
     end
   end
   local request = { system = system_prompt(S, state, env), messages = { { role = "user", content = user } },
-    max_tokens = env.max_tokens or 4096 }
+    max_tokens = env.max_tokens or 4096, label = (S.role and (S.role .. "/") or "") .. S.state }
   log(S, "turn_start", { turn = S.turn, state = S.state, context_chars = #context.text(user),
     working_memory = #S.mem.items,
     pending = #S.mem.pending })
