@@ -152,6 +152,15 @@ def test_host_daemon_sockets_out_of_reach(root):
         os.unlink(path)
 
 
+def test_host_password_hashes_and_host_keys_hidden(root):
+    secrets = [p for p in ["/etc/shadow", *sorted(map(str, Path("/etc/ssh").glob("ssh_host_*_key")))]
+               if os.path.isfile(p) and os.access(p, os.R_OK)]
+    if not secrets:
+        pytest.skip("no readable /etc/shadow or SSH host key here")
+    r = run("cat " + " ".join(secrets) + " | wc -c", root=root, access="read-shell")
+    assert r["stdout"].strip() == "0", r
+
+
 # --- the environment ------------------------------------------------------------------------
 
 SECRETS = {"ANTHROPIC_API_KEY": "sk-test-SECRET", "GH_TOKEN": "ghp_fakeFAKEfake0000"}
@@ -480,3 +489,4 @@ def test_probe_passes_and_is_cheap():
     t0 = time.monotonic()
     assert sandbox.bwrap_problem() is None
     assert time.monotonic() - t0 < 2
+

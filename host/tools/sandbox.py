@@ -4,7 +4,8 @@ The host is the one place that enforces access levels. Levels, weakest first:
 
 - ``read-only``  : no commands at all, no writes.
 - ``read-shell`` : commands run under bubblewrap with the whole filesystem read-only,
-  a private /tmp and /run, an empty home, fresh /dev and /proc, no network.
+  a private /tmp and /run, an empty home, fresh /dev and /proc, no network, and the
+  host's password hashes and SSH host keys shown as empty files.
 - ``edit``       : like read-shell, but the project root is writable (its git metadata and
   ``.moss/`` stay read-only); file edits allowed.
 - ``full``       : unrestricted ``sh -c``; only when the caller says full access was
@@ -103,6 +104,11 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Version managers under the home whose shims need their whole root, and which keep no
 # credentials: when a PATH directory lies inside one, the root is shown read-only.
 TOOL_ROOTS = (".pyenv", ".rbenv", ".nodenv", ".goenv", ".nvm", ".asdf", ".rustup", ".volta")
+
+# Root-owned secrets a command run by root could read even without capabilities (the owner
+# bits apply): shown as empty files inside.
+HOST_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+                "/etc/security/opasswd", "/etc/ssh/ssh_host_*_key")
 
 _probe_cache: dict[str, str | None] = {}
 _probe_lock = threading.Lock()
@@ -327,10 +333,22 @@ def _rebinds(hidden: list[str], root: str, setup: Setup) -> list[str]:
     return args
 
 
+def _masked() -> list[str]:
+    import glob
+
+    args: list[str] = []
+    for pattern in HOST_SECRETS:
+        for p in sorted(glob.glob(pattern)):
+            if os.path.isfile(p) and not os.path.islink(p):
+                args += ["--ro-bind", "/dev/null", p]
+    return args
+
+
 def _base_args(bwrap: str, hidden: list[str]) -> list[str]:
     args = [
         bwrap,
         "--ro-bind", "/", "/",
+        *_masked(),
         "--dev", "/dev",
         "--proc", "/proc",
         # Root owns kernel settings: a fresh /proc alone leaves /proc/sys writable to it.
