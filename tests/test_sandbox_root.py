@@ -391,6 +391,22 @@ def test_existing_nested_git_read_only_at_edit(root):
     assert "fsmonitor" not in (sub / ".git" / "config").read_text()
 
 
+def test_without_sandbox_changes_are_reported_and_new_repos_undone(root, monkeypatch):
+    """With the user's unsandboxed_ok and no bubblewrap nothing is read-only, but the
+    check after each command still undoes new metadata and reports changed settings."""
+    sub = root / "vendor" / "lib"
+    sub.mkdir(parents=True)
+    git("init", "-q", cwd=sub)
+    monkeypatch.setenv("MOSS_BWRAP", "/nonexistent/bwrap")
+    run("true", root=root, access="edit", unsandboxed_ok=True)  # the session's first look
+    r = run("git -C vendor/lib config core.fsmonitor 'touch x' && git init -q new", root=root, access="edit",
+            unsandboxed_ok=True)
+    assert r["sandbox"] == "none" and r["code"] == 0
+    notes = "\n".join(r["git"])
+    assert "vendor/lib/.git: git settings that run commands appeared: core.fsmonitor = touch x" in notes
+    assert "new/.git: a git repository appeared" in notes and not (root / "new" / ".git").exists()
+
+
 def test_background_run_creating_git_is_caught_while_it_runs(root):
     m = RunManager(root)
     try:
@@ -490,3 +506,15 @@ def test_probe_passes_and_is_cheap():
     assert sandbox.bwrap_problem() is None
     assert time.monotonic() - t0 < 2
 
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["moss-dir", "no-moss-dir"])
+def test_edit_cannot_rewrite_moss_policy(root, exists):
+    """The agent's policy and approval rules live in .moss/: a command cannot plant them,
+    even in a project that has no .moss/ yet."""
+    if exists:
+        (root / ".moss").mkdir()
+    r = run("mkdir -p .moss/scripts && echo 'print(1)' > .moss/scripts/agent.lua && echo planted",
+            root=root, access="edit", env=C)
+    assert "planted" not in r["stdout"] and "Read-only file system" in r["stderr"], r
+    assert not (root / ".moss" / "scripts").exists()
