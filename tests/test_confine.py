@@ -115,7 +115,8 @@ def test_symlink_inside_root_resolves(tree):
 
 
 @pytest.mark.parametrize("path", [".git", ".git/config", ".git/hooks/pre-commit", "./.git/x",
-                                  "src/../.git/config", "vendor/lib/.git/config"])
+                                  "src/../.git/config", "vendor/lib/.git/config", "a/b/.git",
+                                  "a/b/.git/hooks/post-checkout"])
 def test_git_dir_refused(tree, path):
     root, _ = tree
     assert ".git" in denied(root, path)

@@ -42,11 +42,12 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def outside_tmp():
-    """A directory outside /tmp (which the sandbox replaces by a tmpfs), removed after."""
-    home = Path.home()
-    if not os.access(home, os.W_OK) or str(home).startswith("/tmp"):
-        pytest.skip("needs a writable home directory outside /tmp")
-    base = Path(tempfile.mkdtemp(prefix=".moss-test-", dir=home)).resolve()
+    """A host directory the sandbox shows read-only: outside /tmp and the home (which it
+    replaces by empty tmpfs mounts). Removed after."""
+    where = "/var/tmp"
+    if not os.access(where, os.W_OK):
+        pytest.skip("needs a writable /var/tmp")
+    base = Path(tempfile.mkdtemp(prefix=".moss-test-", dir=where)).resolve()
     try:
         yield base
     finally:

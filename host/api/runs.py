@@ -20,12 +20,17 @@ def functions(ctx):
             cfg = ctx.config.get("runs") or {}
             from ..tools.runs import RunManager
 
+            from .shell import report_git
+
             m = RunManager(ctx.root, max_parallel=int(cfg.get("max_parallel") or 0), log=ctx.log,
-                           prepare_dir=ensure_dir)
+                           prepare_dir=ensure_dir,
+                           report=lambda notes, data: report_git(ctx, "runs", notes, log=False, **data))
             ctx.services["runs"] = m  # closed (attached runs stopped) when the script ends
         return m
 
     def start(spec):
+        from ..tools.sandbox import setup_from_config
+
         if isinstance(spec, str):
             spec = {"cmd": spec}
         if not isinstance(spec, dict):
@@ -56,6 +61,7 @@ def functions(ctx):
             timeout=spec.get("timeout"),
             meta=spec.get("meta"),
             env=env,
+            setup=setup_from_config(ctx.user_config, ctx.config),
         )
 
     def list_():

@@ -2,26 +2,54 @@
 
 from __future__ import annotations
 
+from ..errors import MossError
+
+
+def report_git(ctx, where: str, notes: list[str], log: bool = True, **data) -> None:
+    """Say loudly that git metadata was created or changed: stderr and the session log."""
+    if not notes:
+        return
+    from .. import ui
+
+    for line in notes:
+        ui.console().print(f"[bold red]git metadata:[/] {ui.escape(line)}")
+    if log:  # RunManager logs its own findings
+        ctx.log("git_metadata", {"where": where, "notes": list(notes), **data})
+
 
 def functions(ctx):
     def run(cmd, opts=None):
         from ..tools import shell
+        from ..tools.sandbox import setup_from_config
 
         opts = opts or {}
         if not isinstance(cmd, str) or not cmd.strip():
             raise ValueError("run needs a command string")
+        env = opts.get("env")
+        if env is not None and not isinstance(env, dict):
+            if env != []:
+                raise MossError("moss.shell.run: env must be a table of NAME = value", kind="usage")
+            env = {}
         cfg = ctx.config.get("shell", {})
-        return shell.run(
-            cmd,
-            root=ctx.root,
-            access=ctx.access,
-            cwd=opts.get("cwd"),
-            timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),
-            max_chars=int(opts.get("max_chars") or cfg.get("max_chars") or 20000),
-            allow_full=ctx.allow_full,
-            unsandboxed_ok=ctx.unsandboxed_ok,
-            cancel=ctx.cancelled,
-            stdin=opts.get("stdin"),
-        )
+        try:
+            result = shell.run(
+                cmd,
+                root=ctx.root,
+                access=ctx.access,
+                cwd=opts.get("cwd"),
+                timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),
+                max_chars=int(opts.get("max_chars") or cfg.get("max_chars") or 20000),
+                env=env,
+                allow_full=ctx.allow_full,
+                unsandboxed_ok=ctx.unsandboxed_ok,
+                cancel=ctx.cancelled,
+                stdin=opts.get("stdin"),
+                setup=setup_from_config(ctx.user_config, ctx.config),
+            )
+        except MossError as e:
+            report_git(ctx, "shell.run", e.data.get("git") or [], cmd=cmd)
+            raise
+        report_git(ctx, "shell.run", result.get("git") or [], cmd=cmd)
+        return result
 
     return {"shell.run": run}

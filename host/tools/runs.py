@@ -1,7 +1,9 @@
 """Background runs: long commands (training jobs, sweep members) that outlive one primitive call.
 
 A run is ``sh -c CMD`` started in its own process group under the session's access level
-(bubblewrap for ``edit``, plain for ``full``; see moss.tools.sandbox), with stdout and stderr
+(bubblewrap for ``edit``, plain for ``full``; see moss.tools.sandbox) with the scrubbed
+environment every command gets (variables given to ``start`` are set inside the sandbox,
+never on the launcher; ``LD_*`` is refused), with stdout and stderr
 going to ``.moss/agent/runs/<id>.log``. Its record — status, exit code, pid, alert rules and
 alerts — is ``.moss/agent/runs/<id>.json``, rewritten atomically on every change, so another
 moss process (a resumed session) sees the same runs.
@@ -20,6 +22,11 @@ Runs die with the moss process that started them (``close()``, also registered w
 atexit: SIGTERM to each group, SIGKILL after 2 s) unless started with ``detach=True``:
 a detached run keeps going, writes its exit code to ``<id>.exit``, and the next moss
 process that opens the runs folder adopts it (tails its log, notices its end).
+
+Below ``full``, git metadata is off limits to runs as to shell commands: bound read-only at
+launch, and checked while edit-level runs go (every ``GIT_CHECK`` s) and when each ends;
+what appeared is undone, and every finding lands in the run's record (``git``), its next
+event, the session log and stderr (see moss.tools.gitguard).
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ from typing import Any, Callable
 from moss.errors import MossError
 from moss.tools.atomic import write_atomic
 from moss.tools.confine import confine
-from moss.tools.sandbox import SHELL, check_level, command_plan, require_write
+from moss.tools import gitguard
+from moss.tools.sandbox import SHELL, Setup, check_env, check_level, command_plan, require_write
 
 __all__ = ["RunManager", "parse_rule", "STATUSES", "TERMINAL"]
 
@@ -56,6 +64,7 @@ CANCEL_POLL = 0.25   # how often wait() looks at cancel()
 KILL_GRACE = 2.0     # SIGTERM -> SIGKILL
 MAX_LINE = 64 * 1024  # a longer "line" is checked in pieces
 MAX_TAIL = 100_000
+GIT_CHECK = 2.0      # seconds between git-metadata checks while edit-level runs go
 
 # ---- alert rules -------------------------------------------------------------------------
 
@@ -221,12 +230,12 @@ def _now() -> float:
 class _Live:
     """What this process knows about a run it watches (never persisted)."""
 
-    def __init__(self, rules: list[Rule], argv: list[str] | None = None, env: dict | None = None,
-                 cwd: str | None = None):
+    def __init__(self, rules: list[Rule], plan: Callable[[list[str]], Any] | None = None,
+                 cwd: str | None = None, access: str | None = None):
         self.rules = rules
-        self.argv = argv
-        self.env = env
+        self.plan = plan      # protect paths -> sandbox.Plan; None once launched (or not ours)
         self.cwd = cwd
+        self.access = access
         self.proc: subprocess.Popen | None = None
         self.offset = 0
         self.partial = b""
@@ -241,11 +250,14 @@ class RunManager:
     """The runs of one project, as seen by this process. Thread-safe."""
 
     def __init__(self, root: Path, *, max_parallel: int = 0, log: Callable[[str, dict], None] | None = None,
-                 prepare_dir: Callable[[Path], None] | None = None):
+                 prepare_dir: Callable[[Path], None] | None = None,
+                 report: Callable[[list[str], dict], None] | None = None):
         self.root = Path(root)
         self.dir = self.root / ".moss" / "agent" / "runs"
         self.max_parallel = max(0, int(max_parallel or 0))
         self._log_cb = log
+        self._report_cb = report  # git-metadata findings: shown on stderr and logged by the caller
+        self._git_checked = 0.0
         self._prepare_dir = prepare_dir
         self._dir_ready = False
         self._lock = threading.RLock()
@@ -389,6 +401,8 @@ class RunManager:
             event = {"type": "run", "id": rec["id"], "name": rec["name"], "status": status, "previous": prev}
             if rec.get("code") is not None:
                 event["code"] = rec["code"]
+            if rec.get("git") and status in TERMINAL:
+                event["git"] = list(rec["git"])
             if error:
                 event["error"] = error
             self._events.append(event)
@@ -438,6 +452,10 @@ class RunManager:
                     self._log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
             with self._lock:
                 self._start_queued()
+            try:
+                self._check_git_while_running()
+            except Exception as e:
+                self._log("run_monitor_error", {"error": f"git check: {type(e).__name__}: {e}"})
             self._wake.wait(POLL)
             self._wake.clear()
 
@@ -497,6 +515,8 @@ class RunManager:
 
     def _finish(self, rid: str, code: int | None) -> None:
         self._drain(rid, final=True)  # alerts from the last lines come before the run event
+        if self._live[rid].access in ("edit", "read-shell") and self._runs[rid]["status"] not in TERMINAL:
+            self._git_notes(gitguard.guard_for(self.root).check(), [rid])
         with self._lock:
             rec, live = self._runs[rid], self._live[rid]
             if rec["status"] in TERMINAL:
@@ -514,7 +534,7 @@ class RunManager:
         running = sum(1 for rid in self._live if self._runs[rid]["status"] == "running")
         for rid, live in list(self._live.items()):
             rec = self._runs[rid]
-            if rec["status"] != "queued" or live.argv is None:
+            if rec["status"] != "queued" or live.plan is None:
                 continue
             if self.max_parallel and running >= self.max_parallel:
                 return
@@ -524,18 +544,29 @@ class RunManager:
     def _launch(self, rid: str) -> None:
         rec, live = self._runs[rid], self._live[rid]
         self._ensure_dir()
-        argv = live.argv
-        env = dict(live.env)
-        if rec.get("detached"):
-            # A shell outside the sandbox waits for the command and records its exit code,
-            # so a later moss process can tell finished from failed.
-            env["MOSS_RUN_EXIT"] = str(self._path(rid, "exit"))
-            argv = [SHELL, "-c", '"$@"; c=$?; echo "$c" > "$MOSS_RUN_EXIT"; exit "$c"', "moss-run", *argv]
+        protect: list[str] = []
+        if live.access == "edit":
+            notes, protect = gitguard.guard_for(self.root).before()
+            self._git_notes(notes, [rid])
+        make, live.plan = live.plan, None
+        try:
+            plan = make(protect)
+        except MossError as e:
+            self._set_status(rec, "failed", error=f"could not start: {e}")
+            return
         try:
             fd = os.open(self._path(rid, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-                                        cwd=live.cwd, env=env, start_new_session=True, close_fds=True)
+                with plan.launch() as (argv, env, fds):
+                    if rec.get("detached"):
+                        # A shell outside the sandbox waits for the command and records its exit
+                        # code, so a later moss process can tell finished from failed.
+                        env["MOSS_RUN_EXIT"] = str(self._path(rid, "exit"))
+                        argv = [SHELL, "-c", '"$@"; c=$?; echo "$c" > "$MOSS_RUN_EXIT"; exit "$c"', "moss-run",
+                                *argv]
+                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
+                                            cwd=live.cwd, env=env, start_new_session=True, close_fds=True,
+                                            pass_fds=fds)
             finally:
                 os.close(fd)
         except OSError as e:
@@ -549,6 +580,37 @@ class RunManager:
         self._set_status(rec, "running")
         self._log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "sandbox": rec["sandbox"],
                                 "workdir": rec["workdir"], "pid": proc.pid})
+
+    def _git_notes(self, notes: list[str], rids: list[str]) -> None:
+        """Record git-metadata findings on the runs concerned; report them at once."""
+        if not notes:
+            return
+        with self._lock:
+            for rid in rids:
+                rec = self._runs.get(rid)
+                if rec is not None:
+                    rec.setdefault("git", []).extend(notes)
+                    self._save(rec)
+        self._log("git_metadata", {"runs": rids, "notes": notes})
+        if self._report_cb:
+            try:
+                self._report_cb(notes, {"runs": rids})
+            except Exception:
+                pass
+
+    def _check_git_while_running(self) -> None:
+        """Between launch and end, an edit-level run may create git metadata: look now and then."""
+        now = time.monotonic()
+        if now - self._git_checked < GIT_CHECK:
+            return
+        with self._lock:
+            rids = [rid for rid, live in self._live.items()
+                    if live.access in ("edit", "read-shell") and live.proc is not None
+                    and self._runs[rid]["status"] == "running"]
+        if not rids:
+            return
+        self._git_checked = now
+        self._git_notes(gitguard.guard_for(self.root).check(), rids)
 
     def _signal_stop(self, rid: str, reason: str) -> None:
         rec, live = self._runs[rid], self._live.get(rid)
@@ -564,10 +626,13 @@ class RunManager:
     def start(self, cmd: str, *, access: str, allow_full: bool = False, unsandboxed_ok: bool = False,
               name: str | None = None, workdir: str | None = None, alerts: list | None = None,
               detach: bool = False, timeout: float | None = None, meta: Any = None,
-              env: dict | None = None) -> dict:
+              env: dict | None = None, setup: Setup | None = None) -> dict:
+        """Start (or queue) a run; `env` is set inside the sandbox over the scrubbed
+        environment, `setup` is what the user's own config adds (see moss.tools.sandbox)."""
         if not isinstance(cmd, str) or not cmd.strip():
             raise MossError("runs.start: cmd must be a non-empty command string", kind="usage")
         check_level(access)
+        extra = check_env(env, "runs.start")
         require_write(access, "starting a run (runs write files)")
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise MossError(f"runs.start: timeout must be a positive number of seconds, got {timeout!r}",
@@ -577,18 +642,14 @@ class RunManager:
         wd = confine(real_root, workdir if workdir not in (None, "") else ".", must_exist=True)
         if not wd.is_dir():
             raise MossError(f"runs.start: workdir {workdir!r} is not a directory", kind="usage")
-        argv, sandbox = command_plan(cmd, access=access, root=str(real_root), cwd=str(wd), allow_full=allow_full,
-                                     unsandboxed_ok=unsandboxed_ok)
         rid = uuid.uuid4().hex[:12]
-        full_env = dict(os.environ)
-        if sandbox != "none":
-            full_env["TMPDIR"] = "/tmp"
-        full_env.update(PYTHONUNBUFFERED="1", MOSS_RUN_ID=rid)
-        for k, v in (env or {}).items():
-            if v is None:
-                full_env.pop(str(k), None)
-            else:
-                full_env[str(k)] = str(v)
+        extra = {"PYTHONUNBUFFERED": "1", "MOSS_RUN_ID": rid, **extra}
+
+        def plan(protect: list[str]):
+            return command_plan(cmd, access=access, root=str(real_root), cwd=str(wd), allow_full=allow_full,
+                                unsandboxed_ok=unsandboxed_ok, env=extra, setup=setup, protect=protect)
+
+        sandbox = plan([]).sandbox  # refuses now (kind "denied") rather than at launch
         rel_wd = os.path.relpath(wd, real_root)
         rec = {
             "id": rid, "name": name or (cmd if len(cmd) <= 60 else cmd[:59] + "…"), "cmd": cmd,
@@ -602,7 +663,8 @@ class RunManager:
             if self._closed:
                 raise MossError("runs.start: moss is shutting down", kind="usage")
             self._runs[rid] = rec
-            self._live[rid] = _Live(rules, argv=argv, env=full_env, cwd=str(wd))
+            self._live[rid] = _Live(rules, plan=plan, cwd=str(wd),
+                                    access=access if sandbox != "bwrap-ro" else None)
             self._save(rec)
             self._events.append({"type": "run", "id": rid, "name": rec["name"], "status": "queued",
                                  "previous": None})

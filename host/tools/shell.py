@@ -1,7 +1,9 @@
 """Run a shell command under the session's access level.
 
 `run(cmd, root=..., access=...)` runs ``sh -c cmd`` in its own process group, inside the
-bubblewrap sandbox for read-shell and edit (see moss.tools.sandbox), plainly for full.
+bubblewrap sandbox for read-shell and edit (see moss.tools.sandbox), plainly for full,
+always with the scrubbed environment of `sandbox.command_env`. Below full, git metadata the
+command creates or changes is undone and reported (see moss.tools.gitguard).
 Both streams are captured separately, read incrementally (memory stays bounded however
 much a command prints) and capped to `max_chars` each, keeping head and tail with a
 marker saying how much was cut. A timeout kills the whole process group (SIGTERM, then
@@ -21,7 +23,8 @@ from typing import Callable
 
 from moss.errors import MossError
 from moss.tools.confine import confine
-from moss.tools.sandbox import check_level, command_plan
+from moss.tools import gitguard
+from moss.tools.sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
 
 __all__ = ["run"]
 
@@ -98,18 +101,6 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def _environment(env: dict | None, sandboxed: bool) -> dict[str, str]:
-    merged = dict(os.environ)
-    if sandboxed:
-        merged["TMPDIR"] = "/tmp"  # the only writable scratch space inside the sandbox
-    for key, value in (env or {}).items():
-        if value is None:
-            merged.pop(str(key), None)
-        else:
-            merged[str(key)] = str(value)
-    return merged
-
-
 def _feed(pipe, data: bytes) -> None:
     try:
         pipe.write(data)
@@ -135,14 +126,16 @@ def run(
     unsandboxed_ok: bool = False,
     cancel: Callable[[], bool] | None = None,
     stdin: str | None = None,
+    setup: Setup | None = None,
 ) -> dict:
     """Run `cmd` with ``sh -c`` at access level `access`; see the module docstring.
 
     Returns {"stdout", "stderr", "code", "timed_out", "truncated", "duration", "sandbox",
-    "cmd"}. `code` is None when the command was killed for its timeout. `env` entries are
-    added to (None removes from) the inherited environment. Raises MossError: "denied"
-    (level refuses, sandbox missing, cwd outside root), "usage" (bad arguments),
-    "interrupted" (cancel() returned True).
+    "cmd"}, plus "git" (sentences) when git metadata was created or changed. `code` is None
+    when the command was killed for its timeout. `env` entries are added to (None removes
+    from) the scrubbed environment; `setup` is what the user's own config adds to it.
+    Raises MossError: "denied" (level refuses, sandbox missing or weak, cwd outside root,
+    LD_* in env), "usage" (bad arguments), "interrupted" (cancel() returned True).
     """
     if not isinstance(cmd, str):
         raise MossError("run: the command must be a string", kind="usage")
@@ -153,6 +146,7 @@ def run(
     if not isinstance(max_chars, int) or max_chars < 0:
         raise MossError(f"run: max_chars must be a non-negative integer, got {max_chars!r}",
                         kind="usage")
+    extra_env = check_env(env, "run")
     if access == "read-only":
         # Refuse before touching anything else (no path checks, no probe).
         command_plan(cmd, access=access, root="", cwd="", allow_full=allow_full,
@@ -162,29 +156,40 @@ def run(
     workdir = confine(real_root, cwd if cwd not in (None, "") else ".", must_exist=True)
     if not workdir.is_dir():
         raise MossError(f"run: cwd {cwd!r} is not a directory", kind="usage")
-    argv, sandbox = command_plan(
+    # Below full, git metadata is off limits; a read-only sandbox cannot touch it at all.
+    guard = None
+    if access == "edit" or (access == "read-shell" and bwrap_problem() is not None):
+        guard = gitguard.guard_for(real_root)
+    git_notes, protect = guard.before() if guard else ([], [])
+    plan = command_plan(
         cmd,
         access=access,
         root=str(real_root),
         cwd=str(workdir),
         allow_full=allow_full,
         unsandboxed_ok=unsandboxed_ok,
+        env=extra_env,
+        setup=setup,
+        protect=protect,
     )
+    sandbox = plan.sandbox
 
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(workdir),
-            env=_environment(env, sandbox != "none"),
-            start_new_session=True,
-            close_fds=True,
-        )
+        with plan.launch() as (argv, launch_env, fds):
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=str(workdir),
+                env=launch_env,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=fds,
+            )
     except OSError as exc:
-        raise MossError(f"run: could not start {argv[0]}: {exc}", kind="io") from exc
+        raise MossError(f"run: could not start {plan.argv[0]}: {exc}", kind="io") from exc
 
     feeder = None
     if stdin is not None:
@@ -217,11 +222,14 @@ def run(
             if cancel is not None and cancel():
                 stop_group()
                 _finish(proc, term_at)
+                if guard is not None:
+                    git_notes += guard.check()  # undo even when interrupted
                 raise MossError(
                     f"run interrupted: {cmd}",
                     kind="interrupted",
                     stdout=out.text(max_chars)[0],
                     stderr=err.text(max_chars)[0],
+                    git=git_notes,
                 )
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
@@ -258,6 +266,8 @@ def run(
         sel.close()
 
     code = _finish(proc, term_at)
+    if guard is not None:
+        git_notes += guard.check()
     if feeder is not None:
         feeder.join(timeout=1)
     duration = time.monotonic() - start
@@ -270,7 +280,10 @@ def run(
     elif abandoned:
         note = "[moss: background processes kept the output open; stopped reading]"
         stderr = f"{stderr}\n{note}" if stderr else note
-    return {
+    for line in git_notes:
+        note = f"[moss: git metadata: {line}]"
+        stderr = f"{stderr}\n{note}" if stderr else note
+    result = {
         "stdout": stdout,
         "stderr": stderr,
         "code": None if timed_out else code,
@@ -280,6 +293,9 @@ def run(
         "sandbox": sandbox,
         "cmd": cmd,
     }
+    if git_notes:
+        result["git"] = git_notes
+    return result
 
 
 def _finish(proc: subprocess.Popen, term_at: float | None) -> int | None:

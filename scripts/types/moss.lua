@@ -155,13 +155,14 @@ function moss.code.search(pattern, opts) end
 ---@field duration number
 ---@field sandbox string   # bwrap-ro, bwrap-project or none
 ---@field cmd string
+---@field git? string[]     # git metadata the command created or changed (undone where possible)
 
 ---@class moss.shell
 moss.shell = {}
 
---- sh -c CMD under the session's access level.
+--- sh -c CMD under the session's access level, with a scrubbed environment (env adds to it; LD_* refused).
 ---@param cmd string
----@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string}
+---@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string, env?: table<string, string>}
 ---@return moss.RunResult
 function moss.shell.run(cmd, opts) end
 
@@ -361,6 +362,7 @@ function moss.store.save(name, data) end
 ---@field meta? any
 ---@field alert_rules table[]
 ---@field alerts moss.Alert[]
+---@field git? string[]               # git metadata the run created or changed (undone where possible)
 
 ---@alias moss.AlertRule string|{pattern?: string, ignore_case?: boolean, metric?: string, op?: ">"|">="|"<"|"<=", threshold?: number, nan?: boolean, severity?: "info"|"warning"|"critical", message?: string, choices?: string[], name?: string, once?: boolean}
 
@@ -379,6 +381,7 @@ function moss.store.save(name, data) end
 ---@field message? string
 ---@field choices? string[]
 ---@field line? string
+---@field git? string[]                # terminal run events: git metadata the run created or changed
 
 ---@class moss.runs
 moss.runs = {}
