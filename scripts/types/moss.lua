@@ -114,6 +114,7 @@ function moss.ui.event(event) end
 ---@field max_tokens? integer
 ---@field stop? string|string[]
 ---@field temperature? number
+---@field label? string which part of a machine asks (sent as the X-Moss-Label header)
 
 ---@class moss.llm
 moss.llm = {}
