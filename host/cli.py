@@ -121,7 +121,7 @@ def scripts_cmd():
 
 
 @cli.command("trust")
-@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--yes", "-y", is_flag=True, help="Trust what is shown without asking.")
 @click.option("--revoke", is_flag=True, help="Forget the trust: the project's .moss/ content is ignored again.")
 @click.option("--status", is_flag=True, help="One line: trusted, not trusted, changed, or nothing to trust.")

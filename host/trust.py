@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,14 +59,16 @@ class Item:
     note: str = field(default="", compare=False)
     path: tuple = field(default=(), compare=False)
 
-    def shown(self, width: int = 80) -> str:
+    def shown(self, width: int | None = None) -> str:
+        """The value for people: a file's hash prefix, or the whole value (a trust question
+        must not hide the end of a command) unless a width is asked for."""
         if self.kind == "script":
             return "sha256:" + self.value[:16]
-        return self.value if len(self.value) <= width else self.value[: width - 1] + "…"
+        return self.value if width is None or len(self.value) <= width else self.value[: width - 1] + "…"
 
     def line(self) -> str:
         """One line for messages: `.moss/scripts/agent.lua (overrides built-in)`, `agent.role = "x"`."""
-        text = self.key if self.kind == "script" else f"{self.key} = {self.shown(60)}"
+        text = self.key if self.kind == "script" else f"{self.key} = {self.shown(80)}"
         return text + (f" ({self.note})" if self.note else "")
 
 
@@ -117,8 +120,15 @@ class Trust:
 
 # -- scanning ----------------------------------------------------------------------------
 
+def visible(text: str) -> str:
+    """Text with control, format (bidi overrides, zero-width) and line-separator characters
+    written as escapes, so what a person is asked to trust reads as what it is."""
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+                   for c in text)
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return visible(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
 
 
 def _config_kind(path: tuple, name: str, command_table: bool) -> str | None:
@@ -153,13 +163,14 @@ def _walk(node: dict, path: tuple, out: list[Item], user_only: list[Item]) -> No
     for name, value in node.items():
         key = path + (name,)
         if key in USER_ONLY:
-            user_only.append(Item("setting", dotted_key(key), _json(value), "only your user config can set it", key))
+            user_only.append(Item("setting", visible(dotted_key(key)), _json(value), "only your user config can set it",
+                                  key))
             continue
         kind = _config_kind(key, name, command_table)
         if kind is None and isinstance(value, list):
             kind = _list_kind(value, key)
         if kind:
-            out.append(Item(kind, dotted_key(key), _json(value), path=key))
+            out.append(Item(kind, visible(dotted_key(key)), _json(value), path=key))
         elif isinstance(value, dict):
             _walk(value, key, out, user_only)
 
@@ -203,7 +214,7 @@ def scan_scripts(root: Path, env=os.environ) -> list[Item]:
             rel = p.relative_to(base)
             over = [r.name for r in others if (r.path / rel).is_file()]
             note = f"overrides {over[0]} {rel.as_posix()}" if over else ""
-            items.append(Item("script", (Path(".moss") / "scripts" / rel).as_posix(), digest, note))
+            items.append(Item("script", visible((Path(".moss") / "scripts" / rel).as_posix()), digest, visible(note)))
     return items
 
 
@@ -398,6 +409,7 @@ def where(root: Path) -> str:
 def render(state: Trust, console) -> None:
     """What the project adds, as a table; with a previous record, what changed since."""
     from rich.table import Table
+    from rich.text import Text
 
     from .ui import escape
 
@@ -413,7 +425,8 @@ def render(state: Trust, console) -> None:
             table.add_column(col, overflow="fold")
         for change, old, new in changes:
             item = new or old
-            table.add_row(change, item.kind, item.key, old.shown() if old else "", new.shown() if new else "",
+            table.add_row(change, item.kind, Text(item.key), Text(old.shown() if old else ""),
+                          Text(new.shown() if new else ""),
                           style={"added": "green", "removed": "red"}.get(change, "yellow"))
         console.print(table)
     else:
@@ -422,7 +435,7 @@ def render(state: Trust, console) -> None:
         for col in ("kind", "item", "value", "note"):
             table.add_column(col, overflow="fold")
         for item in state.manifest.items:
-            table.add_row(item.kind, item.key, item.shown(), item.note)
+            table.add_row(item.kind, Text(item.key), Text(item.shown()), Text(item.note))
         console.print(table)
     for item in state.manifest.user_only:
         console.print(f"[dim]never used from a project: {escape(item.line())}[/]")
