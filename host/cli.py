@@ -143,8 +143,10 @@ def trust_cmd(directory, yes, revoke, status, list_):
     moss trust --status      trusted / not trusted / changed (exit 0 only when in use)
     moss trust --revoke      forget it
     moss trust --list        every trusted project
+    moss trust DIR           the project around DIR instead of the current directory
 
-    Records live in $XDG_DATA_HOME/moss/trust/ (default ~/.local/share/moss/trust/), keyed by
+    Exit status: 0 trusted (or nothing to trust), 1 not trusted, 3 needs your answer but
+    stdin is not a terminal. Records live in $XDG_DATA_HOME/moss/trust/ (default ~/.local/share/moss/trust/), keyed by
     the project's path and a hash of its content. [agent] allow_full and unsandboxed_ok
     never come from a project; a project's auto_approve is capped at yours (default low).
     For one run, `moss @NAME --trust` trusts without recording (CI vouching for a checkout).
