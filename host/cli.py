@@ -16,6 +16,8 @@ Run a Lua script:
   moss @NAME --help                                     a script's help (scripts that return {help=, main=})
 Scripts come from .moss/scripts/ (project), ~/.config/moss/scripts/ (user), then moss's
 built-in scripts, in that order: drop a file of the same name to override one.
+A project's scripts, commands, LLM endpoints and access settings are used only once you
+trusted them: `moss trust` (or `moss @NAME --trust` for one run).
 """
 
 
@@ -78,14 +80,31 @@ def _luarc_json() -> str:
 
 @cli.command("scripts")
 def scripts_cmd():
-    """List the runnable scripts and where each comes from."""
+    """List the runnable scripts and where each comes from.
+
+    Project scripts of a project you have not trusted are marked `not trusted`: until you
+    run `moss trust`, `moss @NAME` runs the user's or built-in script of that name instead."""
+    from . import trust
     from .context import find_project_root
     from .roots import ScriptRoots, display_path
 
+    from .errors import MossError
+
+    root = find_project_root()
+    try:
+        trusted = trust.evaluate(root).trusted
+    except MossError as e:  # a broken config file: list anyway, the runs will say what is wrong
+        click.echo(f"note: {e.message}", err=True)
+        trusted = False
     rows = []
-    for s in ScriptRoots(find_project_root()).list_scripts():
+    for s in ScriptRoots(root).list_scripts():
         origin = s.origin + (f" (overrides {', '.join(s.shadows)})" if s.shadows else "")
+        if s.origin == "project" and not trusted:
+            origin += " [not trusted]"
         rows.append(("@" + s.name, origin, display_path(s.path), s.description))
+    if not trusted:
+        click.echo("this project is not trusted: its scripts do not run until you review them "
+                   "with `moss trust`", err=True)
     if not sys.stdout.isatty():
         for row in rows:
             click.echo("\t".join(row))
@@ -99,6 +118,80 @@ def scripts_cmd():
     for row in rows:
         table.add_row(*row)
     Console().print(table)
+
+
+@cli.command("trust")
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--yes", "-y", is_flag=True, help="Trust what is shown without asking.")
+@click.option("--revoke", is_flag=True, help="Forget the trust: the project's .moss/ content is ignored again.")
+@click.option("--status", is_flag=True, help="One line: trusted, not trusted, changed, or nothing to trust.")
+@click.option("--list", "list_", is_flag=True, help="Every project you trusted, with when.")
+def trust_cmd(directory, yes, revoke, status, list_):
+    """Review what this project's .moss/ adds and decide whether moss may use it.
+
+    \b
+    A cloned repository can bring Lua that replaces the agent (.moss/scripts/), commands
+    ([agent] validate_commands, any run/cmd/command), LLM endpoints and key variables
+    ([llm.providers.*] base_url, api_key_env) and settings that widen access or approval
+    ([agent] role, pipeline, dispatch, auto_approve, machine). moss uses none of it until you
+    trust that exact content; until then `moss @NAME` runs the built-in scripts with your own
+    config and says what it ignored. Changed content asks again and shows what changed.
+
+    \b
+    moss trust               show what the project adds; ask (on a terminal)
+    moss trust --yes         trust it without asking
+    moss trust --status      trusted / not trusted / changed (exit 0 only when in use)
+    moss trust --revoke      forget it
+    moss trust --list        every trusted project
+    moss trust DIR           the project around DIR instead of the current directory
+
+    Exit status: 0 trusted (or nothing to trust), 1 not trusted, 3 needs your answer but
+    stdin is not a terminal. Records live in $XDG_DATA_HOME/moss/trust/ (default ~/.local/share/moss/trust/), keyed by
+    the project's path and a hash of its content. [agent] allow_full and unsandboxed_ok
+    never come from a project; a project's auto_approve is capped at yours (default low).
+    For one run, `moss @NAME --trust` trusts without recording (CI vouching for a checkout).
+    """
+    from rich.console import Console
+
+    from . import trust
+    from .context import find_project_root
+    from .roots import display_path
+
+    if sum((yes, revoke, status, list_)) > 1:
+        raise SystemExit(_fail("choose one of --yes, --revoke, --status, --list"))
+    out = Console(highlight=False, soft_wrap=True)
+    if list_:
+        records = trust.list_records()
+        if not records:
+            click.echo("no trusted projects", err=True)
+        for rec in records:
+            click.echo(f"{trust.where(Path(rec['path']))}\t{rec.get('trusted_at', '?')}\t"
+                       f"{len(rec.get('items') or [])} items")
+        return
+    root = find_project_root(directory.resolve() if directory else None)
+    if revoke:
+        gone = trust.revoke(root)
+        click.echo(f"{trust.where(root)}: {'trust revoked' if gone else 'was not trusted'}")
+        return
+    state = trust.evaluate(root)
+    if status:
+        click.echo(trust.status_line(state))
+        raise SystemExit(0 if state.trusted else 1)
+    if state.trusted and state.how != "nothing to trust" and not yes:
+        trust.render(state, out)
+        return
+    trust.render(state, out)
+    if not state.manifest.needed:
+        return
+    if not yes:
+        if not trust.stdin_interactive():
+            raise SystemExit(_fail("not trusted: answer on a terminal, or run `moss trust --yes` to trust "
+                                   "what is shown", code=3))
+        if not trust.ask(out, "Trust this content and let moss use it?"):
+            click.echo("not trusted: moss @NAME keeps running with built-in scripts and your own config")
+            raise SystemExit(1)
+    path = trust.grant(root, manifest=state.manifest)
+    click.echo(f"trusted {trust.where(root)} ({len(state.manifest.items)} items; recorded in {display_path(path)})")
 
 
 @cli.group()

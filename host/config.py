@@ -65,11 +65,28 @@ def load(root: Path | None, env=os.environ) -> dict:
 
 
 def load_layers(root: Path | None, env=os.environ) -> tuple[dict, dict]:
-    """(merged config, the user's config alone). The user's file alone decides permissions
-    such as [agent] allow_full: a cloned repository's .moss/config.toml must not grant them."""
+    """(merged config, the user's config alone), as the files say: no trust applied.
+
+    A script run uses trust.evaluate instead, which keeps what an untrusted project may not
+    set out of the merge; this raw view is for `moss config get`."""
+    user, project = read_layers(root, env)
+    return deep_merge(user, project), user
+
+
+def read_layers(root: Path | None, env=os.environ) -> tuple[dict, dict]:
+    """(the user's config, the project's config), each parsed on its own, so callers can
+    tell who set what: the user's file alone decides permissions such as [agent]
+    allow_full, and a project's commands and endpoints wait for trust (host/trust.py)."""
     user = read_toml(user_config_file(env))
     project = read_toml(project_config_file(root)) if root is not None else {}
-    return deep_merge(user, project), user
+    return user, project
+
+
+def dotted_key(path: tuple | list) -> str:
+    """A key path as one dotted name, quoting parts that are not bare TOML keys."""
+    import json
+
+    return ".".join(p if BARE.match(p) else json.dumps(p) for p in path)
 
 
 def lookup(config: dict, dotted: str) -> Any:
@@ -175,6 +192,8 @@ TEMPLATE = """\
 # moss project configuration. Every table and key here reaches Lua as moss.config;
 # scripts may read any field you add (see docs/lua-api.md). The user's
 # ~/.config/moss/config.toml is merged underneath; keys here win.
+# Commands, LLM endpoints and key variables, and settings that widen access (role,
+# machine, auto_approve, ...) count only once each user trusted this content: `moss trust`.
 
 [llm]
 # provider = "anthropic"        # or openai, ollama, llamacpp, vllm, openrouter, groq, ...

@@ -37,6 +37,16 @@ class Context:
     user_config: dict = field(default_factory=dict)  # the user's file alone (for permissions)
     session_id: str | None = None  # set by moss.session.bind; host events are logged there
     access: str = "read-only"  # tool access level, raised by policy via moss.access.set
+    trust: Any = None  # host.trust.Trust: whether the project's .moss/ content is in use
+
+    @property
+    def project_keys(self) -> frozenset:
+        """Dotted config keys whose value came from the project's .moss/config.toml."""
+        return frozenset(self.trust.project_keys) if self.trust is not None else frozenset()
+
+    @property
+    def project_trusted(self) -> bool:
+        return bool(self.trust.trusted) if self.trust is not None else True
 
     # Permissions come from the command line or the user's own config, never from the
     # project's .moss/config.toml, which arrives with whatever repository was cloned.

@@ -32,6 +32,14 @@ def user_config_dir(env=os.environ) -> Path:
     return Path(base) / "moss"
 
 
+def user_data_dir(env=os.environ) -> Path:
+    """$XDG_DATA_HOME/moss (default ~/.local/share/moss): state that belongs to the user,
+    such as trust records, and that no repository can ship."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    return Path(base) / "moss"
+
+
 def display_path(path: Path) -> str:
     """A short path for messages: relative to cwd when inside it, else ~-contracted."""
     path = Path(path)
@@ -62,9 +70,13 @@ class ScriptInfo:
 
 
 class ScriptRoots:
-    def __init__(self, project_root: Path | None, env=os.environ, builtin: Path | None = None):
+    """The script roots in lookup order. `project=False` leaves out the project's
+    .moss/scripts (an untrusted project: its Lua must not run)."""
+
+    def __init__(self, project_root: Path | None, env=os.environ, builtin: Path | None = None,
+                 project: bool = True):
         roots = []
-        if project_root is not None:
+        if project_root is not None and project:
             roots.append(Root("project", Path(project_root) / ".moss" / "scripts"))
         roots.append(Root("user", user_config_dir(env) / "scripts"))
         roots.append(Root("built-in", builtin or builtin_scripts_dir()))
@@ -100,6 +112,17 @@ class ScriptRoots:
                 )
             return real, display_path(candidate)
         raise MossError(f"{what} {name!r} not found; looked in:\n  " + "\n  ".join(looked), kind="not_found")
+
+    def origin_of(self, name: str) -> str | None:
+        """Which root `name` would load from ("project", "user", "built-in"), or None."""
+        try:
+            path, _ = self.find_module(name, what="script")
+        except MossError:
+            return None
+        for root in self.roots:
+            if path.is_relative_to(root.path.resolve()):
+                return root.name
+        return None
 
     def list_scripts(self) -> list[ScriptInfo]:
         """Runnable scripts (top-level .lua files), first root wins; shadowed ones noted."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import api, config as config_mod, ui
+from . import api, trust as trust_mod, ui
 from .context import Context, find_project_root
 from .errors import MossError
 from .roots import ScriptRoots
@@ -31,8 +31,9 @@ HOST_OPTIONS = {
     "--memory-mb": "memory_mb",
     "--timeout": "timeout",
     "--seed": "seed",
+    "--base-url": "base_url",
 }
-HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full"}
+HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full", "--trust": "trust"}
 NUMERIC = {"max_cost": float, "max_tokens": int, "memory_mb": int, "timeout": float, "seed": int}
 
 HOST_OPTIONS_HELP = """\
@@ -46,8 +47,11 @@ Host options (any script):
   --max-tokens N       end cleanly once this many tokens were used
   --memory-mb N        Lua memory cap (default 256)
   --timeout SECONDS    LLM request timeout
+  --base-url URL       send the LLM requests (and your key) to this endpoint instead
   --seed N             seed Lua's math.random (--record, replay and script use 0)
   --allow-full         permit the unrestricted `full` tool access level
+  --trust              trust this project's .moss/ (scripts, commands, endpoints) for
+                       this run only, e.g. in CI for a checkout you vouch for
   --verbose            stream model output and show more detail"""
 
 
@@ -85,20 +89,28 @@ def split_host_options(args: list[str]) -> tuple[dict, list[str]]:
     return options, rest
 
 
-def build(name: str, args: list[str], options: dict | None = None, root: Path | None = None) -> tuple[Context, Runtime]:
-    """Context + runtime for one script run (also used by tests and spawned agents)."""
+def build(name: str, args: list[str], options: dict | None = None, root: Path | None = None,
+          trust: trust_mod.Trust | None = None) -> tuple[Context, Runtime]:
+    """Context + runtime for one script run (also used by tests and spawned agents).
+
+    An untrusted project (see host/trust.py) gets no project script root and only the
+    parts of its config that need no trust; `trust` is the decision, made here without
+    asking when not given."""
     root = root or find_project_root()
-    cfg, user_cfg = config_mod.load_layers(root)
     options = dict(options or {})
+    if trust is None:
+        trust = trust_mod.evaluate(root, vouched=bool(options.get("trust")))
+    cfg = trust.config
     ctx = Context(root=root, config=cfg, options=options, args=list(args), script=name,
-                  user_config=user_cfg)
+                  user_config=trust.user_config, trust=trust)
     memory_mb = _memory_mb(options, cfg)
-    roots = ScriptRoots(root)
+    roots = ScriptRoots(root, project=trust.trusted)
     rt = Runtime(roots, api.functions(ctx), memory_mb=int(memory_mb))
     ctx.runtime = rt
     rt.set("args", list(args))
     rt.set("root", str(root))
     rt.set("config", cfg)
+    rt.set("trust", trust.lua_value())
     rt.set("options", options)
     rt.set("script", name)
     from . import __version__
@@ -129,8 +141,22 @@ def _memory_mb(options: dict, cfg: dict) -> int:
 def run_script(name: str, words: list[str]) -> int:
     try:
         options, args = split_host_options(words)
-        ctx, rt = build(name, args, options)
+        root = find_project_root()
+        state = trust_mod.evaluate(root, vouched=bool(options.get("trust")))
+        if not state.trusted and trust_mod.stdin_interactive():
+            state = _ask_trust(state)
+        ctx, rt = build(name, args, options, root=root, trust=state)
+        trust_mod.notice(state, ui.console())
+        if not state.trusted and ScriptRoots(root).origin_of(name) == "project" \
+                and rt.roots.origin_of(name) is None:
+            ui.error(f"@{name} exists only in this project's .moss/scripts/, and this project is not "
+                     f"trusted: review and trust it with `moss trust`, or pass --trust to trust it for "
+                     f"this run")
+            return EXIT_USAGE
         path, shown = rt.roots.find_module(name, what="script")
+    except KeyboardInterrupt:
+        ui.console().print("[yellow]interrupted[/]")
+        return EXIT_INTERRUPTED
     except MossError as e:
         ui.error(e.message)
         return EXIT_USAGE if e.kind in ("usage", "config", "not_found", "denied") else EXIT_FAIL
@@ -164,6 +190,19 @@ def run_script(name: str, words: list[str]) -> int:
                     close()
                 except Exception:
                     pass
+
+
+def _ask_trust(state: trust_mod.Trust) -> trust_mod.Trust:
+    """The inline trust question of an interactive first run (or after the content changed)."""
+    console = ui.console()
+    trust_mod.render(state, console)
+    if not trust_mod.ask(console, "Trust this project's .moss/ content and use it?"):
+        return state
+    trust_mod.grant(state.root, manifest=state.manifest)
+    new = trust_mod.evaluate(state.root)  # the content may have changed while we asked
+    if new.trusted:
+        new.how = "answered yes"
+    return new
 
 
 def _interrupted(ctx) -> int:

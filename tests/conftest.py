@@ -15,17 +15,25 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 class Project:
-    """A temp project with its own HOME/XDG_CONFIG_HOME so user config never leaks in."""
+    """A temp project with its own HOME/XDG_CONFIG_HOME/XDG_DATA_HOME so user config and
+    trust records never leak in.
+
+    The test wrote this project's .moss/, so by default the project is trusted the way its
+    user would trust it: before each run, its current content is recorded in the isolated
+    data directory (what `moss trust --yes` does). Set `trusted = False` to run it as a
+    freshly cloned, untrusted repository."""
 
     def __init__(self, root: Path, home: Path):
         self.root = root
         self.home = home
+        self.trusted = True
         self.env = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("ANTHROPIC_", "OPENAI_", "MOSS_", "XDG_"))
         }
-        self.env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), PYTHONUNBUFFERED="1",
+        self.env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+                        XDG_DATA_HOME=str(home / ".local" / "share"), PYTHONUNBUFFERED="1",
                         COLUMNS="200", NO_COLOR="1")
         (root / ".moss" / "scripts").mkdir(parents=True, exist_ok=True)
 
@@ -44,9 +52,26 @@ class Project:
         p.write_text(textwrap.dedent(text), encoding="utf-8")
         return p
 
+    def trust(self) -> None:
+        """Record trust in the project's current .moss/ content (as `moss trust --yes`)."""
+        from moss import trust
+        from moss.config import read_layers
+        from moss.errors import MossError
+
+        try:
+            manifest = trust.scan(self.root, read_layers(self.root, self.env)[1], self.env)
+        except MossError:
+            return  # a broken config file: the run itself reports it
+        if manifest.needed:
+            trust.grant(self.root, self.env, manifest)
+
     def moss(self, *args, input: str | None = None, timeout: float = 60, env: dict | None = None, cwd=None):
         e = dict(self.env)
         e.update(env or {})
+        if self.trusted:
+            self.trust()
+        elif input is None:
+            input = ""  # as in CI: never a trust question on the terminal running the tests
         return subprocess.run(
             [sys.executable, "-m", "moss", *args],
             cwd=cwd or self.root, env=e, input=input, capture_output=True, text=True, timeout=timeout,
@@ -55,6 +80,8 @@ class Project:
     def popen(self, *args, env: dict | None = None, **kw):
         e = dict(self.env)
         e.update(env or {})
+        if self.trusted:
+            self.trust()
         return subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=self.root, env=e,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 

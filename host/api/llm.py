@@ -16,9 +16,16 @@ def _service(ctx):
 
         verbose = bool(ctx.options.get("verbose"))
         stream = _stderr_stream if (verbose or sys.stderr.isatty()) else None
-        svc = LLM(ctx.config, ctx.options, env=ctx.env, on_event=ctx.log, stream=stream)
+        svc = LLM(ctx.config, ctx.options, env=ctx.env, on_event=ctx.log, stream=stream,
+                  project_keys=ctx.project_keys, project_trusted=ctx.project_trusted, announce=_announce)
         ctx.services["llm"] = svc
     return svc
+
+
+def _announce(text: str) -> None:
+    from .. import ui
+
+    ui.console().print(f"[yellow]{ui.escape(text)}[/]")
 
 
 def _stderr_stream(delta: str) -> None:

@@ -31,8 +31,17 @@ def _num(value, cast, what: str):
 class LLM:
     def __init__(self, config: Mapping | None, options: Mapping | None, env: Mapping = os.environ,
                  on_event: Callable[[str, dict], None] | None = None,
-                 stream: Callable[[str], None] | None = None):
+                 stream: Callable[[str], None] | None = None, *,
+                 project_keys: frozenset | set = frozenset(), project_trusted: bool = True,
+                 announce: Callable[[str], None] | None = None):
+        """project_keys/project_trusted: which config keys the project set, and whether it is
+        trusted (see resolve_provider). announce: told, once per endpoint, before the first
+        request to a base URL other than the provider's own."""
         self.config = dict(config or {})
+        self.project_keys = frozenset(project_keys)
+        self.project_trusted = project_trusted
+        self.announce = announce
+        self._announced: set[str] = set()
         self.options = {k: v for k, v in (options or {}).items() if v is not None}
         self.env = env
         self.on_event = on_event
@@ -64,7 +73,9 @@ class LLM:
         key = (name, model)
         with self._lock:
             if key not in self._providers:
-                self._providers[key] = resolve_provider(self.config, self.options, self.env, name, model)
+                self._providers[key] = resolve_provider(self.config, self.options, self.env, name, model,
+                                                        project_keys=self.project_keys,
+                                                        project_trusted=self.project_trusted)
             return self._providers[key]
 
     def check(self) -> Provider:
@@ -82,9 +93,12 @@ class LLM:
         p = self.provider(req["provider"], req["model"])
         fields = {"provider": p.name, "model": p.model}
         detail = {"system": req["system"], "messages_sent": req["messages"]} if self.options.get("verbose") else {}
+        if p.base_url_source:
+            detail["base_url_source"] = p.base_url_source
         self._emit("llm_request", **fields, base_url=p.base_url, messages=len(req["messages"]),
                    chars=sum(len(str(m["content"])) for m in req["messages"]) + len(req["system"] or ""),
                    max_tokens=req["max_tokens"], stream=self.stream is not None, **detail)
+        self._announce(p)
         start = time.monotonic()
         attempts = 1
         try:
@@ -107,6 +121,18 @@ class LLM:
         return result
 
     # -- internals ---------------------------------------------------------------------
+    def _announce(self, p: Provider) -> None:
+        """Say where requests (and which key) go when it is not the provider's own endpoint."""
+        if not p.base_url or not p.base_url_source:
+            return
+        with self._lock:
+            if p.base_url in self._announced:
+                return
+            self._announced.add(p.base_url)
+        sends = f", with ${p.key_env}" if p.key_env and p.api_key not in (None, "no-key") else ""
+        if self.announce is not None:
+            self.announce(f"LLM requests go to {p.base_url} (set by {p.base_url_source}){sends}")
+
     def _emit(self, event: str, **fields) -> None:
         if self.on_event is not None:
             self.on_event(event, fields)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Mapping
 
+from ..config import dotted_key
 from ..errors import MossError
 
 # api: which SDK speaks to it ("anthropic" Messages, "openai" Chat Completions, or the
@@ -58,14 +59,18 @@ No LLM provider is configured. Choose one of:
                      ANTHROPIC_BASE_URL / OPENAI_BASE_URL for a local server)"""
 
 
-_ProviderBase = namedtuple("_ProviderBase", "name api model base_url api_key key_env local max_tokens_param",
-                           defaults=(None, None, None, False, "max_tokens"))
+_ProviderBase = namedtuple("_ProviderBase",
+                           "name api model base_url api_key key_env local max_tokens_param base_url_source",
+                           defaults=(None, None, None, False, "max_tokens", None))
 
 
 class Provider(_ProviderBase):
     """A resolved provider: name, api ("anthropic" | "openai" | "replay" | "script"), model,
     base_url, api_key, key_env (the variable the key came from, named in auth errors),
-    local (runs on the user's machine: cost 0), max_tokens_param (OpenAI API spelling)."""
+    local (runs on the user's machine: cost 0), max_tokens_param (OpenAI API spelling),
+    base_url_source (who chose a base URL other than the preset's: "--base-url",
+    "$ANTHROPIC_BASE_URL", "your config", "the project's .moss/config.toml"; None for the
+    preset's own endpoint)."""
 
     __slots__ = ()
 
@@ -93,12 +98,19 @@ def auto_provider(env: Mapping) -> str | None:
 
 
 def resolve_provider(config: Mapping | None, options: Mapping | None = None, env: Mapping | None = None,
-                     provider: str | None = None, model: str | None = None) -> Provider:
+                     provider: str | None = None, model: str | None = None, *,
+                     project_keys: frozenset | set = frozenset(), project_trusted: bool = True) -> Provider:
     """Pick the provider and model for a call.
 
     provider/model (a chat{} request's own) win, then options (CLI flags), then the config
     [llm] table, then the environment. Raises MossError(kind="config") with a message
     that says how to fix it.
+
+    project_keys names the config keys that came from the project's .moss/config.toml: an
+    API key goes only to the provider's own endpoint or to one the user chose (flag, user
+    config, *_BASE_URL), unless the project is trusted (host/trust.py), and a project's
+    key variable is read only then. The config a script run gets already lacks what an
+    untrusted project set; this check holds for any caller.
     """
     import os
 
@@ -119,7 +131,12 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         raise MossError(HOW_TO_CONFIGURE, kind="config")
     name = ALIASES.get(name.lower(), name.lower())
 
-    overrides = (llm_cfg.get("providers") or {}).get(name) or {}
+    overrides = dict((llm_cfg.get("providers") or {}).get(name) or {})
+    from_project = {k for k in ("base_url", "api_key_env")
+                    if dotted_key(("llm", "providers", name, k)) in project_keys}
+    if not project_trusted:
+        for k in from_project:
+            overrides.pop(k, None)
     if name not in PRESETS and not overrides:
         known = ", ".join(sorted(PRESETS))
         raise MossError(f"unknown LLM provider {name!r}. Known: {known}; or define it in the config:\n"
@@ -140,8 +157,18 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         raise MossError(f"provider {name!r} has no default model: pass --model NAME or set\n"
                         f'  [llm.providers.{name}]\n  model = "served-model-name"', kind="config")
 
-    base_url = (_nonempty(overrides.get("base_url")) or _set(env, preset.get("base_url_env"))
-                or preset.get("base_url"))
+    base_url, source = None, None
+    if _nonempty(options.get("base_url")) and not _nonempty(provider):
+        base_url, source = options["base_url"], "--base-url"
+    elif _nonempty(overrides.get("base_url")):
+        base_url = overrides["base_url"]
+        source = "the project's .moss/config.toml" if "base_url" in from_project else "your config"
+    elif _set(env, preset.get("base_url_env")):
+        base_url, source = _set(env, preset["base_url_env"]), "$" + preset["base_url_env"]
+    else:
+        base_url = preset.get("base_url")
+    if base_url == PRESETS.get(name, {}).get("base_url"):
+        source = None  # the provider's own endpoint, however it was named
     if not base_url:
         raise MossError(f"provider {name!r} has no base_url: set [llm.providers.{name}] base_url", kind="config")
     key_env = preset.get("key_env")
@@ -159,7 +186,7 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         api_key = "no-key"  # local or self-hosted server: the SDKs insist on some key
     return Provider(name=name, api=api, model=chosen_model, base_url=base_url, api_key=api_key,
                     key_env=key_env, local=bool(preset.get("local")),
-                    max_tokens_param=preset.get("max_tokens_param", "max_tokens"))
+                    max_tokens_param=preset.get("max_tokens_param", "max_tokens"), base_url_source=source)
 
 
 def _renamed(overrides: Mapping) -> dict:

@@ -13,9 +13,18 @@
 ---@field root string              # the project root (nearest .moss/ or .git/ above cwd)
 ---@field config table             # merged .moss/config.toml over ~/.config/moss/config.toml; every field
 ---@field options moss.Options     # host options given on the command line
+---@field trust moss.Trust         # whether the project's .moss/ content is in use (a copy)
 ---@field script string            # the name of the running script
 ---@field version string           # moss's version
 moss = {}
+
+---@class moss.Trust
+---@field trusted boolean          # the project's scripts, commands, endpoints, widening settings are in use
+---@field needed boolean           # the project's .moss/ holds anything that needs trust
+---@field how string               # "nothing to trust" | "recorded" | "--trust" | "answered yes" | ""
+---@field max_access string        # the user's [trust] max_access (default "edit"): cap for a project-chosen role
+---@field project_keys string[]    # dotted config keys whose value came from .moss/config.toml
+---@field ignored string[]         # what the project set that this run does not use, one line each
 
 ---@class moss.Options
 ---@field provider? string
