@@ -181,9 +181,10 @@ local NULL = setmetatable({}, {
 moss.json = moss.json or {}
 moss.json.null = NULL
 
---- Raise a moss error with a kind scripts can branch on.
+--- Raise a moss error with a kind scripts can branch on. `level` 0 names no position (a
+-- configuration or usage problem that no line of Lua caused).
 function moss.error(kind, message, level)
-  raw_error(make_error(kind, message, (level or 1) + 1), 0)
+  raw_error(make_error(kind, message, level ~= 0 and (level or 1) + 1 or nil), 0)
 end
 
 --- The kind of an error value from pcall ("lua" for plain Lua errors).

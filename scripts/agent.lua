@@ -117,7 +117,7 @@ local function list_logs()
   moss.ui.table(rows, { columns = { "id", "age", "events", "path" } })
 end
 
---- The roles to run, in order, and why they were chosen.
+--- The roles to run, in order, why they were chosen, and the config key that chose them.
 local function choose_roles(opts, cfg, task)
   local spec = opts.role or (opts.audit and "auditor") or (opts.refactor and "refactorer")
   if spec then return spec, "--role" end
@@ -127,10 +127,14 @@ local function choose_roles(opts, cfg, task)
       local ok, r = pcall(require, e.module)
       if ok then choices[#choices + 1] = { name = e.name, description = r.description } end
     end
-    return dispatch.classify(task, choices)
+    local name, why = dispatch.classify(task, choices)
+    return name, why, not opts.auto and "agent.dispatch" or nil
   end
-  if cfg.pipeline and #cfg.pipeline > 0 then return table.concat(cfg.pipeline, ","), "[agent] pipeline" end
-  return cfg.role or "explorer", cfg.role and "[agent] role" or "default"
+  if cfg.pipeline and #cfg.pipeline > 0 then
+    return table.concat(cfg.pipeline, ","), "[agent] pipeline", "agent.pipeline"
+  end
+  if cfg.role then return cfg.role, "[agent] role", "agent.role" end
+  return "explorer", "default"
 end
 
 local function run_stage(o)
@@ -173,6 +177,8 @@ local function run_stage(o)
 end
 
 local run_main -- defined after main, which wraps it
+
+local ACCESS_RANK = { ["read-only"] = 1, ["read-shell"] = 2, edit = 3, full = 4 }
 
 local function exit_status(reason, machine) return output.reason(reason, machine).exit end
 
@@ -306,12 +312,30 @@ run_main = function(opts, cfg, rest, out, format)
   base.machine_name = opts.machine or (opts.v2 and "v2") or (opts.v1 and "v1") or cfg.machine or "v1"
   load_module("machine", base.machine_name) -- fail early on a bad name
 
-  local spec, why = choose_roles(opts, cfg, task)
+  local spec, why, chosen_by = choose_roles(opts, cfg, task)
   local names = {}
   for name in spec:gmatch("[^,%s]+") do names[#names + 1] = name end
   if #names == 0 then moss.error("usage", "--role needs a role name, e.g. --role auditor or --role auditor,refactorer") end
   local roles = {}
   for i, name in ipairs(names) do roles[i] = load_module("role", name) end
+  -- a role or machine that the project's config chose gets no more access than the user allows
+  local from_project = {}
+  for _, k in ipairs((moss.trust or {}).project_keys or {}) do from_project[k] = true end
+  local function within_trust(what, level, key)
+    local max = (moss.trust or {}).max_access or "edit"
+    if from_project[key] and (ACCESS_RANK[level] or 1) > (ACCESS_RANK[max] or 3) then
+      moss.error("config", ("%s needs access %s, but it was chosen by the project's %s and your [trust] " ..
+        "max_access is %s; choose it yourself with a flag, or raise max_access in your user config")
+        :format(what, level, key, max), 0)
+    end
+  end
+  if chosen_by then
+    for _, r in ipairs(roles) do within_trust("role " .. r.name, r.access or "read-only", chosen_by) end
+  end
+  if not (opts.machine or opts.v1 or opts.v2) and cfg.machine then
+    local m = load_module("machine", base.machine_name)
+    if m.access then within_trust("machine " .. base.machine_name, m.access, "agent.machine") end
+  end
   moss.ui.status("role: " .. table.concat(names, " → ") .. " (" .. why .. ")")
 
   if #roles == 1 then

@@ -226,3 +226,20 @@ def test_bad_max_access_is_a_config_error(project):
     project.script("x", "print(1)\n")
     r = project.moss("@x")
     assert r.returncode == 2 and "max_access" in r.stderr
+
+
+def test_a_trusted_projects_role_gets_no_more_access_than_the_user_allows(crate, api):
+    """[agent] role = "refactorer" from a trusted project: fine at the default max_access
+    (edit), refused when the user's own config caps projects at read-shell; a flag is the
+    user's own choice and is never capped."""
+    crate.write(".moss/config.toml", '[agent]\nrole = "refactorer"\n')
+    crate.user_file("config.toml", '[trust]\nmax_access = "read-shell"\n')
+    api.push("$(answer x)")
+    r = crate.moss("@agent", "--provider", "anthropic", "-n", "what does this do?", env=api.env())
+    assert r.returncode == 2 and "max_access" in r.stderr and "refactorer" in r.stderr
+    assert len(api.requests) == 0  # refused before any model call
+    api.push(*[Model("provider")] * 5)
+    r = crate.moss("@agent", "--provider", "anthropic", "-n", "--refactor", "--v2",
+                   "How many variants does Provider have?", env=api.env())
+    assert r.returncode == 0 and r.stdout.strip() == "13", r.stderr
+    assert "role: refactorer (--role)" in r.stderr
