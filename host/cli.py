@@ -330,10 +330,10 @@ def _fail(message: str, code: int = 2) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """The click commands (moss init, view, config, ...); `moss @NAME` is handled in entry.py."""
-    from .errors import MossError
+    from .errors import MossError, exit_status
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         cli.main(args=argv, prog_name="moss", standalone_mode=True)
     except MossError as e:
-        raise SystemExit(_fail(e.message, code=2 if e.kind in ("usage", "config", "not_found", "ambiguous", "denied") else 1))
+        raise SystemExit(_fail(e.message, code=exit_status(e.kind)))

@@ -23,6 +23,16 @@ class MossError(Exception):
         return self.message
 
 
+# The exit statuses of the contract, and which error kinds are the user's to fix (exit 2).
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+USER_KINDS = frozenset({"usage", "config", "not_found", "ambiguous", "denied"})
+
+
+def exit_status(kind: str) -> int:
+    """The exit status for an error of `kind`: 2 for usage and configuration problems, else 1."""
+    return EXIT_USAGE if kind in USER_KINDS else EXIT_FAIL
+
+
 class ConfigError(MossError):
     def __init__(self, message: str, **data):
         super().__init__(message, kind="config", **data)

@@ -16,7 +16,7 @@ from .errors import MossError
 from .roots import ScriptRoots
 from .runtime import DEFAULT_MEMORY_MB, LuaScriptError, Runtime
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from .errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, exit_status
 
 # Options the host itself understands, anywhere among a script's arguments (before `--`).
 # They configure mechanism (which LLM, budgets, limits) for every script alike.
@@ -159,7 +159,7 @@ def run_script(name: str, words: list[str]) -> int:
         return EXIT_INTERRUPTED
     except MossError as e:
         ui.error(e.message)
-        return EXIT_USAGE if e.kind in ("usage", "config", "not_found", "denied") else EXIT_FAIL
+        return exit_status(e.kind)
     try:
         with rt.sigint_cancels():
             chunk = rt.load(path.read_bytes(), shown)
@@ -215,10 +215,9 @@ def _interrupted(ctx) -> int:
 
 
 def _report(e: LuaScriptError, options: dict) -> int:
-    if e.kind in ("config", "usage", "denied", "not_found"):
-        ui.error(e.message)
-        return EXIT_USAGE
     ui.error(e.message)
+    if exit_status(e.kind) != EXIT_FAIL:
+        return exit_status(e.kind)
     if e.trace and e.kind not in ("memory", "timeout"):
         ui.console().print(ui.escape(e.trace), style="dim", markup=False)
     return EXIT_FAIL

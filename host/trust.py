@@ -28,8 +28,8 @@ from typing import Any
 from .config import deep_merge, dotted_key, read_layers
 from .errors import ConfigError
 from .roots import display_path, user_data_dir
+from .tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first
 
-LEVELS = ("read-only", "read-shell", "edit", "full")  # weakest first, as host/api/access.py
 APPROVAL = ("low", "medium", "high")
 DEFAULT_MAX_ACCESS = "edit"
 

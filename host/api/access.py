@@ -9,7 +9,7 @@ from __future__ import annotations
 from .. import ui
 from ..errors import MossError
 
-LEVELS = ("read-only", "read-shell", "edit", "full")  # weakest first; the sandbox enforces them
+from ..tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first; the sandbox enforces them
 
 
 def functions(ctx):

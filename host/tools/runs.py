@@ -48,7 +48,7 @@ from typing import Any, Callable
 from moss.errors import MossError
 from moss.tools.atomic import write_atomic
 from moss.tools.confine import confine
-from moss.tools import gitguard
+from moss.tools import gitguard, procs
 from moss.tools.sandbox import SHELL, Setup, check_env, check_level, command_plan, require_write
 
 __all__ = ["RunManager", "parse_rule", "STATUSES", "TERMINAL"]
@@ -214,15 +214,6 @@ def _alive(pid: int | None, start: str | None) -> bool:
     return start is None or now == start
 
 
-def _killpg(pid: int | None, sig: int) -> None:
-    if not pid:
-        return
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _now() -> float:
     return round(time.time(), 3)
 
@@ -350,7 +341,7 @@ class RunManager:
                 return
             # An attached run whose moss died without cleaning up (killed hard): runs do
             # not outlive moss unless detached, so finish the job.
-            _killpg(pid, signal.SIGKILL)
+            procs.signal_group(pid, signal.SIGKILL)
             self._set_status(rec, "stopped", error="stopped: the moss process that started it had ended",
                              emit=False)
             return
@@ -502,7 +493,7 @@ class RunManager:
                 self._signal_stop(rid, f"timeout after {rec.get('timeout'):g} s")
             if live.term_at is not None and not live.killed and now >= live.term_at + KILL_GRACE:
                 live.killed = True
-                _killpg(rec.get("pid"), signal.SIGKILL)
+                procs.signal_group(rec.get("pid"), signal.SIGKILL)
         if live.proc is not None:
             code = live.proc.poll()
             if code is None:
@@ -557,16 +548,15 @@ class RunManager:
         try:
             fd = os.open(self._path(rid, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
-                with plan.launch() as (argv, env, fds):
-                    if rec.get("detached"):
-                        # A shell outside the sandbox waits for the command and records its exit
-                        # code, so a later moss process can tell finished from failed.
-                        env["MOSS_RUN_EXIT"] = str(self._path(rid, "exit"))
-                        argv = [SHELL, "-c", '"$@"; c=$?; echo "$c" > "$MOSS_RUN_EXIT"; exit "$c"', "moss-run",
-                                *argv]
-                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
-                                            cwd=live.cwd, env=env, start_new_session=True, close_fds=True,
-                                            pass_fds=fds)
+                wrap, extra = None, None
+                if rec.get("detached"):
+                    # A shell outside the sandbox waits for the command and records its exit
+                    # code, so a later moss process can tell finished from failed.
+                    extra = {"MOSS_RUN_EXIT": str(self._path(rid, "exit"))}
+                    wrap = lambda argv: [SHELL, "-c", '"$@"; c=$?; echo "$c" > "$MOSS_RUN_EXIT"; exit "$c"',  # noqa: E731
+                                         "moss-run", *argv]
+                proc = procs.start(plan, cwd=live.cwd, stdout=fd, stderr=subprocess.STDOUT, argv_wrap=wrap,
+                                   env_extra=extra)
             finally:
                 os.close(fd)
         except OSError as e:
@@ -620,7 +610,7 @@ class RunManager:
             live.stop_reason = reason
         if live.term_at is None:
             live.term_at = time.monotonic()
-            _killpg(rec.get("pid"), signal.SIGTERM)
+            procs.signal_group(rec.get("pid"), signal.SIGTERM)
 
     # ---- the API -------------------------------------------------------------------------------
     def start(self, cmd: str, *, access: str, allow_full: bool = False, unsandboxed_ok: bool = False,
@@ -726,7 +716,7 @@ class RunManager:
                 self._set_status(rec, "stopped", error=reason)
                 return self._public(rec)
             if live is None:  # owned by another live moss process
-                _killpg(rec.get("pid"), signal.SIGTERM)
+                procs.signal_group(rec.get("pid"), signal.SIGTERM)
                 return self._public(rec)
             self._signal_stop(rid, reason)
         end = time.monotonic() + wait
@@ -746,7 +736,7 @@ class RunManager:
                 time.sleep(0.05)
             if time.monotonic() >= (live.term_at or 0) + KILL_GRACE and not live.killed:
                 live.killed = True
-                _killpg(rec.get("pid"), signal.SIGKILL)
+                procs.signal_group(rec.get("pid"), signal.SIGKILL)
         with self._lock:
             return self._public(rec)
 
@@ -847,7 +837,7 @@ class RunManager:
                 break
             if time.monotonic() >= end:
                 for rid in pending:
-                    _killpg(self._runs[rid].get("pid"), signal.SIGKILL)
+                    procs.signal_group(self._runs[rid].get("pid"), signal.SIGKILL)
                     live = self._live[rid]
                     if live.proc is not None:
                         try:

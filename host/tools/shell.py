@@ -23,7 +23,7 @@ from typing import Callable
 
 from moss.errors import MossError
 from moss.tools.confine import confine
-from moss.tools import gitguard
+from moss.tools import gitguard, procs
 from moss.tools.sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
 
 __all__ = ["run"]
@@ -92,13 +92,6 @@ class _Capture:
             - len(kept_t.encode("utf-8", "replace")),
         )
         return kept_h + _marker(cut, "bytes") + kept_t, True
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _feed(pipe, data: bytes) -> None:
@@ -176,18 +169,8 @@ def run(
 
     start = time.monotonic()
     try:
-        with plan.launch() as (argv, launch_env, fds):
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=str(workdir),
-                env=launch_env,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=fds,
-            )
+        proc = procs.start(plan, cwd=str(workdir),
+                           stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
     except OSError as exc:
         raise MossError(f"run: could not start {plan.argv[0]}: {exc}", kind="io") from exc
 
@@ -214,7 +197,7 @@ def run(
         nonlocal term_at
         if term_at is None:
             term_at = time.monotonic()
-            _signal_group(proc, signal.SIGTERM)
+            procs.signal_group(proc.pid, signal.SIGTERM)
 
     try:
         while sel.get_map():
@@ -238,7 +221,7 @@ def run(
                 stop_group()
             if term_at is not None and not killed and now >= term_at + KILL_GRACE:
                 killed = True
-                _signal_group(proc, signal.SIGKILL)
+                procs.signal_group(proc.pid, signal.SIGKILL)
             if exited_at is not None and now >= exited_at + LINGER and (
                 term_at is None or killed or now >= term_at + KILL_GRACE
             ):
@@ -305,9 +288,9 @@ def _finish(proc: subprocess.Popen, term_at: float | None) -> int | None:
         try:
             return proc.wait(timeout=remaining)
         except subprocess.TimeoutExpired:
-            _signal_group(proc, signal.SIGKILL)
+            procs.signal_group(proc.pid, signal.SIGKILL)
     try:
         return proc.wait(timeout=KILL_GRACE)
     except subprocess.TimeoutExpired:
-        _signal_group(proc, signal.SIGKILL)
+        procs.signal_group(proc.pid, signal.SIGKILL)
         return proc.wait()

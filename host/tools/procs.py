@@ -1,0 +1,35 @@
+"""Starting a planned command in a process group of its own, and signalling that group.
+
+Every command moss runs (shell.run, background runs) goes through here: a group of its own
+means a timeout, a cancel or a stop reaches everything the command started, background jobs
+included.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+
+def start(plan, *, cwd: str, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+          argv_wrap=None, env_extra: dict | None = None) -> subprocess.Popen:
+    """Popen `plan` (host.tools.sandbox.Plan) in a new session. `argv_wrap(argv)` may wrap the
+    final argv (e.g. in a shell that records the exit code); `env_extra` is added to the
+    environment of the process moss starts."""
+    with plan.launch() as (argv, env, fds):
+        if env_extra:
+            env.update(env_extra)
+        if argv_wrap:
+            argv = argv_wrap(argv)
+        return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
+                                start_new_session=True, close_fds=True, pass_fds=fds)
+
+
+def signal_group(pid: int | None, sig: int) -> None:
+    """Send `sig` to the process group led by `pid`; a group already gone is not an error."""
+    if not pid:
+        return
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
