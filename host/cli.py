@@ -105,19 +105,9 @@ def scripts_cmd():
     if not trusted:
         click.echo("this project is not trusted: its scripts do not run until you review them "
                    "with `moss trust`", err=True)
-    if not sys.stdout.isatty():
-        for row in rows:
-            click.echo("\t".join(row))
-        return
-    from rich.console import Console
-    from rich.table import Table
+    from .tables import show
 
-    table = Table(box=None, header_style="bold")
-    for col, style in (("script", "bold"), ("from", None), ("path", "dim"), ("description", None)):
-        table.add_column(col, style=style)
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
+    show(("script", "from", "path", "description"), rows, styles={"script": "bold", "path": "dim"})
 
 
 @cli.command("trust")

@@ -408,9 +408,7 @@ def where(root: Path) -> str:
 
 def render(state: Trust, console) -> None:
     """What the project adds, as a table; with a previous record, what changed since."""
-    from rich.table import Table
-    from rich.text import Text
-
+    from .tables import table
     from .ui import escape
 
     here = where(state.root)
@@ -420,23 +418,15 @@ def render(state: Trust, console) -> None:
     elif changes:
         console.print(f"[bold]{escape(here)}[/]: changed since you trusted it "
                       f"({escape(str(state.record.get('trusted_at', '?')))}):")
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        for col in ("change", "kind", "item", "was", "now"):
-            table.add_column(col, overflow="fold")
-        for change, old, new in changes:
-            item = new or old
-            table.add_row(change, item.kind, Text(item.key), Text(old.shown() if old else ""),
-                          Text(new.shown() if new else ""),
-                          style={"added": "green", "removed": "red"}.get(change, "yellow"))
-        console.print(table)
+        console.print(table(("change", "kind", "item", "was", "now"),
+                            [(change, (new or old).kind, (new or old).key, old.shown() if old else "",
+                              new.shown() if new else "") for change, old, new in changes],
+                            row_styles=[{"added": "green", "removed": "red"}.get(c, "yellow")
+                                        for c, _, _ in changes], fold=True))
     else:
         console.print(f"[bold]{escape(here)}[/] brings code to run and settings that route or widen:")
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        for col in ("kind", "item", "value", "note"):
-            table.add_column(col, overflow="fold")
-        for item in state.manifest.items:
-            table.add_row(item.kind, Text(item.key), Text(item.shown()), Text(item.note))
-        console.print(table)
+        console.print(table(("kind", "item", "value", "note"),
+                            [(i.kind, i.key, i.shown(), i.note) for i in state.manifest.items], fold=True))
     for item in state.manifest.user_only:
         console.print(f"[dim]never used from a project: {escape(item.line())}[/]")
     if state.manifest.needed:

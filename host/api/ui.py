@@ -62,22 +62,9 @@ def functions(ctx):
         opts = opts or {}
         rows = rows or []
         columns = opts.get("columns") or (list(rows[0].keys()) if rows else [])
-        cells = [["" if r.get(k) is None else str(r.get(k)) for k in columns] for r in rows]
-        if not sys.stdout.isatty():
-            sys.stdout.write("\t".join(columns) + "\n")
-            for row in cells:
-                sys.stdout.write("\t".join(row) + "\n")
-            sys.stdout.flush()
-            return True
-        from rich.console import Console
-        from rich.table import Table
+        from ..tables import show
 
-        t = Table(box=None, header_style="bold", title=opts.get("title"))
-        for k in columns:
-            t.add_column(str(k))
-        for row in cells:
-            t.add_row(*(ui.escape(c) for c in row))
-        Console().print(t)
+        show(columns, [[r.get(k) for k in columns] for r in rows], title=opts.get("title"), file=sys.stdout)
         return True
 
     return {"ui.table": table, "ui.print": print_, "ui.status": status, "ui.is_terminal": is_terminal, "ui.ask": ask,
