@@ -31,7 +31,7 @@ def cli():
 @click.option("--force", is_flag=True, help="Overwrite an existing .moss/config.toml.")
 def init(force):
     """Create .moss/ here: config.toml (commented template), memory/, scripts/, .gitignore."""
-    from .config import GITIGNORE, TEMPLATE
+    from .config import GITIGNORE, template
 
     base = Path.cwd() / ".moss"
     base.mkdir(exist_ok=True)
@@ -40,7 +40,7 @@ def init(force):
     cfg = base / "config.toml"
     made = []
     if not cfg.exists() or force:
-        cfg.write_text(TEMPLATE, encoding="utf-8")
+        cfg.write_text(template(), encoding="utf-8")
         made.append(".moss/config.toml")
     else:
         click.echo(".moss/config.toml exists; kept it (use --force to overwrite)", err=True)

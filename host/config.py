@@ -188,31 +188,18 @@ def _edit_in_place(text: str, parts: list[str], value: Any) -> str | None:
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
-TEMPLATE = """\
-# moss project configuration. Every table and key here reaches Lua as moss.config;
-# scripts may read any field you add (see docs/lua-api.md). The user's
-# ~/.config/moss/config.toml is merged underneath; keys here win.
-# Commands, LLM endpoints and key variables, and settings that widen access (role,
-# machine, auto_approve, ...) count only once each user trusted this content: `moss trust`.
+def template() -> str:
+    """The commented config `moss init` writes. It documents the agent's settings, which are
+    policy, so it lives with the Lua (scripts/init/config.toml; a user copy overrides it)."""
+    from .roots import ScriptRoots
 
-[llm]
-# provider = "anthropic"        # or openai, ollama, llamacpp, vllm, openrouter, groq, ...
-# model = "claude-sonnet-5-5"
-# max_cost_usd = 1.00           # end a session cleanly when spent
-# timeout = 120                 # seconds per request
+    for root in ScriptRoots(None).roots:
+        p = root.path / "init" / "config.toml"
+        if p.is_file():
+            return p.read_text(encoding="utf-8")
+    raise ConfigError("the built-in config template (scripts/init/config.toml) is missing from this install")
 
-[agent]
-# machine = "v2"                # v1 (freeform loop) or v2 (explorer/evaluator)
-# max_turns = 16
-# role = "explorer"             # explorer, auditor, refactorer, or a project role
-# validate = ["test"]
-# validate_commands = [ { name = "test", run = "pytest -q", timeout = 600 } ]
-# validate_on = "edit"          # edit, done, turn or never
-# any_field_you_like = "scripts read it as moss.config.agent.any_field_you_like"
 
-[lua]
-# max_memory_mb = 256
-"""
 
 GITIGNORE = """\
 # Written by `moss init`: keep sessions, logs and snapshots out of git, but version the

@@ -20,6 +20,7 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("moss/bootstrap.lua", "moss/scripts/agent.lua", "moss/scripts/lib/machine/runner.lua",
                    "moss/scripts/machines/v2.lua", "moss/scripts/roles/auditor.lua", "moss/scripts/types/moss.lua",
+                   "moss/scripts/commands/answer.lua", "moss/scripts/init/config.toml",
                    "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py"):
         assert needed in names, needed
 
