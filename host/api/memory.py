@@ -1,7 +1,9 @@
 """moss.memory: long-term memory in .moss/memory/*.md (plain Markdown, version controlled).
 
-Each memory is one bullet line, `- text (YYYY-MM-DD)`, in facts.md, preferences.md or
-decisions.md. People edit the files by hand too; recall is word matching, nothing hidden.
+Each memory is one bullet line, `- text (YYYY-MM-DD)`, in `.moss/memory/KIND.md`. Which kinds
+there are is policy (the $(memorize) command file maps its flags to facts, preferences and
+decisions); the host takes any plain name. People edit the files by hand too; recall is word
+matching over every file there, nothing hidden.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 from ..errors import MossError
 
-KINDS = ("facts", "preferences", "decisions")
+KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,40}$")
 BULLET = re.compile(r"^\s*[-*]\s+(.*\S)\s*$")
 WORD = re.compile(r"[A-Za-z0-9_]{3,}")
 
@@ -22,17 +24,22 @@ def memory_dir(root: Path) -> Path:
 
 
 def _file(root: Path, kind: str) -> Path:
-    if kind not in KINDS:
-        raise MossError(f"memory kind must be one of {', '.join(KINDS)}; got {kind!r}", kind="usage")
+    if not isinstance(kind, str) or not KIND_RE.match(kind):
+        raise MossError(f"memory kind must be a plain lower-case name like facts or decisions; got {kind!r}",
+                        kind="usage")
     return memory_dir(root) / f"{kind}.md"
+
+
+def kinds(root: Path) -> list[str]:
+    """The kinds that have a file: facts.md -> facts, ..."""
+    d = memory_dir(root)
+    return sorted(p.stem for p in d.glob("*.md") if KIND_RE.match(p.stem) and p.is_file()) if d.is_dir() else []
 
 
 def entries(root: Path) -> list[dict]:
     out = []
-    for kind in KINDS:
+    for kind in kinds(root):
         p = _file(root, kind)
-        if not p.exists():
-            continue
         for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             m = BULLET.match(line)
             if m:
@@ -79,10 +86,8 @@ def functions(ctx):
         if not pattern:
             raise MossError("forget needs some text to match", kind="usage")
         removed = 0
-        for kind in KINDS:
+        for kind in kinds(ctx.root):
             p = _file(ctx.root, kind)
-            if not p.exists():
-                continue
             lines = p.read_text(encoding="utf-8").splitlines(keepends=True)
             keep = [ln for ln in lines if not (BULLET.match(ln) and pattern in ln.lower())]
             if len(keep) != len(lines):
