@@ -85,10 +85,6 @@ ACTIONS = ("delete", "replace", "insert", "text", "create", "append", "prepend")
 _NEEDS_CONTENT = {"replace", "insert", "text", "create", "append", "prepend"}
 _KEYS = ("target", "action", "content", "position", "old")
 
-_DOC_MARKERS = {"rust": ("///", "/**"), "javascript": ("/**",), "typescript": ("/**",),
-                "tsx": ("/**",), "go": ("//", "/*"), "lua": ("--",)}
-_ATTR_MARKERS = {"rust": ("#[",), "python": ("@",), "javascript": ("@",),
-                 "typescript": ("@",), "tsx": ("@",)}
 _CLOSERS = ("}", ")", "]", "end")
 _FLAT_KINDS = {"field", "variant"}
 
@@ -530,9 +526,10 @@ def _replace(text: str, span: _Span, content: str, lang: str) -> str:
 def _replace_start(span: _Span, content: str, lang: str) -> int:
     """See the module doc: the content's own head decides what it replaces."""
     head = next((line.strip() for line in content.split("\n") if line.strip()), "")
-    if head.startswith(_DOC_MARKERS.get(lang, ())):
+    spec = treesitter.LANGUAGES.get(lang)
+    if spec and head.startswith(spec.doc_markers):
         return span.doc
-    if head.startswith(_ATTR_MARKERS.get(lang, ())):
+    if spec and head.startswith(spec.attr_markers):
         return span.attrs
     return span.item
 

@@ -91,29 +91,24 @@ def walk_all(symbols: list[Symbol]) -> Iterator[Symbol]:
 
 @dataclass(frozen=True)
 class LangSpec:
+    """Everything moss knows about one language; adding a language is adding one of these
+    to LANGUAGES (at the end of this module, after the extractors it names)."""
     name: str
-    module: str
-    func: str
+    module: str                        # the grammar package, e.g. tree_sitter_rust
+    func: str                          # its function returning the language
     extensions: tuple[str, ...]
-    doc_prefix: str  # how a doc summary is shown in a skeleton: "///", '"""', ...
+    extract: Callable | None = None    # node -> (name, kind, signature, outer, doc, container)
+    kinds: tuple[str, ...] = ()        # node kinds that are symbols (missing ones are dropped)
+    patterns: tuple[str, ...] = ()     # query patterns for symbols only in some places
+    shebangs: tuple[str, ...] = ()     # interpreter words of a `#!` line
+    doc_markers: tuple[str, ...] = ()  # comment starts that document the next symbol
+    attr_markers: tuple[str, ...] = ()  # attribute/decorator starts that belong to it
+    doc_style: tuple[str, str] = ("# ", "")            # how a skeleton shows a doc summary
+    module_doc_style: tuple[str, str] | None = None    # ... and the file's own doc
 
 
-LANGUAGES: dict[str, LangSpec] = {
-    s.name: s for s in [
-        LangSpec("python", "tree_sitter_python", "language", (".py", ".pyi", ".pyw"), '"""'),
-        LangSpec("rust", "tree_sitter_rust", "language", (".rs",), "///"),
-        LangSpec("javascript", "tree_sitter_javascript", "language",
-                 (".js", ".mjs", ".cjs", ".jsx"), "/**"),
-        LangSpec("typescript", "tree_sitter_typescript", "language_typescript",
-                 (".ts", ".mts", ".cts"), "/**"),
-        LangSpec("tsx", "tree_sitter_typescript", "language_tsx", (".tsx",), "/**"),
-        LangSpec("go", "tree_sitter_go", "language", (".go",), "//"),
-        LangSpec("lua", "tree_sitter_lua", "language", (".lua",), "---"),
-    ]
-}
-_BY_EXT = {ext: s.name for s in LANGUAGES.values() for ext in s.extensions}
-_SHEBANG = [("python", "python"), ("node", "javascript"), ("deno", "typescript"),
-            ("lua", "lua")]
+LANGUAGES: dict[str, LangSpec] = {}  # filled at the end of this module
+_BY_EXT: dict[str, str] = {}
 
 
 def language_for(path: Path | str, source: bytes | None = None) -> str | None:
@@ -131,9 +126,9 @@ def language_for(path: Path | str, source: bytes | None = None) -> str | None:
             return None
     if head.startswith(b"#!"):
         first = head.split(b"\n", 1)[0].decode("latin-1")
-        for word, name in _SHEBANG:
-            if word in first:
-                return name
+        for spec in LANGUAGES.values():
+            if any(word in first for word in spec.shebangs):
+                return spec.name
     return None
 
 
@@ -176,37 +171,6 @@ def parse(source: bytes, lang: str):
     return _parser(lang).parse(source)
 
 
-# Node kinds captured per language (those missing from a grammar are dropped), plus
-# structural patterns for things that are symbols only in some places.
-_KINDS: dict[str, list[str]] = {
-    "rust": ["function_item", "function_signature_item", "struct_item", "enum_item",
-             "union_item", "trait_item", "impl_item", "mod_item", "type_item",
-             "const_item", "static_item", "macro_definition", "field_declaration",
-             "enum_variant", "associated_type"],
-    "python": ["function_definition", "class_definition"],
-    "javascript": ["function_declaration", "generator_function_declaration",
-                   "class_declaration", "method_definition", "field_definition",
-                   "variable_declarator"],
-    "go": ["function_declaration", "method_declaration", "type_spec", "type_alias",
-           "field_declaration", "method_elem", "method_spec", "const_spec", "var_spec"],
-    "lua": ["function_declaration"],
-}
-_KINDS["typescript"] = _KINDS["javascript"] + [
-    "abstract_class_declaration", "abstract_method_signature", "public_field_definition",
-    "interface_declaration", "type_alias_declaration", "enum_declaration",
-    "property_signature", "method_signature", "function_signature", "internal_module"]
-_KINDS["tsx"] = _KINDS["typescript"]
-_PATTERNS: dict[str, list[str]] = {
-    "python": ["(class_definition body: (block (expression_statement (assignment)) @s))"],
-    "typescript": ["(enum_body (property_identifier) @s)", "(enum_body (enum_assignment) @s)",
-                   "(export_statement value: (class) @s)"],
-    "javascript": ["(export_statement value: (class) @s)"],
-    "lua": ["(assignment_statement (expression_list value: (function_definition))) @s",
-            "(field name: (identifier) value: (function_definition)) @s"],
-}
-_PATTERNS["tsx"] = _PATTERNS["typescript"]
-
-
 def _query(name: str):
     with _lock:
         q = _queries.get(name)
@@ -214,8 +178,9 @@ def _query(name: str):
         return q
     import tree_sitter as ts
     lang = _language(name)
-    parts = [f"({k}) @s" for k in _KINDS[name] if lang.id_for_node_kind(k, True)]
-    parts += _PATTERNS.get(name, [])
+    spec = LANGUAGES[name]
+    parts = [f"({k}) @s" for k in spec.kinds if lang.id_for_node_kind(k, True)]
+    parts += spec.patterns
     q = ts.Query(lang, "\n".join(parts))
     with _lock:
         _queries[name] = q
@@ -577,10 +542,6 @@ def _lua(node, ctx: _Ctx):
     return name, "method" if container else "function", sig, outer, None, container
 
 
-_HANDLERS: dict[str, Callable] = {
-    "rust": _rust, "python": _python, "javascript": _js, "typescript": _js, "tsx": _js,
-    "go": _go, "lua": _lua,
-}
 
 _CONTAINERS = {"class", "impl", "trait", "interface", "struct"}
 
@@ -606,7 +567,7 @@ def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
     import tree_sitter as ts
     tree = parse(src, lang)
     ctx = _Ctx(src, lang)
-    handler = _HANDLERS[lang]
+    handler = LANGUAGES[lang].extract
     nodes = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
     seen: set[tuple[int, int, str]] = set()
     flat: list[tuple[Symbol, int, int]] = []
@@ -764,3 +725,46 @@ def find_symbol(path: Path, dotted_or_slashed: str) -> Symbol:
     one, a full path over a trailing one, a type over its impl. Raises MossError
     not_found (with close names) or ambiguous (listing candidates)."""
     return pick_symbol(symbols_of(path), dotted_or_slashed, str(path))
+
+
+# --------------------------------------------------------------------------- the languages
+
+_JS_KINDS = ("function_declaration", "generator_function_declaration", "class_declaration",
+             "method_definition", "field_definition", "variable_declarator")
+_TS_KINDS = _JS_KINDS + ("abstract_class_declaration", "abstract_method_signature", "public_field_definition",
+                         "interface_declaration", "type_alias_declaration", "enum_declaration",
+                         "property_signature", "method_signature", "function_signature", "internal_module")
+_TS_PATTERNS = ("(enum_body (property_identifier) @s)", "(enum_body (enum_assignment) @s)",
+                "(export_statement value: (class) @s)")
+_JS_DOC = dict(doc_markers=("/**",), attr_markers=("@",), doc_style=("/** ", " */"))
+
+for _spec in [
+    LangSpec("python", "tree_sitter_python", "language", (".py", ".pyi", ".pyw"), _python,
+             kinds=("function_definition", "class_definition"),
+             patterns=("(class_definition body: (block (expression_statement (assignment)) @s))",),
+             shebangs=("python",), attr_markers=("@",), doc_style=('"""', '"""'),
+             module_doc_style=('"""', '"""')),
+    LangSpec("rust", "tree_sitter_rust", "language", (".rs",), _rust,
+             kinds=("function_item", "function_signature_item", "struct_item", "enum_item", "union_item",
+                    "trait_item", "impl_item", "mod_item", "type_item", "const_item", "static_item",
+                    "macro_definition", "field_declaration", "enum_variant", "associated_type"),
+             doc_markers=("///", "/**"), attr_markers=("#[",), doc_style=("/// ", ""),
+             module_doc_style=("//! ", "")),
+    LangSpec("javascript", "tree_sitter_javascript", "language", (".js", ".mjs", ".cjs", ".jsx"), _js,
+             kinds=_JS_KINDS, patterns=("(export_statement value: (class) @s)",), shebangs=("node",), **_JS_DOC),
+    LangSpec("typescript", "tree_sitter_typescript", "language_typescript", (".ts", ".mts", ".cts"), _js,
+             kinds=_TS_KINDS, patterns=_TS_PATTERNS, shebangs=("deno",), **_JS_DOC),
+    LangSpec("tsx", "tree_sitter_typescript", "language_tsx", (".tsx",), _js,
+             kinds=_TS_KINDS, patterns=_TS_PATTERNS, **_JS_DOC),
+    LangSpec("go", "tree_sitter_go", "language", (".go",), _go,
+             kinds=("function_declaration", "method_declaration", "type_spec", "type_alias", "field_declaration",
+                    "method_elem", "method_spec", "const_spec", "var_spec"),
+             doc_markers=("//", "/*"), doc_style=("// ", "")),
+    LangSpec("lua", "tree_sitter_lua", "language", (".lua",), _lua,
+             kinds=("function_declaration",),
+             patterns=("(assignment_statement (expression_list value: (function_definition))) @s",
+                       "(field name: (identifier) value: (function_definition)) @s"),
+             shebangs=("lua",), doc_markers=("--",), doc_style=("--- ", "")),
+]:
+    LANGUAGES[_spec.name] = _spec
+    _BY_EXT.update({ext: _spec.name for ext in _spec.extensions})

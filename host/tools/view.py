@@ -35,12 +35,6 @@ SYMBOL_WINDOW = 150                # `file:N` shows at most this many lines of a
 MAX_LINE_CHARS = 2000              # a longer single line is shortened in line views
 
 _LINE_SPEC = re.compile(r"^(?P<path>.+?):L?(?P<a>\d+)(?:(?P<dash>-)L?(?P<b>\d+)?)?$")
-_DOC_STYLE = {"python": ('"""', '"""'), "rust": ("/// ", ""), "javascript": ("/** ", " */"),
-              "typescript": ("/** ", " */"), "tsx": ("/** ", " */"), "go": ("// ", ""),
-              "lua": ("--- ", "")}
-_MODULE_DOC_STYLE = {"rust": ("//! ", ""), "python": ('"""', '"""')}
-
-
 def view(root: Path, target: str, *, depth: int = 1, max_chars: int = 20000) -> str:
     """Render `target` (a directory, file, `file:A-B`, `file:N`, `file/Symbol` or a bare
     symbol name) relative to project `root`. Raises MossError not_found / ambiguous /
@@ -178,8 +172,10 @@ def _numbered(lines: list[str], first: int, width: int, mark: int | None = None)
 
 # --------------------------------------------------------------------------- skeleton
 
-def _doc_line(lang: str, doc: str, styles=_DOC_STYLE) -> str:
-    pre, post = styles.get(lang, ("# ", ""))
+def _doc_line(lang: str, doc: str, module: bool = False) -> str:
+    spec = LANGUAGES.get(lang)
+    style = spec and (spec.module_doc_style if module else spec.doc_style)
+    pre, post = style or ("# ", "")
     return f"{pre}{doc}{post}"
 
 
@@ -251,7 +247,7 @@ def _skeleton(root: Path, path: Path, depth: int) -> str:
     if lang:
         syms, mdoc = outline(path)
         if mdoc:
-            out.append(_doc_line(lang, mdoc, _MODULE_DOC_STYLE))
+            out.append(_doc_line(lang, mdoc, module=True))
         out.append("")
         if syms:
             _render_symbols(syms, lang, 0, depth, out)
