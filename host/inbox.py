@@ -1,0 +1,121 @@
+"""A running session's inbox: what its user says while it works, from any channel.
+
+Every channel (the terminal, `moss say`, stream-json on stdin, MCP `send_message`) appends one
+JSON line to `.moss/agent/inbox/<session id>.jsonl`, so nothing a user says is lost if the
+process dies; the session reads the lines it has not seen yet. A line:
+
+    {"id": "m-...", "ts": 1795.3, "source": "say"|"terminal"|"stream-json"|"mcp",
+     "type": "user", "text": "..."}                       a message
+    {"id": ..., "type": "control", "action": "pause"|"stop"|"resume", "source": ...}
+
+A running session also keeps `.moss/agent/running/<id>.json` ({pid, started, task}) while it
+runs, so `moss say` without an id can find the latest one that is still alive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+
+from .api.session import agent_dir, append_line, check_id, ensure_dir
+from .errors import MossError
+
+CONTROL_ACTIONS = ("pause", "stop", "resume")
+MAX_TEXT = 20_000
+
+
+def inbox_path(root: Path, sid: str) -> Path:
+    return agent_dir(root) / "inbox" / f"{check_id(sid)}.jsonl"
+
+
+def running_path(root: Path, sid: str) -> Path:
+    return agent_dir(root) / "running" / f"{check_id(sid)}.json"
+
+
+def post(root: Path, sid: str, text: str | None = None, *, source: str, action: str | None = None) -> dict:
+    """Append a message (text) or a control action to session `sid`'s inbox; the record."""
+    record: dict = {"id": "m-" + uuid.uuid4().hex[:12], "ts": round(time.time(), 3), "source": source}
+    if action is not None:
+        if action not in CONTROL_ACTIONS:
+            raise MossError(f"unknown control action {action!r}; use {', '.join(CONTROL_ACTIONS)}", kind="usage")
+        record.update(type="control", action=action)
+    else:
+        text = " ".join(str(text or "").split()) if "\n" not in str(text or "") else str(text).strip()
+        if not text:
+            raise MossError("a message needs some text", kind="usage")
+        if len(text) > MAX_TEXT:
+            raise MossError(f"a message is at most {MAX_TEXT} characters", kind="usage")
+        record.update(type="user", text=text)
+    append_line(inbox_path(root, sid), record)
+    return record
+
+
+def read_from(root: Path, sid: str, offset: int = 0) -> tuple[list[dict], int]:
+    """Records appended since byte `offset`, and the new offset. A torn last line (a writer
+    mid-append) is left for the next read; a line that is not a JSON object is skipped."""
+    path = inbox_path(root, sid)
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    out = []
+    for line in data[:end].splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("type") in ("user", "control"):
+            out.append(rec)
+    return out, offset + end
+
+
+def mark_running(root: Path, sid: str, task: str = "") -> None:
+    p = running_path(root, sid)
+    ensure_dir(p.parent)
+    p.write_text(json.dumps({"pid": os.getpid(), "started": round(time.time(), 3), "task": task[:200]}),
+                 encoding="utf-8")
+
+
+def mark_stopped(root: Path, sid: str) -> None:
+    try:
+        running_path(root, sid).unlink()
+    except (FileNotFoundError, MossError):
+        pass
+
+
+def _alive(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def running(root: Path) -> list[dict]:
+    """Sessions whose process is alive, newest first: {id, pid, started, task}."""
+    out = []
+    d = agent_dir(root) / "running"
+    for p in d.glob("*.json") if d.is_dir() else []:
+        try:
+            info = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(info, dict) and _alive(info.get("pid")):
+            out.append({"id": p.stem, **info})
+    out.sort(key=lambda r: -float(r.get("started") or 0))
+    return out
+
+
+def latest_running(root: Path) -> str:
+    """The id of the most recently started session that is still running."""
+    rows = running(root)
+    if not rows:
+        raise MossError("no moss session is running in this project; name one: moss say ID \"message\"",
+                        kind="not_found")
+    return rows[0]["id"]
