@@ -57,6 +57,9 @@ class Runtime:
         stdout: Callable[[str], None] | None = None,
     ):
         self.roots = roots
+        if memory_mb >= 1 << 44:  # lupa takes bytes as a C unsigned long: 2^64 at most
+            raise MossError(f"a Lua memory limit of {memory_mb:,} MiB is more than a 64-bit machine "
+                            "can address ([lua] max_memory_mb or --memory-mb)", kind="config")
         self.memory_mb = memory_mb
         self._stdout = stdout or _write_stdout
         self._cancel = threading.Event()

@@ -152,3 +152,57 @@ def test_search_over_a_5mb_single_line_file_stays_small(project):
     hit = next(ln for ln in out.splitlines() if ln.startswith("  1:") and "alpha" in ln)
     assert len(hit) < 260 and hit.endswith("…")
     assert out.rstrip().endswith("2 matches in 2 files")
+
+
+# ------------------------------------------------------------------------------ config
+
+@pytest.mark.parametrize("args", [("@agent", "what is this?"), ("config", "get", "agent.max_turns")])
+def test_config_integer_beyond_64_bits_names_file_line_column(project, args):
+    """lupa raised OverflowError from deep inside the runtime; the file says where."""
+    project.write(".moss/config.toml", "[agent]\n# turns\nmax_turns =  99999999999999999999\n")
+    line = clean_error(project.moss(*args))
+    assert line.startswith("error: .moss/config.toml:3:14: agent.max_turns = 99999999999999999999")
+
+
+def test_user_config_integer_beyond_64_bits_in_a_list(project):
+    project.user_file("config.toml", "[agent]\nlimits = [1, 0x1F]\nsizes = [1, [2, -99999999999999999999]]\n")
+    line = clean_error(project.moss("@agent", "x"))
+    assert "config.toml:3:17: agent.sizes[1][1] = -99999999999999999999" in line
+
+
+@pytest.mark.parametrize("value", ["9223372036854775807", "17592186044416"])
+def test_a_memory_limit_no_machine_has_is_a_config_error(project, value):
+    project.write(".moss/config.toml", f"[lua]\nmax_memory_mb = {value}\n")
+    assert "MiB" in clean_error(project.moss("@agent", "x"))
+    project.write(".moss/config.toml", "")
+    assert "MiB" in clean_error(project.moss("@agent", "--memory-mb", value, "x"))
+
+
+def test_an_option_beyond_64_bits_is_a_usage_error(project):
+    line = clean_error(project.moss("@agent", "--max-tokens", "99999999999999999999", "x"))
+    assert "99999999999999999999" in line
+
+
+def test_toml_dates_reach_lua_as_iso_strings(project):
+    project.write(".moss/config.toml", "[agent]\nsince = 1979-05-27T07:32:00Z\nday = 1979-05-27\n")
+    r = run_lua(project, "print(moss.config.agent.since, moss.config.agent.day)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1979-05-27T07:32:00+00:00", "1979-05-27"]
+
+
+@pytest.mark.parametrize("args", [("@agent", "--list-sessions"), ("@agent", "x"), ("init",),
+                                  ("config", "get", "agent.max_turns"), ("config", "set", "agent.x", "1")])
+def test_dot_moss_as_a_regular_file(project, args):
+    """`.moss` must be a directory; a file there is named, with what to do about it."""
+    import shutil
+
+    shutil.rmtree(project.root / ".moss")
+    (project.root / ".moss").write_text("not a directory\n")
+    line = clean_error(project.moss(*args))
+    assert ".moss is a file" in line and "rename or remove .moss" in line
+
+
+def test_config_file_that_is_a_pipe_is_refused(project):
+    os.mkfifo(project.root / ".moss" / "config.toml")
+    line = clean_error(project.moss("@agent", "x", timeout=20))
+    assert ".moss/config.toml is a named pipe" in line
