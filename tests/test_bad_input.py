@@ -206,3 +206,91 @@ def test_config_file_that_is_a_pipe_is_refused(project):
     os.mkfifo(project.root / ".moss" / "config.toml")
     line = clean_error(project.moss("@agent", "x", timeout=20))
     assert ".moss/config.toml is a named pipe" in line
+
+
+# ---------------------------------------------------------------------------- sessions
+
+def _agent_dir(project):
+    d = project.root / ".moss" / "agent"
+    (d / "logs").mkdir(parents=True, exist_ok=True)
+    return d
+
+
+GOOD = {"id": "good1", "session_id": "good1", "task": "what is this?", "machine": "v1", "role": "explorer",
+        "state": "agent", "turn": 2, "max_turns": 15, "mem": {"items": []}, "inbox": {}, "done": False}
+
+
+def test_sessions_show_survives_bytes_shapes_and_markup_in_a_log(project):
+    """A log is whatever was appended to it: a torn line, a stray byte, another shape."""
+    log = _agent_dir(project) / "logs" / "abc.jsonl"
+    log.write_bytes(b'{"event":"task","ts":1,"task":"caf\xe9 \xff"}\n'
+                    b'[1,2]\n"text"\n{"event":"turn_start","ts":"x","context_chars":"lots"}\n'
+                    b'{"event":["a"]}\n{"event":"llm_response","duration":"slow","usage":[1]}\n'
+                    b'{"event":"response","ts":2,"text":"[/x] [bold]hi \\u001b]0;pwned\\u0007"}\n'
+                    b'{"event":"session_end","usage":{"input_tokens":"a"}}\n' + b"[" * 5000 + b"\n")
+    r = project.moss("sessions", "show", "abc")
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "\x1b" not in r.stdout
+    assert "unreadable_line" in r.stdout and "[/x] [bold]hi" in r.stdout and "session_end" in r.stdout
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"{bad", "not valid JSON"),
+    (b"[1, 2]", "a JSON array"),
+    (b'{"task": 5, "turn": 1}', "'task' is a JSON number"),
+    (b'{"turn": 99999999999999999999}', "'turn' is a JSON number"),
+    (b"\xff\xfe{}", "not UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
+    (b'{"a":' * 300 + b"1" + b"}" * 300, "nested more than"),
+    (b"{}", "id is missing"),
+    (json.dumps({**GOOD, "inbox": 3}).encode(), "inbox is number"),
+])
+def test_resume_of_a_corrupt_checkpoint_names_it_and_how_to_start_fresh(project, content, why):
+    (_agent_dir(project) / "session-abc.json").write_bytes(content)
+    for args in (("--resume", "abc"), ("--resume",)):
+        line = clean_error(project.moss("@agent", "-n", *args))
+        assert ".moss/agent/session-abc.json is not a usable checkpoint" in line, line
+        assert why in line and "delete it to start fresh" in line, line
+
+
+def test_list_sessions_shows_the_good_and_names_the_corrupt(project):
+    d = _agent_dir(project)
+    (d / "session-good1.json").write_text(json.dumps(GOOD))
+    (d / "session-bad1.json").write_bytes(b'{"task": ')
+    (d / "session-bad2.json").write_text("[]")
+    r = project.moss("@agent", "--list-sessions")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    rows = {ln.split("\t")[0]: ln.split("\t") for ln in r.stdout.splitlines()[1:]}
+    assert rows["good1"][3:6] == ["agent", "running", "what is this?"]
+    assert rows["bad1"][3] == rows["bad2"][3] == "corrupt"
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 2 and all("delete it to start fresh" in e for e in errors)
+    r = project.moss("sessions", "list")
+    assert r.returncode == 0 and "Traceback" not in r.stderr and r.stdout.count("corrupt") >= 2
+
+
+def test_a_checkpoint_that_is_a_pipe_is_refused_not_read(project):
+    os.mkfifo(_agent_dir(project) / "session-abc.json")
+    line = clean_error(project.moss("@agent", "-n", "--resume", "abc", timeout=20))
+    assert "named pipe" in line
+    r = project.moss("@agent", "--list-sessions", timeout=20)
+    assert r.returncode == 2 and "corrupt" in r.stdout
+
+
+# -------------------------------------------------------------------------------- json
+
+def test_json_decode_of_deep_nesting_is_a_usage_error(project):
+    r = run_lua(project, r'''
+        for _, s in ipairs({ string.rep("[", 100000) .. string.rep("]", 100000),
+                              string.rep('{"a":', 300) .. "1" .. string.rep("}", 300) }) do
+          local ok, e = pcall(moss.json.decode, s)
+          print(ok, moss.error_kind(e), e.message)
+        end
+        local v = moss.json.decode('[99999999999999999999, "\\ud800", "[[[[["]')
+        print(math.type(v[1]), v[2], v[3])
+    ''')
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("false\tusage\t") and "JSON nested 100,000 levels deep" in lines[0]
+    assert lines[1].startswith("false\tusage\t") and "JSON nested 300 levels deep" in lines[1]
+    assert lines[2] == "float\t\ufffd\t[[[[["
