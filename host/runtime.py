@@ -260,7 +260,13 @@ def _clean_trace(trace: str) -> str:
 
 
 def _write_stdout(text: str) -> None:
+    """print() from Lua. On a terminal control characters are shown, not obeyed (the agent
+    prints the model's answer); piped or redirected output keeps the text as it is."""
     import sys
 
+    if sys.stdout.isatty():
+        from .ui import sanitize
+
+        text = sanitize(text)
     sys.stdout.write(text)
     sys.stdout.flush()

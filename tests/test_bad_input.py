@@ -277,6 +277,91 @@ def test_a_checkpoint_that_is_a_pipe_is_refused_not_read(project):
     assert r.returncode == 2 and "corrupt" in r.stdout
 
 
+# ------------------------------------------------------------------ what the model says
+
+def _surrogate_model(body):
+    return 'Looking \ud800 here. $(answer 42 \ud800)'
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_lone_surrogate_in_a_reply_does_not_end_the_session(project, api, provider):
+    """JSON may escape a lone surrogate ("\\ud800"); no UTF-8 log, checkpoint or Lua
+    string can hold one. It becomes U+FFFD and the session goes on to its answer."""
+    api.push(*[_surrogate_model] * 3)
+    r = project.moss("@agent", "--provider", provider, "-n", "--verbose", "what?", env=api.env())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "42 \ufffd"
+    assert "Traceback" not in r.stderr and "error" not in r.stderr
+    logs = list((project.root / ".moss" / "agent" / "logs").glob("*.jsonl"))
+    assert logs and all(json.loads(ln) for ln in logs[0].read_text(encoding="utf-8").splitlines())
+
+
+HOSTILE = "Title \x1b]0;pwned\x07 clear \x1b[2J back\x08\x08 csi\x9b31m $(answer done \x1b]52;c;Zm9v\x07 now)"
+
+
+def _run_with_tty_stdout(project, api, *args):
+    """Run moss with stdout on a pseudo-terminal (as a person sees it); stderr piped."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = dict(project.env, **api.env())
+    proc = subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=env,
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other end closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    os.close(master)
+    return proc.returncode, b"".join(chunks).decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def test_control_sequences_from_the_model_never_reach_the_terminal(project, api):
+    """Model text with OSC (title, clipboard), CSI (clear screen), backspaces and a C1 CSI:
+    shown as visible \\xNN on the terminal (streamed, printed, the answer), raw in the log."""
+    api.push(HOSTILE)
+    code, out, err = _run_with_tty_stdout(project, api, "@agent", "--provider", "anthropic", "-n",
+                                          "--verbose", "what?")
+    assert code == 0, err
+    for text in (out, err):
+        assert "\x1b" not in text and "\x07" not in text and "\x08" not in text and "\x9b" not in text
+    assert "\\x1b]52;c;Zm9v\\x07" in out      # the answer, on the terminal, made visible
+    assert "\\x1b]0;pwned\\x07" in err        # the streamed reply on stderr, made visible
+    log = next((project.root / ".moss" / "agent" / "logs").glob("*.jsonl")).read_text()
+    assert any(json.loads(ln).get("text") == HOSTILE for ln in log.splitlines())
+
+
+def test_json_outputs_keep_the_model_text_raw(project, api):
+    """stream-json and json are data for programs: the text is kept, JSON-escaped."""
+    api.push(HOSTILE, HOSTILE)
+    r = project.moss("@agent", "--provider", "anthropic", "-n", "--output-format", "stream-json", "what?",
+                     env=api.env())
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert any(e.get("text") == HOSTILE for e in events if e["type"] == "assistant")
+    assert "\x1b" not in r.stdout and "\x1b" not in r.stderr  # escaped as \u001b in JSON
+    r = project.moss("@agent", "--provider", "anthropic", "-n", "--output-format", "json", "what?",
+                     env=api.env())
+    assert json.loads(r.stdout)["answer"] == "done \x1b]52;c;Zm9v\x07 now"
+
+
+def test_script_messages_are_sanitised_on_stderr(project):
+    r = run_lua(project, r'''
+        moss.ui.print("a\27]0;pwned\7b")
+        moss.ui.status("c\27[2Jd")
+        moss.error("usage", "e\27[31mf")
+    ''')
+    assert r.returncode == 2 and "\x1b" not in r.stderr and "\x07" not in r.stderr
+    assert "a\\x1b]0;pwned\\x07b" in r.stderr and "c\\x1b[2Jd" in r.stderr and "e\\x1b[31mf" in r.stderr
+
+
 # -------------------------------------------------------------------------------- json
 
 def test_json_decode_of_deep_nesting_is_a_usage_error(project):
