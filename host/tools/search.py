@@ -124,8 +124,16 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     timer = threading.Timer(TIMEOUT_S, kill)
     timer.start()
     errbuf: list[bytes] = []
-    # stderr is read bounded too: one message, not whatever a broken rg might pour out
-    err_thread = threading.Thread(target=lambda: errbuf.append(proc.stderr.read(64_000)), daemon=True)
+
+    def drain_stderr() -> None:
+        """Keep the start of ripgrep's messages (a regex error); read and drop the rest."""
+        kept = 0
+        for chunk in iter(lambda: proc.stderr.read(65536), b""):
+            if kept < 64_000:
+                errbuf.append(chunk)
+                kept += len(chunk)
+
+    err_thread = threading.Thread(target=drain_stderr, daemon=True)
     err_thread.start()
     allowed: set[str] | None = set(list_files(root)) if recheck else None
     hits: list[tuple[str, int, str]] = []
