@@ -26,27 +26,77 @@ def project_config_file(root: Path) -> Path:
 
 
 def read_toml(path: Path) -> dict:
-    """Parse one TOML file; a syntax error names file:line:column and the reason."""
+    """Parse one TOML file; a syntax error names file:line:column and the reason.
+
+    Everything else that would only fail later, deep inside the runtime, fails here with
+    the file's name: a path that is not a readable regular file (`.moss` itself a file, a
+    pipe that would block), and integers beyond Lua's 64 bits."""
+    from .tools.resolve import special_kind
+
+    shown = display_path(path)
+    kind = special_kind(path)
+    if kind is not None:
+        raise ConfigError(f"{shown} is {kind}, not a config file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except NotADirectoryError:
+        parent = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
+        raise ConfigError(f"{display_path(parent)} is a file, but moss keeps its config, scripts and "
+                          f"sessions in a directory there: rename or remove {display_path(parent)}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{shown} is a directory, not a config file") from None
+    except OSError as e:
+        raise ConfigError(f"{shown}: cannot read it ({e.strerror or e})") from None
     except UnicodeDecodeError as e:
-        raise ConfigError(f"{display_path(path)}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+        raise ConfigError(f"{shown}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
         if m:
             reason = msg[: m.start()].strip()
-            raise ConfigError(f"{display_path(path)}:{m.group(1)}:{m.group(2)}: {reason}") from None
+            raise ConfigError(f"{shown}:{m.group(1)}:{m.group(2)}: {reason}") from None
         m = re.search(r"\(at end of document\)", msg)
         if m:
             lines = text.splitlines() or [""]
             reason = msg[: m.start()].strip()
-            raise ConfigError(f"{display_path(path)}:{len(lines)}:{len(lines[-1]) + 1}: {reason}") from None
-        raise ConfigError(f"{display_path(path)}: {msg}") from None
+            raise ConfigError(f"{shown}:{len(lines)}:{len(lines[-1]) + 1}: {reason}") from None
+        raise ConfigError(f"{shown}: {msg}") from None
+    _check_integers(data, [], shown, text)
+    return data
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_TOML_INT = re.compile(r"(?<![\w.+-])[+-]?(?:0x[0-9A-Fa-f_]+|0o[0-7_]+|0b[01_]+|\d[\d_]*)(?![\w.:-])")
+
+
+def _check_integers(value: Any, keys: list[str], shown: str, text: str) -> None:
+    """Lua integers are 64-bit: a larger TOML integer is an error at its line and column."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_integers(v, keys + [str(k)], shown, text)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_integers(v, keys[:-1] + [f"{keys[-1] if keys else ''}[{i}]"], shown, text)
+    elif isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        raise ConfigError(f"{shown}{_position_of(text, value)}: {'.'.join(keys)} = {value} is too large: "
+                          f"integers must lie between {INT64_MIN} and {INT64_MAX} (write a float, e.g. "
+                          f"{float(value):.1e}, if you mean an approximate number)")
+
+
+def _position_of(text: str, value: int) -> str:
+    """':line:column' of the first integer literal in `text` equal to `value`, or ''."""
+    for m in _TOML_INT.finditer(text):
+        try:
+            if int(m.group().replace("_", ""), 0) == value:
+                line = text.count("\n", 0, m.start()) + 1
+                return f":{line}:{m.start() - (text.rfind(chr(10), 0, m.start()) + 1) + 1}"
+        except ValueError:  # a decimal with leading zeros is no TOML integer
+            continue
+    return ""
 
 
 def deep_merge(base: dict, over: dict) -> dict:

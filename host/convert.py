@@ -10,16 +10,39 @@ made with ``moss.dict()`` (or carries the marker metatable), which converts to `
 
 from __future__ import annotations
 
+import datetime
 import math
+import re
 from typing import Any
 
 from lupa import lua54
 
+from .errors import MossError
+
 _lua_type = lua54.lua_type
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Lone surrogates (from a JSON "\ud800" escape) have no UTF-8 form; those in the
+# surrogateescape range stand for undecodable bytes of a file name and stay bytes.
+_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+class RangeError(MossError, ValueError):
+    """A value Lua cannot hold (an integer beyond 64 bits): a usage error, never a crash."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="usage")
 
 
 def decode(b: bytes) -> str:
     return b.decode("utf-8", errors="replace")
+
+
+def utf8(text: str) -> bytes:
+    """`text` as UTF-8 for Lua; a lone surrogate becomes U+FFFD instead of an exception."""
+    try:
+        return text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text).encode("utf-8", errors="surrogateescape")
 
 
 class Converter:
@@ -37,10 +60,16 @@ class Converter:
     def to_lua(self, value: Any, _depth: int = 0):
         if _depth > self.max_depth:
             raise ValueError("value nested too deeply to pass to Lua")
-        if value is None or isinstance(value, (bool, int, float)):
+        if value is None or isinstance(value, (bool, float)):
+            return value
+        if isinstance(value, int):
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise RangeError(f"the integer {value} does not fit in Lua's 64-bit integers")
             return value
         if isinstance(value, str):
-            return value.encode("utf-8", errors="surrogateescape")
+            return utf8(value)
+        if isinstance(value, (datetime.date, datetime.time)):  # TOML dates and times
+            return value.isoformat().encode()
         if isinstance(value, bytes):
             return value
         if isinstance(value, dict):

@@ -57,6 +57,9 @@ class Runtime:
         stdout: Callable[[str], None] | None = None,
     ):
         self.roots = roots
+        if memory_mb >= 1 << 44:  # lupa takes bytes as a C unsigned long: 2^64 at most
+            raise MossError(f"a Lua memory limit of {memory_mb:,} MiB is more than a 64-bit machine "
+                            "can address ([lua] max_memory_mb or --memory-mb)", kind="config")
         self.memory_mb = memory_mb
         self._stdout = stdout or _write_stdout
         self._cancel = threading.Event()
@@ -257,7 +260,13 @@ def _clean_trace(trace: str) -> str:
 
 
 def _write_stdout(text: str) -> None:
+    """print() from Lua. On a terminal control characters are shown, not obeyed (the agent
+    prints the model's answer); piped or redirected output keeps the text as it is."""
     import sys
 
+    if sys.stdout.isatty():
+        from .ui import sanitize
+
+        text = sanitize(text)
     sys.stdout.write(text)
     sys.stdout.flush()

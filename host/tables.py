@@ -1,7 +1,7 @@
 """The one table renderer: rich on a terminal, tab-separated lines otherwise.
 
-Cells are text, never rich markup, so a file name or a model's words cannot restyle (or
-hide) a row.
+Cells are text, never rich markup, and control sequences are shown as visible escapes, so a
+file name or a model's words cannot restyle (or hide) a row or drive the terminal.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ def table(columns: Sequence[str], rows: Iterable[Sequence], *, title: str | None
     from rich.table import Table
     from rich.text import Text
 
+    from .ui import sanitize
+
     t = Table(box=None, header_style="bold", title=title, title_justify="left", pad_edge=False)
     for col in columns:
         t.add_column(str(col), style=(styles or {}).get(col), overflow="fold" if fold else "ellipsis")
     for i, row in enumerate(rows):
-        t.add_row(*(Text("" if c is None else str(c)) for c in row),
+        t.add_row(*(Text(sanitize("" if c is None else str(c))) for c in row),
                   style=row_styles[i] if row_styles else None)
     return t
 

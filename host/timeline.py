@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 
 # event -> (style, function(event) -> one-line detail)
 def _short(text, n=110):
-    text = " ".join(str(text or "").split())
+    from .ui import sanitize
+
+    text = sanitize(" ".join(str(text or "").split()))
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -52,22 +55,41 @@ def _cost(usage):
     return f", {tokens:,} tokens" + (f", ${cost:.4f}" if cost else "")
 
 
+def _other(e: dict) -> str:
+    return _short(json.dumps({k: v for k, v in e.items() if k not in ("event", "ts")}, default=str))
+
+
 def render(events: list[dict], sid: str) -> None:
+    """Print the timeline. A log holds whatever was appended to it: a field of an unexpected
+    type shows the event as raw JSON instead of failing the whole timeline, and no text in
+    it is read as rich markup or reaches the terminal as a control sequence."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    t0 = events[0].get("ts", 0) if events else 0
+    def number(value):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return value if ok else None
+
+    t0 = number(events[0].get("ts")) if events else None
     table = Table(box=None, header_style="bold", title=f"session {sid}", title_justify="left", pad_edge=False)
     table.add_column("time", justify="right", style="dim")
     table.add_column("event")
     table.add_column("detail", overflow="fold")
     for e in events:
         name = e.get("event", "?")
-        style, detail = DETAILS.get(name, ("dim", lambda e: _short(json.dumps(
-            {k: v for k, v in e.items() if k not in ("event", "ts")}, default=str))))
-        ts = e.get("ts")
-        when = f"+{ts - t0:6.1f}s" if isinstance(ts, (int, float)) else ""
-        if name == "session_start" and isinstance(ts, (int, float)):
-            when = datetime.fromtimestamp(ts).strftime("%H:%M:%S")
-        table.add_row(when, f"[{style}]{name}[/]" if style else name, detail(e))
+        name = name if isinstance(name, str) else "?"
+        style, detail = DETAILS.get(name, ("dim", _other))
+        try:
+            text = detail(e)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            style, text = "dim", _other(e)
+        ts = number(e.get("ts"))
+        when = f"+{ts - (t0 or 0):6.1f}s" if ts is not None and t0 is not None else ""
+        if name == "session_start" and ts is not None:
+            try:
+                when = datetime.fromtimestamp(ts).strftime("%H:%M:%S")
+            except (ValueError, OverflowError, OSError):
+                pass
+        table.add_row(when, Text(_short(name, 40), style=style or ""), Text(text))
     Console(soft_wrap=False).print(table)

@@ -100,13 +100,33 @@ local function list_commands()
 end
 
 local function list_sessions()
-  local rows = {}
+  local rows, corrupt = {}, {}
   for _, s in ipairs(moss.session.list()) do
     local task = (s.task or ""):gsub("%s+", " ")
     rows[#rows + 1] = { id = s.id, age = ago(s.mtime), turns = s.turn, state = s.state,
       reason = s.reason or "running", task = #task > 60 and task:sub(1, 59) .. "…" or task }
+    if s.error then corrupt[#corrupt + 1] = s.error end
   end
   moss.ui.table(rows, { columns = { "id", "age", "turns", "state", "reason", "task" } })
+  -- the good ones are listed; a corrupt one is an error to act on, not a silent row
+  for _, e in ipairs(corrupt) do moss.ui.print("error: " .. e, { style = "red" }) end
+  return #corrupt > 0 and 2 or 0
+end
+
+--- A checkpoint that is JSON but not a session (hand-edited, written by something else)
+--- is named with how to start fresh, not a Lua error halfway through resuming it.
+local SESSION_FIELDS = { { "id", "string" }, { "machine", "string" }, { "state", "string" },
+  { "task", "string" }, { "turn", "integer" }, { "max_turns", "integer" }, { "mem", "table" },
+  { "messages", "table" } }
+local function check_session(S)
+  for _, f in ipairs(SESSION_FIELDS) do
+    local v, want = S[f[1]], f[2]
+    if (want == "integer" and math.type(v) or type(v)) ~= want then
+      moss.error("config", (".moss/agent/session-%s.json is not a usable checkpoint (%s is %s, not a %s); " ..
+        "delete it to start fresh, or start a new session instead of resuming this one")
+        :format(S.session_id, f[1], v == nil and "missing" or type(v), want), 2)
+    end
+  end
 end
 
 local function list_logs()
@@ -191,6 +211,7 @@ local function resume(opts, cfg, base, extra_words)
   end
   local S = moss.session.load(id)
   messages.upgrade(S)
+  check_session(S)
   local role = load_module("role", S.role or "explorer")
   if S.done and S.reason == "answered" and #extra_words == 0 then
     moss.ui.print("session " .. S.id .. " already answered; add a message to go on from there", { style = "dim" })
@@ -273,7 +294,7 @@ local function main(args)
   if opts.help then print(help()) return 0 end
   if opts.roles then list_roles() return 0 end
   if opts.commands then list_commands() return 0 end
-  if opts.list_sessions then list_sessions() return 0 end
+  if opts.list_sessions then return list_sessions() end
   if opts.list_logs then list_logs() return 0 end
   local cfg = check_config(moss.config.agent or {})
   if opts.max_turns and (math.type(opts.max_turns) ~= "integer" or opts.max_turns < 1) then

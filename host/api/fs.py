@@ -10,10 +10,12 @@ MAX_READ = 2_000_000
 def functions(ctx):
     def read(path):
         from ..tools.confine import confine
+        from ..tools.resolve import require_regular
 
         p = confine(ctx.root, path, must_exist=True)
         if p.is_dir():
             raise MossError(f"{path} is a directory (use moss.code.view)", kind="usage")
+        require_regular(p, str(path), "moss.fs.read reads regular files only")
         size = p.stat().st_size
         if size > MAX_READ:
             raise MossError(f"{path} is {size:,} bytes; moss.fs.read reads at most {MAX_READ:,}", kind="usage")
@@ -25,10 +27,18 @@ def functions(ctx):
     def write(path, text):
         from ..tools.atomic import write_atomic
         from ..tools.confine import confine
+        from ..tools.resolve import require_regular
         from ..tools.sandbox import require_write
 
         require_write(ctx.access, f"writing {path}")
         p = confine(ctx.root, path, writing=True)
+        # The root or a folder is no file to write: writing "through" it would put a temp
+        # file next to it, outside the project when it is the root.
+        if p == ctx.root.resolve() or p.is_dir():
+            raise MossError(f"moss.fs.write needs a file path; {str(path)!r} is "
+                            f"{'the project root' if p == ctx.root.resolve() else 'a directory'}",
+                            kind="usage")
+        require_regular(p, str(path), "moss.fs.write replaces regular files only")
         p.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(p, str(text), p.stat().st_mode & 0o7777 if p.exists() else None)
         ctx.log("fs_write", {"path": str(p.relative_to(ctx.root)), "bytes": len(str(text).encode())})

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json as _json
 
+# Deeper than this cannot become a Lua table anyway (convert.Converter.max_depth); say so
+# before Python's own recursion limit turns into an internal error.
+MAX_DEPTH = 200
+
 
 def functions(ctx):
     def encode(value, opts=None):
@@ -12,9 +16,32 @@ def functions(ctx):
         return _json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=bool(opts.get("sort_keys")))
 
     def decode(text):
+        from .session import loads
+
+        depth = _nesting(text)
+        if depth > MAX_DEPTH:
+            raise ValueError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}")
         try:
-            return _json.loads(text)
+            return loads(text)  # integers beyond 64 bits come back as floats, as in Lua
         except _json.JSONDecodeError as e:
             raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
 
     return {"json.encode": encode, "json.decode": decode}
+
+
+def _nesting(text: str) -> int:
+    """The deepest [ / { nesting of JSON text, brackets inside strings not counted (an
+    upper bound for invalid JSON, which then fails to parse anyway)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0  # the common case: too few brackets to matter
+    import re
+
+    depth = deepest = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif tok in "]}":
+            depth -= 1
+    return deepest

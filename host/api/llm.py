@@ -29,7 +29,9 @@ def _announce(text: str) -> None:
 
 
 def _stderr_stream(delta: str) -> None:
-    sys.stderr.write(delta)
+    from ..ui import sanitize
+
+    sys.stderr.write(sanitize(delta))  # the model's text must not drive the terminal
     sys.stderr.flush()
 
 

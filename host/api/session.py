@@ -51,11 +51,22 @@ def write_atomic(path: Path, text: str) -> None:
     _write_atomic(path, text, sync_dir=True)
 
 
+def dumps(value, **kw) -> str:
+    """JSON text that always encodes as UTF-8: a lone surrogate (a model may send "\\ud800")
+    is kept as its \\u escape rather than failing the write."""
+    text = json.dumps(value, ensure_ascii=False, default=str, **kw)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, default=str, **kw)
+    return text
+
+
 def append_line(path: Path, record: dict) -> None:
     from ..redact import value as redacted
 
     ensure_dir(path.parent)
-    line = (json.dumps(redacted(record), ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    line = (dumps(redacted(record)) + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)
@@ -63,19 +74,119 @@ def append_line(path: Path, record: dict) -> None:
         os.close(fd)
 
 
+# Fields the host itself reads from a checkpoint (for listings) and the types they have
+# whenever moss wrote them; anything else in a checkpoint is the script's business.
+FIELD_TYPES = {"session_id": str, "task": str, "state": str, "reason": str, "machine": str,
+               "role": str, "turn": int, "max_turns": int, "done": bool}
+MAX_DEPTH = 200  # deeper than a Lua table may come back (convert.Converter.max_depth)
+
+
+class CorruptCheckpoint(MossError):
+    """A checkpoint file moss cannot use: names the file and how to start fresh."""
+
+    def __init__(self, path: Path, why: str):
+        from ..roots import display_path
+
+        shown = display_path(path)
+        super().__init__(f"{shown} is not a usable checkpoint ({why}); delete it to start fresh, or "
+                         "start a new session instead of resuming this one", kind="config", path=str(path))
+        self.why = why
+
+
+def _big_int(text: str):
+    """JSON integers beyond Lua's 64 bits become floats, as Lua's own literals do."""
+    n = int(text)
+    return n if -(2**63) <= n < 2**63 else float(n)
+
+
+def loads(text: str):
+    """json.loads for files moss reads back: big integers as floats; deep nesting a ValueError."""
+    try:
+        return json.loads(text, parse_int=_big_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _depth_ok(value, limit: int = MAX_DEPTH) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True
+
+
+def read_checkpoint(path: Path) -> dict:
+    """The checkpoint at `path` as a dict, or CorruptCheckpoint saying what is wrong with it."""
+    from ..tools.resolve import special_kind
+
+    kind = special_kind(path)
+    if kind is not None:
+        raise CorruptCheckpoint(path, f"it is {kind}")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError:
+        raise CorruptCheckpoint(path, "it is a directory") from None
+    except OSError as e:
+        raise CorruptCheckpoint(path, f"unreadable: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorruptCheckpoint(path, f"not UTF-8 text: byte {e.start} is {data[e.start]:#04x}") from None
+    try:
+        state = loads(text)
+    except json.JSONDecodeError as e:
+        raise CorruptCheckpoint(path, f"not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except ValueError as e:
+        raise CorruptCheckpoint(path, f"not valid JSON: {e}") from None
+    if not isinstance(state, dict):
+        raise CorruptCheckpoint(path, f"a JSON {_json_kind(state)} where a checkpoint is an object")
+    for key, want in FIELD_TYPES.items():
+        value = state.get(key)
+        if value is not None and not (isinstance(value, want) and (want is bool or not isinstance(value, bool))):
+            raise CorruptCheckpoint(path, f"its {key!r} is a JSON {_json_kind(value)}, not a {_WANT[want]}")
+    if not _depth_ok(state):
+        raise CorruptCheckpoint(path, f"nested more than {MAX_DEPTH} levels deep")
+    return state
+
+
+_WANT = {str: "string", int: "whole number", bool: "boolean"}
+
+
+def _json_kind(value) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object", type(None): "null"}.get(type(value), "value")
+
+
 def list_checkpoints(root: Path) -> list[dict]:
+    """Every checkpoint, oldest first. One that cannot be read is listed all the same,
+    with state and reason "corrupt" and `error` saying why and what to do."""
     out = []
     for p in agent_dir(root).glob("session-*.json"):
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            data = {}
         sid = p.stem[len("session-"):]
-        out.append({
-            "id": sid, "mtime": p.stat().st_mtime, "turn": data.get("turn"), "state": data.get("state"),
-            "reason": data.get("reason"), "task": data.get("task"), "machine": data.get("machine"),
-            "role": data.get("role"), "done": data.get("done"),
-        })
+        try:
+            mtime = p.lstat().st_mtime
+        except OSError:
+            continue  # deleted while we listed
+        row = {"id": sid, "mtime": mtime}
+        try:
+            data = read_checkpoint(p)
+        except FileNotFoundError:
+            continue
+        except CorruptCheckpoint as e:
+            row.update(state="corrupt", reason="corrupt", error=e.message)
+        else:
+            row.update({k: data.get(k) for k in ("turn", "state", "reason", "task", "machine", "role", "done")})
+        out.append(row)
     out.sort(key=lambda d: d["mtime"])
     return out
 
@@ -89,29 +200,39 @@ def load_checkpoint(root: Path, sid: str | None) -> dict:
     check_id(sid)
     p = checkpoint_path(root, sid)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        state = read_checkpoint(p)
     except FileNotFoundError:
         known = ", ".join(d["id"] for d in list_checkpoints(root)[-5:]) or "none"
         raise MossError(f"no session {sid!r} (recent: {known})", kind="not_found") from None
-    except json.JSONDecodeError as e:
-        raise MossError(f"{p}: checkpoint is not valid JSON ({e.msg} at line {e.lineno})", kind="io") from None
+    state["session_id"] = sid  # the file it came from, whatever a copied file says inside
+    return state
 
 
 def read_log(root: Path, sid: str) -> list[dict]:
+    """One session's events. A line that is not a JSON object (a torn write, a stray byte,
+    another program's text) becomes {"event": "unreadable_line", "line": N}."""
+    from ..tools.resolve import special_kind
+
     p = log_path(root, check_id(sid))
+    kind = special_kind(p)
+    if kind is not None:
+        raise MossError(f"{p} is {kind}, not a session log", kind="not_found")
     events = []
     try:
-        with open(p, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                line = line.strip()
+        with open(p, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                line = raw.decode("utf-8", errors="replace").strip()
                 if not line:
                     continue
                 try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError:
-                    events.append({"event": "unreadable_line", "line": n})
+                    event = loads(line)
+                except ValueError:  # JSONDecodeError is one
+                    event = None
+                events.append(event if isinstance(event, dict) else {"event": "unreadable_line", "line": n})
     except FileNotFoundError:
         raise MossError(f"no log for session {sid!r}", kind="not_found") from None
+    except IsADirectoryError:
+        raise MossError(f"{p} is a directory, not a session log", kind="not_found") from None
     return events
 
 
@@ -137,7 +258,7 @@ def functions(ctx):
         state = dict(state or {})
         state.setdefault("session_id", sid)
         state["saved_at"] = time.time()
-        write_atomic(p, json.dumps(state, ensure_ascii=False, separators=(",", ":"), default=str))
+        write_atomic(p, dumps(state, separators=(",", ":")))
         return str(p)
 
     def load(sid=None):
@@ -160,7 +281,11 @@ def functions(ctx):
 
     def logs():
         out = []
-        for p in sorted((agent_dir(ctx.root) / "logs").glob("*.jsonl"), key=lambda p: p.stat().st_mtime):
+        from ..tools.resolve import special_kind
+
+        for p in sorted((agent_dir(ctx.root) / "logs").glob("*.jsonl"), key=lambda p: p.lstat().st_mtime):
+            if p.is_dir() or special_kind(p) is not None:
+                continue  # a folder or a pipe where a log should be: nothing to count
             with open(p, "rb") as f:
                 lines = sum(1 for _ in f)
             out.append({"id": p.stem, "path": str(p), "events": lines, "mtime": p.stat().st_mtime})

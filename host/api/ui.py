@@ -9,14 +9,14 @@ def functions(ctx):
     def print_(text, opts=None):
         opts = opts or {}
         style = opts.get("style") if isinstance(opts, dict) else None
-        ui.console().print(ui.escape(str(text)), style=style)
+        ui.console().print(ui.escape(ui.sanitize(str(text))), style=style)
 
     def status(text):
         c = ui.console()
         if c.is_terminal:
-            c.print(f"[dim]›[/] {ui.escape(str(text))}")
+            c.print(f"[dim]›[/] {ui.escape(ui.sanitize(str(text)))}")
         else:
-            c.print(f"› {text}", markup=False)
+            c.print(f"› {ui.sanitize(str(text))}", markup=False)
 
     def is_terminal():
         return ui.console().is_terminal
@@ -31,9 +31,9 @@ def functions(ctx):
         import sys
 
         c = ui.console()
-        c.print(f"[bold cyan]?[/] {ui.escape(str(question))}")
+        c.print(f"[bold cyan]?[/] {ui.escape(ui.sanitize(str(question)))}")
         for i, choice in enumerate((opts or {}).get("choices") or [], 1):
-            c.print(f"  {i}. {ui.escape(str(choice))}")
+            c.print(f"  {i}. {ui.escape(ui.sanitize(str(choice)))}")
         c.print("[dim]answer>[/] ", end="")
         line = sys.stdin.readline()
         if not line:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from typing import Any, Callable, Mapping
@@ -19,6 +20,16 @@ from .usage import Budgets, Session, empty_usage
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_TOKENS = 16384  # a ceiling, not a cost: reasoning models think inside it
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text) -> str:
+    """A reply's text as valid Unicode. JSON may carry a lone surrogate ("\\ud800"), which no
+    UTF-8 log line, checkpoint or Lua string can hold: it becomes U+FFFD."""
+    text = "" if text is None else str(text)
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 def _num(value, cast, what: str):
@@ -111,6 +122,7 @@ class LLM:
                        status=e.data.get("status"), attempts=e.data.get("attempts", attempts),
                        duration=round(time.monotonic() - start, 3))
             raise
+        reply = {**reply, "text": valid_text(reply.get("text"))}
         usage = self._account(p, req, reply)
         result = {"text": reply["text"], "stop_reason": reply.get("stop_reason") or "end_turn",
                   "model": reply.get("model") or p.model or p.name, "provider": p.name, "usage": usage}

@@ -75,7 +75,7 @@ from moss.errors import MossError
 from moss.tools.atomic import write_atomic
 from moss.tools import treesitter
 from moss.tools.confine import confine
-from moss.tools.resolve import resolve_path
+from moss.tools.resolve import require_regular, resolve_path, special_kind
 
 __all__ = ["preview", "apply", "MAX_BYTES"]
 
@@ -313,6 +313,8 @@ def _locate_file(plan: _Plan, spec: _Spec) -> _File:
         if not candidate.strip():
             continue
         path = confine(plan.root, candidate, writing=True)
+        if path not in plan.files:
+            require_regular(path, candidate, "moss edits regular files only")
         if plan.is_file(path):
             spec.symbol = "/".join(p for p in parts[k:] if p)
             return plan.file(path)
@@ -321,6 +323,8 @@ def _locate_file(plan: _Plan, spec: _Spec) -> _File:
 
 def _new_file_path(plan: _Plan, target: str) -> Path:
     path = confine(plan.root, target, writing=True)
+    if path not in plan.files:
+        require_regular(path, target, "moss edits regular files only")
     if plan.exists(path):
         what = "directory" if path.is_dir() else "file"
         raise MossError(f"{target} already exists (a {what}); create only makes new files "
@@ -329,7 +333,8 @@ def _new_file_path(plan: _Plan, target: str) -> Path:
     while parent != plan.root and not plan.exists(parent):
         parent = parent.parent
     if parent != plan.root and not parent.is_dir():
-        raise MossError(f"cannot create {target}: {parent.relative_to(plan.root)} is a file",
+        raise MossError(f"cannot create {target}: {parent.relative_to(plan.root)} is "
+                        f"{special_kind(parent) or 'a file'}",
                         kind="usage")
     return path
 

@@ -9,8 +9,10 @@ files are not candidates for a fuzzy match (an exact path always works).
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +58,47 @@ def list_files(root: Path, sub: str = ".") -> list[str]:
         if raw:
             out.append(raw.replace(os.sep, "/"))
     return out
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def special_kind(path: Path | str) -> str | None:
+    """What `path` is when it is neither a regular file nor a directory ("a named pipe",
+    "a socket", "a character device", "a block device", "a symlink loop"), else None
+    (also for a path that does not exist). Reading a pipe or a device never ends, so
+    every tool asks this before it opens a file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symlink loop"
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+
+
+def require_regular(path: Path | str, shown: str, what: str = "moss reads regular files only") -> None:
+    """Raise MossError(kind="usage") naming `shown` when `path` is a pipe, socket, device
+    or symlink loop."""
+    kind = special_kind(path)
+    if kind == "a symlink loop":
+        raise MossError(f"{shown} is a symlink loop (it never leads to a file); {what}", kind="usage")
+    if kind is not None:
+        raise MossError(f"{shown} is {kind}, not a regular file; {what}", kind="usage")
+
+
+def _resolve(path: Path, raw: str) -> Path:
+    """path.resolve(), with a symlink loop (or a name the OS refuses) as a MossError."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as e:  # Python < 3.13 reports a loop as RuntimeError
+        if isinstance(e, OSError) and e.errno != errno.ELOOP:
+            raise MossError(f"{raw}: {e.strerror or e}", kind="not_found") from None
+        raise MossError(f"{raw}: a symlink loop (it never leads to a file)", kind="not_found",
+                        loop=True) from None
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -108,7 +151,7 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
     if not _inside(lexical, root):
         raise MossError(f"{raw}: outside the project root {root}", kind="denied")
     if os.path.lexists(lexical):
-        real = lexical.resolve()
+        real = _resolve(lexical, raw)
         if not _inside(real, root):
             raise MossError(f"{raw}: a symlink leading outside the project root", kind="denied")
         if not real.exists():
@@ -131,7 +174,7 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
         found = [(p, d) for p, d in paths.items()
                  if [key(x) for x in p.split("/")[-len(w):]] == w]
         if len(found) == 1:
-            real = (root / found[0][0]).resolve()
+            real = _resolve(root / found[0][0], raw)
             if not _inside(real, root):
                 raise MossError(f"{raw}: a symlink leading outside the project root",
                                 kind="denied")

@@ -13,18 +13,20 @@ ripgrep's (Rust) regex syntax.
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import subprocess
 import threading
 from pathlib import Path
 
 from moss.errors import MossError
 from moss.tools.caps import cap
-from moss.tools.resolve import RG_WALK_FLAGS, list_files, rg_binary
+from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
 from moss.tools.treesitter import innermost, language_for, outline
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
+MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
+WINDOW_BYTES = 1024             # a longer line is re-read from its file: this much of it
 MAX_OUTLINE_BYTES = 2_000_000   # no enclosing symbol for larger files
 TIMEOUT_S = 60.0
 _GLOB_CHARS = set("*?[]{}!")
@@ -40,6 +42,9 @@ def _only_args(root: Path, only: list[str]) -> tuple[list[str], bool]:
         g = g.strip()
         if not g:
             continue
+        if not (set(g) & _GLOB_CHARS):  # a plain name: a pipe or device is never searched
+            require_regular(root / g.rstrip("/"), g, "search reads regular files only "
+                            "(ripgrep skips pipes, sockets and devices)")
         if g.startswith("!"):
             args += ["--glob", g]          # an exclusion never un-ignores anything
         elif "/" not in g.rstrip("/") and not g.endswith("/") and not (root / g).is_dir():
@@ -54,13 +59,6 @@ def _only_args(root: Path, only: list[str]) -> tuple[list[str], bool]:
             args += ["--type-add", f"mossonly:{n}"]
         args += ["--type", "mossonly"]
     return args, recheck
-
-
-def _text(obj: dict) -> str:
-    if "text" in obj:
-        return obj["text"]
-    import base64
-    return base64.b64decode(obj.get("bytes", "")).decode("utf-8", "replace")
 
 
 def _trim(line: str, start: int | None) -> str:
@@ -88,6 +86,10 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     `!tests/**` to exclude). At most `limit` hits are shown; the total line says how
     many there were. A bad regex raises MossError(kind="usage"); no match at all returns
     "No matches for <pattern>".
+
+    Memory stays bounded whatever the files hold: ripgrep prints at most MAX_LINE_BYTES
+    of a matching line, a longer line is re-read from its file as a WINDOW_BYTES piece
+    around the match, and only the first `limit` hits are kept; the rest are counted.
     """
     root = Path(root).resolve()
     if not root.is_dir():
@@ -97,41 +99,62 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     if isinstance(only, str):
         only = [only]
     limit = max(1, int(limit))
-    glob_args, recheck = _only_args(root, only or [])
-    cmd = [rg_binary(), "--json", "--sort", "path", *RG_WALK_FLAGS, *glob_args]
+    try:
+        glob_args, recheck = _only_args(root, only or [])
+    except OSError as e:  # a glob the OS refuses as a name (too long)
+        names = ", ".join(g if len(g) <= 60 else g[:59] + "…" for g in only or [])
+        raise MossError(f"cannot search only {names}: {e.strerror or e}", kind="usage") from None
+    # Plain lines (not --json, whose match messages repeat every submatch of a line and
+    # cannot be capped): path NUL line:column:byte-offset:text, long lines omitted.
+    cmd = [rg_binary(), "--no-config", "--no-heading", "--with-filename", "--line-number",
+           "--column", "--byte-offset", "--null", "--color", "never",
+           "--max-columns", str(MAX_LINE_BYTES), "--sort", "path", *RG_WALK_FLAGS, *glob_args]
     if ignore_case:
         cmd.append("--ignore-case")
     cmd += ["-e", pattern, "--", "."]
 
     proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    timer = threading.Timer(TIMEOUT_S, proc.kill)
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        proc.kill()
+
+    timer = threading.Timer(TIMEOUT_S, kill)
     timer.start()
     errbuf: list[bytes] = []
-    err_thread = threading.Thread(target=lambda: errbuf.append(proc.stderr.read()), daemon=True)
+
+    def drain_stderr() -> None:
+        """Keep the start of ripgrep's messages (a regex error); read and drop the rest."""
+        kept = 0
+        for chunk in iter(lambda: proc.stderr.read(65536), b""):
+            if kept < 64_000:
+                errbuf.append(chunk)
+                kept += len(chunk)
+
+    err_thread = threading.Thread(target=drain_stderr, daemon=True)
     err_thread.start()
     allowed: set[str] | None = set(list_files(root)) if recheck else None
     hits: list[tuple[str, int, str]] = []
     total = 0
     files_with: set[str] = set()
-    summary = None
     try:
         for raw in proc.stdout:
-            if raw.startswith(b'{"type":"match"'):
-                msg = json.loads(raw)["data"]
-                path = _text(msg["path"])
-                path = path[2:] if path.startswith("./") else path
-                path = path.replace(os.sep, "/")
-                if allowed is not None and path not in allowed:
-                    continue
-                total += 1
-                files_with.add(path)
-                if len(hits) < limit:
-                    subs = msg.get("submatches") or [{}]
-                    hits.append((path, msg["line_number"], _trim(_text(msg["lines"]),
-                                                                 subs[0].get("start"))))
-            elif raw.startswith(b'{"type":"summary"'):
-                summary = json.loads(raw)["data"]
+            hit = _parse_hit(raw)
+            if hit is None:
+                continue  # a warning such as "binary file matches"
+            path, line_no, column, offset, text = hit
+            if allowed is not None and path not in allowed:
+                continue
+            total += 1
+            files_with.add(path)
+            if len(hits) < limit:
+                if _OMITTED.match(text):
+                    shown = _window(root, path, offset, column)
+                else:
+                    shown = _trim(text.decode("utf-8", "replace"), column - 1)
+                hits.append((path, line_no, shown))
         proc.wait()
     finally:
         timer.cancel()
@@ -140,8 +163,8 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
             proc.wait()
         err_thread.join(timeout=5)
     stderr = b"".join(errbuf).decode("utf-8", "replace").strip()
-    timed_out = summary is None and proc.returncode not in (0, 1, 2)
-    if summary is None and proc.returncode == 2 and not total:
+    timed_out = killed.is_set()
+    if proc.returncode == 2 and not total and stderr:
         detail = stderr[4:] if stderr.startswith("rg: ") else stderr
         raise MossError(f"bad search pattern {pattern!r}: {detail or 'ripgrep failed'}",
                         kind="usage")
@@ -156,7 +179,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     for path, line, text in hits:
         if path != current:
             current = path
-            out.append(f"{path}:")
+            out.append(f"{_shown_path(path)}:")
         label = _enclosing(root, path, line, syms_cache)
         out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
     out.append("")
@@ -172,6 +195,49 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         line += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
     out.append(line)
     return cap("\n".join(out) + "\n", max_chars)
+
+
+_OMITTED = re.compile(rb"\[Omitted long line with \d+ match(?:es)?\]\r?\n?\Z")
+_HIT = re.compile(rb"(\d+):(\d+):(\d+):(.*)\Z", re.S)
+
+
+def _parse_hit(raw: bytes) -> tuple[str, int, int, int, bytes] | None:
+    """(path, line, column, byte offset of the line, text) of one ripgrep output line."""
+    path, nul, rest = raw.partition(b"\0")
+    m = _HIT.match(rest) if nul else None
+    if m is None:
+        return None
+    name = path.decode("utf-8", "surrogateescape")  # as list_files spells it
+    name = name[2:] if name.startswith("./") else name
+    return name.replace(os.sep, "/"), int(m[1]), int(m[2]), int(m[3]), m[4]
+
+
+def _shown_path(path: str) -> str:
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _window(root: Path, rel: str, offset: int, column: int) -> str:
+    """A line too long for ripgrep to print: WINDOW_BYTES of it around the match, read
+    from the file itself (so a 5 MB line costs a small read, not 5 MB of output)."""
+    at = offset + max(column - 1, 0)
+    begin = max(offset, at - WINDOW_BYTES // 3)
+    try:
+        with open(root / rel, "rb") as f:
+            f.seek(begin)
+            data = f.read(WINDOW_BYTES)
+    except OSError:
+        return "[a long line; it could not be read again]"
+    cut = data.find(b"\n")
+    ends = cut != -1
+    if ends:
+        data = data[:cut]
+    text = data.decode("utf-8", "ignore")  # a window may split a character at either end
+    piece = _trim(text, at - begin)
+    if begin > offset and not piece.startswith("…"):
+        piece = "…" + piece.lstrip()
+    if not ends and not piece.endswith("…"):
+        piece += "…"
+    return piece
 
 
 def _enclosing(root: Path, rel: str, line: int, cache: dict[str, list]) -> str | None:

@@ -15,13 +15,16 @@ also lists each source file's top-level symbols.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
 
 from moss.errors import MossError
 from moss.tools.caps import cap
-from moss.tools.resolve import RG_WALK_FLAGS, list_files, resolve_path, rg_binary
+from moss.tools.resolve import (
+    RG_WALK_FLAGS, list_files, require_regular, resolve_path, rg_binary,
+)
 from moss.tools.treesitter import (
     LANGUAGES, Symbol, innermost, language_for, match_symbols, outline, pick_symbol,
 )
@@ -42,7 +45,15 @@ def view(root: Path, target: str, *, depth: int = 1, max_chars: int = 20000) -> 
     root = Path(root).resolve()
     if not root.is_dir():
         raise MossError(f"project root {root} is not a directory", kind="not_found")
-    return cap(_view(root, (target or ".").strip() or ".", depth), max_chars)
+    target = (target or ".").strip() or "."
+    try:
+        return cap(_view(root, target, depth), max_chars)
+    except OSError as e:  # a name the OS refuses (too long, ...), a file that vanished
+        raise MossError(f"{_short(target)}: {e.strerror or e}", kind="usage") from None
+
+
+def _short(text: str, n: int = 120) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -55,9 +66,8 @@ def _rel(root: Path, path: Path) -> str:
 def _view(root: Path, target: str, depth: int) -> str:
     if target in (".", "./"):
         return _tree(root, root, depth)
-    exact = (root / target)
     files: list[str] | None = None
-    if not exact.exists():
+    if not os.path.exists(root / target):  # False, not an error, for a name too long
         m = _LINE_SPEC.match(target)
         if m:
             path = resolve_path(root, m["path"])
@@ -73,7 +83,7 @@ def _view(root: Path, target: str, depth: int) -> str:
     try:
         path = resolve_path(root, target, files=files, suggest=False)
     except MossError as err:
-        if err.kind != "not_found":
+        if err.kind != "not_found" or err.data.get("loop"):
             raise
         return _fallback(root, target, depth, files)
     if path.is_dir():
@@ -98,10 +108,12 @@ def _fallback(root: Path, target: str, depth: int, files: list[str] | None) -> s
         try:
             path = resolve_path(root, prefix, files=files, suggest=False)
         except MossError as e:
-            if e.kind == "not_found":
+            if e.kind == "not_found" and not e.data.get("loop"):
                 continue
             raise
         rest = "/".join(parts[i:])
+        if not path.is_dir():
+            require_regular(path, prefix, "view reads regular files and directories only")
         if path.is_file():
             return _symbol_view(root, path, rest)
         found = _symbol_search(root, rest, path)
@@ -127,6 +139,7 @@ def _is_binary(data: bytes) -> bool:
 def _load_text(root: Path, path: Path, limit: int) -> tuple[str | None, str | None]:
     """(text, None) or (None, one-line message) for a binary or oversized file."""
     rel = _rel(root, path)
+    require_regular(path, rel, "view reads regular files only (reading it might never end)")
     size = path.stat().st_size
     if size > limit:
         return None, (f"# {rel}: {_human(size)}, too large to outline (limit "

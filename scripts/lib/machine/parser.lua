@@ -21,7 +21,8 @@ local function closing_quote(text, j, q)
   return nil
 end
 
---- Find every $(...) in `text`. Returns a list of {name, args, raw, line}.
+--- Find every $(...) in `text`. Returns a list of {name, args, raw, line, after, first, last}:
+--- `raw` is text:sub(first, last) (byte offsets), `after` the rest of its line.
 function M.parse(text)
   local cmds = {}
   local i, n = 1, #text
@@ -59,7 +60,7 @@ function M.parse(text)
     if name then
       local _, line = text:sub(1, s):gsub("\n", "")
       cmds[#cmds + 1] = { name = name:lower(), args = args, raw = "$(" .. body .. ")", line = line + 1,
-        after = text:sub(j + 1, (text:find("\n", j + 1, true) or (n + 1)) - 1) }
+        after = text:sub(j + 1, (text:find("\n", j + 1, true) or (n + 1)) - 1), first = s, last = j }
     end
     i = j + 1
   end
@@ -111,11 +112,9 @@ end
 function M.strip(text)
   local out, last = {}, 1
   for _, c in ipairs(M.parse(text)) do
-    local s = text:find(c.raw, last, true)
-    if s then
-      out[#out + 1] = text:sub(last, s - 1)
-      last = s + #c.raw
-    end
+    -- by position: the same raw text may also sit, earlier, inside a $(...) that is no command
+    out[#out + 1] = text:sub(last, c.first - 1)
+    last = c.last + 1
   end
   out[#out + 1] = text:sub(last)
   return (table.concat(out):gsub("\n%s*\n%s*\n+", "\n\n"):gsub("^%s+", ""):gsub("%s+$", ""))
