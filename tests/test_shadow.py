@@ -832,3 +832,9 @@ def test_session_without_recorded_writes_restores_everything(tmp_path):
     write(root, "f.py", "v1\n")
     result = sh.restore(sid, session="old-style")
     assert result["scope"] == "all" and result["reverted"] == ["f.py"]
+    # A second rollback later in the same session still covers everything.
+    write(root, "f.py", "v2\n")
+    write(root, "g.py", "new\n")
+    again = sh.restore(sid, session="old-style")
+    assert again["scope"] == "all" and again["removed"] == ["g.py"]
+    assert (root / "f.py").read_text() == "v0\n"
