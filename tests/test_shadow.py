@@ -520,6 +520,30 @@ def test_few_thousand_files_restore_exactly(tmp_path):
     assert sh.changed(sid) == {"modified": [], "added": [], "deleted": []}
 
 
+def test_edits_to_files_skipped_by_the_stat_memo_are_still_seen(tmp_path):
+    """Once files are a few seconds old a capture stops showing them to git; a
+    same-size rewrite, a chmod and another process's capture must all still count."""
+    root = tmp_path / "p"
+    for i in range(20):
+        write(root, f"f{i}.txt", f"content {i:02}\n")
+    before = manifest(root)
+    sh = Shadow(root)
+    sid = sh.snapshot("s")
+    time.sleep(3.2)                         # older than the racy margin now
+    sh.snapshot("aged")                     # files are now skipped when unchanged
+    write(root, "f1.txt", "CONTENT 01\n")   # same size
+    (root / "f2.txt").chmod(0o755)
+    other = Shadow(root)                    # another process moves the shadow index
+    write(root, "f3.txt", "content XX\n")
+    other.snapshot("other")
+    w = sh.begin_write("w")
+    write(root, "f4.txt", "content YY\n")
+    assert sh.end_write(w)["changed"] == ["f4.txt"]
+    assert sh.changed(sid)["modified"] == ["f1.txt", "f2.txt", "f3.txt", "f4.txt"]
+    sh.restore(sid)
+    assert manifest(root) == before
+
+
 def test_stale_git_lock_from_a_killed_run_does_not_block(tmp_path):
     root = tmp_path / "p"
     write(root, "a.txt", "a\n")

@@ -79,6 +79,7 @@ DEFAULT_MAX_TOTAL = 200 * MB
 
 _SYMLINK = 0o120000
 _EXEC = 0o100755
+_RACY_NS = 3_000_000_000     # a file changed this close to git reading it is read again
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # Settings given on every command line. Command-line config beats the repository's own
@@ -174,6 +175,7 @@ class Shadow:
         self._open: dict[str, dict] = {}     # write id -> begin record (this process)
         self._commits = 0
         self._sha1 = True
+        self._memo: tuple | None = None      # (index key, path -> (lstat key, fed at))
 
     # ------------------------------------------------------------------ public API
 
@@ -347,36 +349,52 @@ class Shadow:
                 return self._capture_once()
             except _Raced as e:
                 last = e
-                self._index_cache = None
+                self._index_cache = self._memo = None
         raise MossError(f"shadow: the tree kept changing while it was captured ({last})",
                         kind="io")
 
     def _capture_once(self) -> "_Capture":
         files, dirs, odd, nested = self._walk()
         prev = self._read_index(cached=True)
+        key0 = self._index_cache[0]
         keep, uncaptured = self._select(files, prev, nested)
         uncaptured.update(odd)
 
         kept = set(keep)
         drop = [p for p in prev if p not in kept]
+        keys = {p: _stat_key(files[p]) for p in keep}
+        feed = self._to_feed(keep, keys, prev, key0)
+        started = time.time_ns()
         if drop:
             self._git_bytes("update-index", "-z", "--force-remove", "--stdin",
                             input=b"".join(os.fsencode(p) + b"\0" for p in drop))
-        if keep:
+        if feed:
             # bigFileThreshold=1 streams new contents into one pack per call instead of
             # one loose object file each (the first capture of 5k files: 1 s, not 5).
             proc = self._git_bytes("-c", "core.bigFileThreshold=1", "update-index", "-z",
                                    "--add", "--replace", "--remove", "--stdin", check=False,
-                                   input=b"".join(os.fsencode(p) + b"\0" for p in keep))
+                                   input=b"".join(os.fsencode(p) + b"\0" for p in feed))
             if proc.returncode != 0:
                 raise _Raced(proc.stderr.decode(errors="replace").strip())
         cache = self._index_cache
-        if cache and cache[2] and cache[0] == self._index_key():
-            index, tree = cache[1], cache[2]        # git left the index as it was
+        if cache[2] and cache[0] == self._index_key():
+            index, tree = prev, cache[2]            # git left the index as it was
         else:
             tree = self._git("write-tree").strip()  # (this rewrites the index too)
-            index = self._read_index(cached=False)
-            self._index_cache = (self._index_cache[0], index, tree)
+            if key0 is not None and len(feed) <= 256 and sum(map(len, feed)) < 100_000:
+                # Only what was fed or dropped can have changed (we hold the lock).
+                index = dict(prev)
+                for p in drop:
+                    index.pop(p, None)
+                index.update(self._ls_files(feed))
+                self._index_cache = (self._index_key(), index, tree)
+            else:
+                index = self._read_index(cached=False)
+                self._index_cache = (self._index_cache[0], index, tree)
+        memo = self._memo[1] if self._memo and self._memo[0] == key0 else {}
+        fed = set(feed)
+        self._memo = (self._index_cache[0], {
+            p: (keys[p], started if p in fed else memo[p][1]) for p in keep})
 
         entries: dict[str, tuple] = {}
         perms: dict[str, int] = {}
@@ -529,15 +547,32 @@ class Shadow:
             return self._index_cache[1]
         index: dict = {}
         if key is not None:
-            out = self._git_bytes("ls-files", "-z", "--stage").stdout
-            for rec in out.split(b"\0"):
-                if not rec:
-                    continue
-                head, path = rec.split(b"\t", 1)
-                mode, sha, _stage = head.split(b" ")
-                index[os.fsdecode(path)] = (int(mode, 8), sha.decode())
+            index = _parse_stage(self._git_bytes("ls-files", "-z", "--stage").stdout)
         self._index_cache = (key, index, None)
         return index
+
+    def _to_feed(self, keep: list, keys: dict, prev: dict, key0) -> list[str]:
+        """The captured paths git must look at: all of them, less those whose lstat is
+        what it was when git last read them, long enough after their last change that
+        no same-timestamp rewrite can hide (git's own "racy" check stays in charge of
+        the others)."""
+        memo = self._memo[1] if self._memo and self._memo[0] == key0 else {}
+        out = []
+        for p in keep:
+            m = memo.get(p)
+            if m is not None and m[0] == keys[p] and p in prev:
+                sk = m[0]
+                if sk[1] < m[1] - _RACY_NS and sk[2] < m[1] - _RACY_NS:
+                    continue
+            out.append(p)
+        return out
+
+    def _ls_files(self, paths: list[str]) -> dict[str, tuple[int, str]]:
+        if not paths:
+            return {}
+        env = dict(self._env, GIT_LITERAL_PATHSPECS="1")
+        out = self._git_bytes("ls-files", "-z", "--stage", "--", *paths, env=env).stdout
+        return _parse_stage(out)
 
     def _commit(self, cap: "_Capture", ref: str, label: str, kind: str,
                 session: str | None) -> str:
@@ -1123,6 +1158,21 @@ def _session_plan(journal: list[dict], session: str, since: int, cur: dict
             continue
         plan[p] = pre
     return plan, conflicts
+
+
+def _parse_stage(out: bytes) -> dict[str, tuple[int, str]]:
+    """``git ls-files -z --stage`` as path -> (mode, blob id)."""
+    index = {}
+    for rec in out.split(b"\0"):
+        if rec:
+            head, path = rec.split(b"\t", 1)
+            mode, sha, _stage = head.split(b" ")
+            index[os.fsdecode(path)] = (int(mode, 8), sha.decode())
+    return index
+
+
+def _stat_key(st: os.stat_result) -> tuple:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
 def _differences(a: dict, b: dict) -> dict[str, tuple]:
