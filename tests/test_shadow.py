@@ -818,6 +818,25 @@ def test_an_unclosed_write_is_still_owned(tmp_path):
     assert result["scope"] == "session"
 
 
+def test_a_journal_line_torn_by_a_killed_process_costs_nothing_after_it(tmp_path):
+    """The record after a torn line must survive: were A's write lost, its rollback
+    would take the user's later hand edit of g.py for A's and revert it."""
+    root = tmp_path / "p"
+    write(root, "f.py", "v0\n")
+    write(root, "g.py", "g0\n")
+    sh = Shadow(root)
+    sid = sh.snapshot("start", session="A")
+    w = sh.begin_write("edit", session="A")
+    write(root, "f.py", "v1\n")
+    with open(root / ".moss/shadow.git/moss-journal.jsonl", "a") as f:
+        f.write('{"op": "write", "session": "B", "pa')      # another process, killed
+    sh.end_write(w)
+    write(root, "g.py", "g1 by the user\n")
+    result = sh.restore(sid, session="A")
+    assert result["reverted"] == ["f.py"]
+    assert (root / "g.py").read_text() == "g1 by the user\n"
+
+
 def test_end_write_reports_changes_and_is_idempotent(tmp_path):
     root = tmp_path / "p"
     write(root, "f.py", "v0\n")

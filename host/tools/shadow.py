@@ -13,7 +13,9 @@ smallest), when it cannot be read, or when it is not a file (a fifo, a socket).
 Every git command runs with ``GIT_DIR``, ``GIT_WORK_TREE`` and ``GIT_INDEX_FILE`` pointing
 at the shadow repository, with system and global config switched off and a fixed author,
 so the user's ``.git`` is never written and no user identity is needed. Captures are
-incremental: the shadow index is git's stat cache, so an unchanged file is not re-read.
+incremental: the shadow index is git's stat cache, so an unchanged file is not re-read,
+and a file whose lstat has not changed since git last read it (a few seconds after its
+last change) is not even shown to git; identical contents are stored once.
 
 Three ways to capture
     ``snapshot(label)``: a restore point (listed by ``list()``).
@@ -81,6 +83,8 @@ _SYMLINK = 0o120000
 _EXEC = 0o100755
 _RACY_NS = 3_000_000_000     # a file changed this close to git reading it is read again
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Only to reach a directory (no read permission needed); O_NOFOLLOW: never through a link.
+_PATH_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # Settings given on every command line. Command-line config beats the repository's own
 # config file, so these hold even if .moss/shadow.git/config was tampered with: no
@@ -295,12 +299,14 @@ class Shadow:
             backup = self._commit(cur, BACKUPS_REF, f"before restore to {commit}", "backup",
                                   session)
             # A write of this session left open (a crash, a script without end_write)
-            # ends here, so what it changed is owned.
+            # ends here, so what it changed is owned. Without a session, only this
+            # process's own open writes: another script's may still be running.
             journal = self._journal()
             ended = {r.get("id") for r in journal if r.get("op") == "write"}
             for r in list(journal):
                 if (r.get("op") == "begin" and r.get("session") == session
-                        and r.get("id") not in ended):
+                        and r.get("id") not in ended
+                        and (session is not None or r.get("id") in self._open)):
                     self._open.setdefault(r["id"], r)
                     journal.append(self._close(r["id"], cur, auto=True))
 
@@ -327,7 +333,7 @@ class Shadow:
             post_id = self._commit(post, WRITES_REF, f"after restore to {commit}",
                                    "restore", session)
             done = {s["path"].rstrip("/") for s in result["skipped"]}
-            for p in result.pop("acted"):
+            for p in sorted(set(result.pop("acted"))):
                 if post.entries.get(p) != plan[p] and p not in done:
                     result["skipped"].append({"path": _show(p, plan[p] or cur.entries.get(p)),
                                               "reason": "failed",
@@ -725,8 +731,13 @@ class Shadow:
         return out
 
     def _append(self, rec: dict) -> None:
-        with open(self.journal_path, "a", encoding="utf-8") as f:
-            f.write(_dumps(rec) + "\n")
+        line = (_dumps(rec) + "\n").encode()
+        with open(self.journal_path, "a+b") as f:
+            if f.tell() > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":      # a line torn by a killed process ends here
+                    line = b"\n" + line
+            f.write(line)
 
     def _next_seq(self) -> int:
         """A number that orders captures, increasing even if the counter file is lost."""
@@ -802,12 +813,12 @@ class Shadow:
         """A descriptor of ``rel``'s directory, reached from the root one component at a
         time without following symlinks."""
         parts = rel.split("/")
-        fd = os.open(self.root, _DIR_FLAGS)
+        fd = os.open(self.root, _PATH_FLAGS)
         try:
             for i, part in enumerate(parts[:-1]):
                 where = "/".join(parts[:i + 1])
                 try:
-                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    nfd = os.open(part, _PATH_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
                     raise _Blocked("obstructed", f"its directory {where}/ is missing") from None
                 except OSError as e:
