@@ -1,6 +1,21 @@
-"""moss.shadow: snapshots of the working tree in .moss/shadow.git, never the user's git."""
+"""moss.shadow: captures of the working tree in .moss/shadow.git (never the user's git),
+write brackets that record which session changed what, and exact, owned rollbacks."""
 
 from __future__ import annotations
+
+from ..errors import MossError
+
+
+def _megabytes(cfg: dict, key: str, default: int) -> int:
+    """``[shadow] KEY`` in megabytes (MiB) as bytes; a readable error when it is not a
+    non-negative number."""
+    from ..tools.shadow import MB
+
+    value = cfg.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise MossError(f"[shadow] {key} must be a non-negative number of megabytes, "
+                        f"not {value!r}", kind="config")
+    return int(value * MB)
 
 
 def _shadow(ctx):
@@ -8,25 +23,40 @@ def _shadow(ctx):
     if sh is None:
         from ..tools.shadow import Shadow
 
-        cfg = ctx.config.get("shadow", {})
-        sh = Shadow(ctx.root, max_file_bytes=int(cfg.get("max_file_bytes", 5_000_000)))
+        cfg = ctx.config.get("shadow") or {}
+        if not isinstance(cfg, dict):
+            raise MossError("[shadow] must be a table", kind="config")
+        sh = Shadow(ctx.root, max_file_bytes=_megabytes(cfg, "max_file_mb", 50),
+                    max_total_bytes=_megabytes(cfg, "max_total_mb", 200))
         ctx.services["shadow"] = sh
     return sh
 
 
 def functions(ctx):
     def snapshot(label=""):
-        sid = _shadow(ctx).snapshot(str(label or ""))
+        sid = _shadow(ctx).snapshot(str(label or ""), session=ctx.session_id)
         ctx.log("snapshot", {"id": sid, "label": label})
         return sid
+
+    def begin_write(label=""):
+        """Capture before a write; the bound session will own what the write changes."""
+        wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.session_id)
+        ctx.log("snapshot", {"id": wid, "label": label})
+        return wid
+
+    def end_write(wid):
+        result = _shadow(ctx).end_write(wid)
+        ctx.log("write", {"id": result["id"], "changed": result["changed"],
+                          "not_captured": result["not_captured"]})
+        return result
 
     def restore(sid):
         from ..tools.sandbox import require_write
 
         require_write(ctx.access, "restoring a snapshot (it rewrites files)")
-        result = _shadow(ctx).restore(sid)
-        ctx.log("rollback", {"id": sid, "reverted": result.get("reverted"), "removed": result.get("removed"),
-                             "restored": result.get("restored"), "skipped": result.get("skipped")})
+        result = _shadow(ctx).restore(sid, session=ctx.session_id)
+        ctx.log("rollback", {"id": sid, **{k: result[k] for k in (
+            "reverted", "removed", "restored", "skipped", "conflicts", "scope", "backup")}})
         return result
 
     def list_():
@@ -38,5 +68,6 @@ def functions(ctx):
     def changed(sid):
         return _shadow(ctx).changed(sid)
 
-    return {"shadow.snapshot": snapshot, "shadow.restore": restore, "shadow.list": list_,
-            "shadow.diff": diff, "shadow.changed": changed}
+    return {"shadow.snapshot": snapshot, "shadow.begin_write": begin_write,
+            "shadow.end_write": end_write, "shadow.restore": restore,
+            "shadow.list": list_, "shadow.diff": diff, "shadow.changed": changed}

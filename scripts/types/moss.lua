@@ -246,13 +246,34 @@ function moss.session.logs() end
 ---@return table[]
 function moss.session.events(id) end
 
+---@class moss.ShadowNotCaptured
+---@field path string
+---@field reason "too_large"|"over_total"|"unreadable"|"special"
+---@field detail string
+
+---@class moss.ShadowSkipped
+---@field path string          # directories end with "/"
+---@field reason "too_large"|"over_total"|"unreadable"|"special"|"not_backed_up"|"not_empty"|"obstructed"|"failed"
+---@field detail string
+
+---@class moss.ShadowConflict
+---@field path string
+---@field session? string      # nil: changed outside any recorded write
+---@field reason string
+
 ---@class moss.shadow
 moss.shadow = {}
 ---@param label string
 ---@return string id
 function moss.shadow.snapshot(label) end
+---@param label string
+---@return string write_id  # also a snapshot id
+function moss.shadow.begin_write(label) end
+---@param write_id string
+---@return {id: string, post: string, changed: string[], not_captured: moss.ShadowNotCaptured[]}
+function moss.shadow.end_write(write_id) end
 ---@param id string
----@return {reverted: string[], removed: string[], restored: string[], skipped: {path: string, why: string}[], backup: string}
+---@return {reverted: string[], removed: string[], restored: string[], skipped: moss.ShadowSkipped[], conflicts: moss.ShadowConflict[], backup: string, scope: "session"|"all"}
 function moss.shadow.restore(id) end
 ---@return {id: string, label: string, time: number, files: integer}[]
 function moss.shadow.list() end
