@@ -171,3 +171,33 @@ def test_session_log_redacts_credentials(repo, api):
     log = (repo.root / f".moss/agent/logs/{json.loads(r.stdout)['session_id']}.jsonl").read_text()
     assert "deploy.env" in log and "[REDACTED]" in log
     assert "plain-value-1234" not in log and "sk-ant-api03-abcdefghijklmnopqrstuvwx" not in log
+
+
+# ---- sessions own their changes -------------------------------------------------------------
+
+@needs_bwrap
+def test_one_sessions_rollback_keeps_another_sessions_finished_work(repo, api):
+    """A edits app/calc.py and keeps failing validation; meanwhile B edits notes.txt and answers.
+    A's rollback restores calc.py and leaves B's notes.txt alone."""
+    repo.write(".moss/config.toml", "[agent]\nmax_retries = 1\n")
+    api.push('$(edit app/calc.py --old "a - b" --new "a * b")',
+             {"text": '$(edit app/calc.py --old "a * b" --new "a - b - 0")', "delay": 6})
+    a = repo.popen("@agent", "--provider", "anthropic", "--v1", "-n", "--role", "fixer", "--auto-approve", "medium",
+                   "--validate", "false", "--output-format", "json", "fix add", env=api.env())
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "a * b" not in (repo.root / "app/calc.py").read_text():
+            time.sleep(0.05)
+        with FakeAPI() as api_b:  # B, in the same project, while A waits for its model
+            api_b.push("$(edit notes.txt append by B)", "$(answer done)")
+            b = repo.moss("@agent", "--provider", "anthropic", "--v1", "-n", "--role", "fixer",
+                          "--validate", "true", "note it", env=api_b.env())
+        assert b.returncode == 0, b.stderr
+        out, err = a.communicate(timeout=60)
+    finally:
+        if a.poll() is None:
+            a.kill()
+    names = [e["event"] for e in events(repo, json.loads(out)["session_id"])]
+    assert "rollback_done" in names, err
+    assert (repo.root / "app/calc.py").read_text() == CALC  # A's own change is undone
+    assert "by B" in (repo.root / "notes.txt").read_text()  # B's finished work is not

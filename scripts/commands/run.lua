@@ -33,8 +33,11 @@ return {
       if refusal then return refusal, false, true end
       w = env.before_write and env.before_write("run " .. a[1])
     end
-    local r = moss.shell.run(a[1])
-    if w and env.after_write then env.after_write(w) end
-    return format(r)
+    local ok, r = pcall(moss.shell.run, a[1])
+    local note = w and env.after_write and env.after_write(w) -- always: the command may have written
+    if not ok then error(r, 0) end
+    local content, success = format(r)
+    if note then content = content .. "\n" .. note end
+    return content, success
   end,
 }

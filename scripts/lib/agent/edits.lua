@@ -100,18 +100,18 @@ function M.approve(env, level, reason, what, verb, shown)
 end
 
 --- Apply specs under the approval policy. Returns (content, ok, refused).
--- env: { interactive, auto_approve = "low"|"medium"|"high", before_write(label), after_edit(result) }
+-- env: { interactive, auto_approve = "low"|"medium"|"high", before_write(label), after_write(w) }
 function M.perform(specs, env)
   local level, reason = risk.batch(specs)
   local ok, preview = pcall(moss.edit.preview, specs)
   if not ok then return tostring(preview.message or preview), false, moss.error_kind(preview) == "denied" end
   local refusal = M.approve(env, level, reason, "this edit", "Not applied", preview.diff)
   if refusal then return refusal, false, true end
-  if env.before_write then env.before_write("edit " .. specs[1].target) end
+  local w = env.before_write and env.before_write("edit " .. specs[1].target)
   local ok2, result = pcall(moss.edit.apply, specs)
+  local note = w and env.after_write and env.after_write(w)
   if not ok2 then return tostring(result.message or result), false, moss.error_kind(result) == "denied" end
-  if env.after_edit then env.after_edit(result) end
-  return summary(result), true
+  return summary(result) .. (note and ("\n" .. note) or ""), true
 end
 
 return M

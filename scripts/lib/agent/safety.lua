@@ -54,11 +54,38 @@ function M.setup(S, opts)
   return M.hooks(S)
 end
 
+--- What a restore did, path by path, for the model and the user (at most `cap` paths a list).
+function M.describe_restore(res, cap)
+  cap = cap or 30
+  local lines = {}
+  local function list(title, items, fmt)
+    if not items or #items == 0 then return end
+    local shown = {}
+    for i, x in ipairs(items) do
+      if i > cap then shown[#shown + 1] = ("and %d more"):format(#items - cap) break end
+      shown[#shown + 1] = fmt and fmt(x) or x
+    end
+    lines[#lines + 1] = title .. ": " .. table.concat(shown, ", ")
+  end
+  list("reverted", res.reverted)
+  list("removed", res.removed)
+  list("brought back", res.restored)
+  list("NOT restored", res.skipped, function(x) return x.path .. " (" .. (x.detail or x.reason) .. ")" end)
+  list("left alone (changed by someone else since)", res.conflicts,
+    function(x) return x.path .. (x.session and (" (session " .. x.session .. ")") or "") end)
+  if #lines == 0 then return "nothing needed restoring" end
+  return table.concat(lines, "\n")
+end
+
 --- Run the pipeline and escalate on failure. Returns (report, passed).
 function M.check(S, why)
   local st = S.safety
   if not st or #st.steps == 0 then return nil, true end
-  local r = validate.run(st.steps)
+  -- what validation itself writes (build output, caches) is this session's too
+  local w = st.writes and moss.shadow.begin_write("validation after turn " .. S.turn)
+  local ok, r = pcall(validate.run, st.steps)
+  if w then moss.shadow.end_write(w) end
+  if not ok then error(r, 0) end
   log(S, "validation", { why = why, passed = r.passed, step = r.failed and r.failed.name, report = r.report,
     turn = S.turn })
   if r.passed then
@@ -75,15 +102,22 @@ function M.check(S, why)
     report = report .. ("\n\n[retry %d/%d] Fix the cause and try again."):format(st.failures, st.max_retries)
     log(S, "retry", { step = key, attempt = st.failures, turn = S.turn })
   elseif not st.rolled_back and st.writes and st.good_snapshot then
-    local res = moss.shadow.restore(st.good_snapshot)
+    local ok, res = pcall(moss.shadow.restore, st.good_snapshot)
     st.rolled_back = true -- the next failure of this step goes straight to step 3
     st.dirty = false -- the tree is back at its last validated state (or the session's start)
-    local n = #(res.reverted or {}) + #(res.removed or {}) + #(res.restored or {})
-    report = report .. ("\n\n[rollback] `%s` kept failing after %d retries: the project was restored to " ..
-      "the last state where validation passed (%d file(s) reverted, removed or restored). " ..
-      "Take a different approach."):format(key, st.max_retries, n)
-    log(S, "rollback_done", { step = key, snapshot = st.good_snapshot, reverted = res.reverted,
-      removed = res.removed, restored = res.restored, turn = S.turn })
+    if not ok then
+      report = report .. ("\n\n[rollback] `%s` kept failing after %d retries, but the rollback failed: %s")
+        :format(key, st.max_retries, tostring(res.message or res))
+      log(S, "rollback_failed", { step = key, snapshot = st.good_snapshot, error = tostring(res.message or res) })
+    else
+      report = report .. ("\n\n[rollback] `%s` kept failing after %d retries: the project was restored to " ..
+        "the last state where validation passed.\n%s\nTake a different approach."):format(key, st.max_retries,
+        M.describe_restore(res))
+      log(S, "rollback_done", { step = key, snapshot = st.good_snapshot, reverted = res.reverted,
+        removed = res.removed, restored = res.restored, skipped = res.skipped, conflicts = res.conflicts,
+        turn = S.turn })
+      moss.ui.print("rollback: " .. M.describe_restore(res, 8):gsub("\n", "; "), { style = "yellow" })
+    end
   else
     S.blocked = { step = key, report = r.report, options = OPTIONS }
     log(S, "escalate", { step = key, turn = S.turn })
@@ -98,23 +132,27 @@ function M.hooks(S)
   -- action started (a resumed session uses it to undo a turn cut off mid-way).
   function hooks.before_write(label)
     if not st.writes then return nil end
-    local id = moss.shadow.snapshot(label)
+    local id = moss.shadow.begin_write(label)
     st.last_snapshot = id
     log(S, "action_start", { turn = S.turn, label = label, snapshot = id })
     return { snapshot = id, label = label }
   end
-  --- After a shell command that could write: if it changed the tree, that is an edit.
+  --- After a write-capable edit or command, whether it succeeded or not: what it changed is
+  -- this session's (a rollback restores it); a change means validation is due. Returns a
+  -- note for the model when something it changed cannot be brought back.
   function hooks.after_write(w)
-    local ch = moss.shadow.changed(w.snapshot)
-    local n = #ch.modified + #ch.added + #ch.deleted
-    log(S, "action_done", { turn = S.turn, label = w.label, changed = n })
-    if n > 0 then st.dirty, st.changed_this_turn = true, true end
-    return nil, true
-  end
-  function hooks.after_edit(result)
-    log(S, "action_done", { turn = S.turn, label = "edit " .. table.concat(result.files or {}, ", ") })
-    st.dirty, st.changed_this_turn = true, true
-    return nil, true
+    if not w then return nil end
+    local r = moss.shadow.end_write(w.snapshot)
+    local changed, lost = r.changed or {}, r.not_captured or {}
+    log(S, "action_done", { turn = S.turn, label = w.label, changed = changed, not_captured = lost })
+    if #changed > 0 then st.dirty, st.changed_this_turn = true, true end
+    if #lost == 0 then return nil end
+    local names = {}
+    for i, x in ipairs(lost) do
+      if i > 10 then names[#names + 1] = ("and %d more"):format(#lost - 10) break end
+      names[#names + 1] = x.path .. " (" .. (x.detail or x.reason) .. ")"
+    end
+    return "Note: a rollback could not bring back " .. table.concat(names, ", ") .. "."
   end
   --- After a turn's tools ran: with validate_on = "edit", a turn that changed the tree (by
   -- edits or shell commands) is validated once; the report goes with its last write.
@@ -166,15 +204,21 @@ function M.recover(S)
     if e.event == "action_start" and (e.turn or 0) > S.turn and e.snapshot then first = first or e end
   end
   if not first then return end
-  local res = moss.shadow.restore(first.snapshot)
+  local ok, res = pcall(moss.shadow.restore, first.snapshot)
+  if not ok then
+    log(S, "turn_rollback_failed", { turn = first.turn, snapshot = first.snapshot, error = tostring(res.message or res) })
+    say(S, ("moss was stopped during turn %d, after it had started changing files, and undoing that failed " ..
+      "(%s): check what that turn already did before you repeat it."):format(first.turn, tostring(res.message or res)))
+    return
+  end
   local paths = {}
   for _, key in ipairs({ "reverted", "removed", "restored" }) do
     for _, p in ipairs(res[key] or {}) do paths[#paths + 1] = p end
   end
-  log(S, "turn_rolled_back", { turn = first.turn, snapshot = first.snapshot, paths = paths })
-  say(S, ("moss was stopped during turn %d, after it had started changing files; those changes " ..
-    "(%s) were undone, so the turn starts again from the last checkpoint."):format(first.turn,
-    #paths > 0 and table.concat(paths, ", ") or "none left"))
+  log(S, "turn_rolled_back", { turn = first.turn, snapshot = first.snapshot, paths = paths, skipped = res.skipped,
+    conflicts = res.conflicts })
+  say(S, ("moss was stopped during turn %d, after it had started changing files; those changes were undone, " ..
+    "so the turn starts again from the last checkpoint.\n%s"):format(first.turn, M.describe_restore(res)))
 end
 
 --- The user answered a blocked escalation (asked, or by resuming with a message): they
