@@ -13,18 +13,34 @@ _HEAD_SHARE = 0.6
 _MARKER_ROOM = 100
 
 
+def marker(amount: int, unit: str, detail: str = "") -> str:
+    """`… [12,345 characters cut: lines 120-480 of 900] …` (or `… [N bytes cut] …`)."""
+    return f"… [{amount:,} {unit} cut{': ' + detail if detail else ''}] …"
+
+
+def join(head: str, tail: str, amount: int, unit: str, detail: str = "") -> str:
+    """head + the marker on a line of its own + tail."""
+    m = marker(amount, unit, detail)
+    if head and not head.endswith("\n"):
+        m = "\n" + m
+    if tail:
+        m += "\n"
+    return head + m + tail
+
+
 def _line_of(text: str, offset: int) -> int:
     """1-based line number of the character at `offset`."""
     return text.count("\n", 0, offset) + 1
 
 
-def cap(text: str, max_chars: int) -> str:
+def cap(text: str, max_chars: int, head_share: float = _HEAD_SHARE) -> str:
     """Return `text` unchanged if it fits in `max_chars`, else its head and tail.
 
     The cut is made on line boundaries when whole lines fit, and a marker such as
     ``… [12,345 characters cut: lines 120-480 of 900] …`` replaces the middle. The
     result is never longer than `max_chars` (for any `max_chars` of 1 or more).
-    `max_chars` of 0 or less (or None) means no cap.
+    `max_chars` of 0 or less (or None) means no cap. `head_share` is the head's part of
+    what is kept (a command's output gives its tail, where errors land, as much room).
     """
     if not max_chars or max_chars <= 0 or len(text) <= max_chars:
         return text
@@ -33,7 +49,7 @@ def cap(text: str, max_chars: int) -> str:
         return text[:max_chars]
 
     total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    head_budget = int(budget * _HEAD_SHARE)
+    head_budget = int(budget * head_share)
     tail_budget = budget - head_budget
 
     # Head: the longest prefix of whole lines within head_budget, else a plain slice.
@@ -53,13 +69,7 @@ def cap(text: str, max_chars: int) -> str:
     first = _line_of(text, head_end)
     last = _line_of(text, max(tail_start - 1, head_end))
     lines = f"line {first}" if first == last else f"lines {first}-{last}"
-    marker = f"… [{cut:,} characters cut: {lines} of {total_lines:,}] …"
-    head, tail = text[:head_end], text[tail_start:]
-    if head and not head.endswith("\n"):
-        marker = "\n" + marker
-    if tail:
-        marker += "\n"
-    out = head + marker + tail
+    out = join(text[:head_end], text[tail_start:], cut, "characters", f"{lines} of {total_lines:,}")
     if len(out) > max_chars:  # pathological marker length; fall back to a hard cut
         return text[:max_chars]
     return out

@@ -23,7 +23,7 @@ from typing import Callable
 
 from moss.errors import MossError
 from moss.tools.confine import confine
-from moss.tools import gitguard, procs
+from moss.tools import caps, gitguard, procs
 from moss.tools.sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
 
 __all__ = ["run"]
@@ -32,22 +32,6 @@ POLL = 0.1          # seconds between cancel/timeout checks
 KILL_GRACE = 2.0    # SIGTERM -> SIGKILL
 LINGER = 1.0        # after the shell exits, how long to wait for pipes held by leftovers
 READ_CHUNK = 65536
-
-
-def _marker(cut: int, unit: str) -> str:
-    return f"\n[... {cut} {unit} cut ...]\n"
-
-
-def _cap(text: str, max_chars: int) -> tuple[str, bool]:
-    """Keep head and tail of `text` within `max_chars` characters, marker included."""
-    if len(text) <= max_chars:
-        return text, False
-    keep = max_chars - len(_marker(len(text), "chars"))  # the marker can only be shorter
-    if keep <= 0:
-        return text[:max_chars], True
-    head, tail = keep - keep // 2, keep // 2
-    marker = _marker(len(text) - head - tail, "chars")
-    return text[:head] + marker + (text[-tail:] if tail else ""), True
 
 
 class _Capture:
@@ -77,11 +61,13 @@ class _Capture:
         if len(self.tail) > self.bound:
             del self.tail[: len(self.tail) - self.bound]
         if self.total == len(self.head) + len(self.tail):
-            return _cap((self.head + self.tail).decode("utf-8", "replace"), max_chars)
+            full = (self.head + self.tail).decode("utf-8", "replace")
+            out = caps.cap(full, max_chars, head_share=0.5)
+            return out, out is not full
         # Bytes in the middle were never kept: report the cut in bytes.
         head_text = self.head.decode("utf-8", "replace")
         tail_text = self.tail.decode("utf-8", "replace")
-        keep = max_chars - len(_marker(self.total, "bytes"))
+        keep = max_chars - len(caps.marker(self.total, "bytes")) - 2  # the marker's own line
         if keep <= 0:
             return head_text[:max_chars], True
         h, t = keep - keep // 2, keep // 2
@@ -91,7 +77,7 @@ class _Capture:
             self.total - len(kept_h.encode("utf-8", "replace"))
             - len(kept_t.encode("utf-8", "replace")),
         )
-        return kept_h + _marker(cut, "bytes") + kept_t, True
+        return caps.join(kept_h, kept_t, cut, "bytes"), True
 
 
 def _feed(pipe, data: bytes) -> None:
