@@ -161,6 +161,8 @@ local function run_stage(o)
     max_turns = o.max_turns or machine.max_turns or 15,
   }
   S.access = access
+  if o.spawn then S.spawn = true end -- a resumed session keeps its children's commands
+  o.spawn = o.spawn or S.spawn
   moss.session.bind(S.id, { role = role.name })
   S.parent = me.parent
   if S.turn == 0 and o.cfg.recall ~= false then

@@ -475,6 +475,15 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
                   "role": child.role}
         if not isinstance(e, (MossError, LuaScriptError)):
             result["trace"] = traceback.format_exc(limit=5)
+        if cancelled and child._cancel and saved:
+            # cancelled by its parent mid-turn: its checkpoint says so (a Ctrl-C of the whole
+            # tree leaves it unfinished instead, to be resumed)
+            import json as _json
+
+            from .session import checkpoint_path, write_atomic
+
+            saved.update(done=True, reason="cancelled", success=False)
+            write_atomic(checkpoint_path(parent_ctx.root, cid), _json.dumps(saved, ensure_ascii=False, default=str))
         log = (ctx.log if ctx is not None and ctx.session_id else None)
         if log is not None:
             log("session_end", {"reason": result["reason"], "error": result.get("error"), "kind": kind})

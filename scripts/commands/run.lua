@@ -33,7 +33,8 @@ return {
       if refusal then return refusal, false, true end
       w = env.before_write and env.before_write("run " .. a[1])
     end
-    local r = moss.shell.run(a[1])
+    -- at edit access the host locks the project root while it runs, or the role's `locks` paths
+    local r = moss.shell.run(a[1], { locks = env.role and env.role.locks or nil })
     if w and env.after_write then env.after_write(w) end
     return format(r)
   end,

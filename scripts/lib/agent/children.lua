@@ -25,11 +25,6 @@ end
 
 --- Whether `role` may start a child of role `name`; nil or the reason it may not.
 function M.refusal(role, name)
-  local ok = false
-  for _, r in ipairs(role.spawn or {}) do if r == name then ok = true end end
-  if not ok then
-    return ("role %s may start only %s children"):format(role.name, table.concat(role.spawn or {}, ", "))
-  end
   local found, child = pcall(require, "roles." .. name)
   if not found then return "no role '" .. name .. "'" end
   local need, have = child.access or "read-only", moss.access.get()
@@ -37,7 +32,8 @@ function M.refusal(role, name)
     return ("role %s needs access %s and this agent has %s: a child never gets more access than its parent")
       :format(name, need, have)
   end
-  return nil
+  for _, r in ipairs(role.spawn or {}) do if r == name then return nil end end
+  return ("role %s may start only %s children"):format(role.name, table.concat(role.spawn or {}, ", "))
 end
 
 --- A child's result as its parent gets it: the output fields plus its kept evidence (capped).
