@@ -113,8 +113,7 @@ def functions(ctx):
             if e.kind == "locked":
                 return None, e.message
             raise
-        handles[held.id] = held
-        ctx.log("lock", {"targets": [str(t) for t in parsed]})
+        handles[held.id] = held  # (waits, timeouts and takeovers are logged; a plain take is not)
         return held.id
 
     def release(lock_id):
@@ -124,7 +123,6 @@ def functions(ctx):
         if held is None:
             return False
         manager(ctx.root).release(held)
-        ctx.log("unlock", {"targets": [str(t) for t in held.targets]})
         return True
 
     def list_():
