@@ -36,18 +36,25 @@ return ok
 """
 
 
-def _model(body):
-    sys.path.insert(0, str(REPO / "tests"))
-    from fakeapi import last_user_text, slow
+SERVER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from fakeapi import FakeAPI, last_user_text, slow
 
-    if "[view" in last_user_text(body) or "# calc.py" in last_user_text(body):
-        return slow("$(answer done)", LATENCY)
-    return slow("$(view calc.py)", LATENCY)
+def model(body):
+    if "# calc.py" in last_user_text(body):
+        return slow("$(answer done)", %r)
+    return slow("$(view calc.py)", %r)
+
+api = FakeAPI().start()
+api.push(*[model] * 100000)
+print(api.port, flush=True)
+sys.stdin.read()
+""" % (LATENCY, LATENCY)
 
 
 def run(s: Settings) -> dict:
-    sys.path.insert(0, str(REPO / "tests"))
-    from fakeapi import FakeAPI
+    import subprocess
 
     from moss.run import build
     from moss.tools.locks import LockManager, Target
@@ -57,29 +64,35 @@ def run(s: Settings) -> dict:
     (proj / "calc.py").write_text("def f1():\n    return 1\n")
     rounds = s.reps(5, 2)
     out: dict = {"latency_s": LATENCY, "rounds": rounds}
-    with FakeAPI() as api:
-        api.push(*[_model] * 4000)
-        saved = {k: os.environ.get(k) for k in api.env()}
-        os.environ.update(api.env())
-        try:
-            ctx, rt = build("bench", [], {"provider": "anthropic", "model": "claude-bench"}, root=proj)
-            rt.execute('moss.session.bind("benchroot"); moss.access.set("read-shell")', "=setup")
-            fan = rt.load(FAN, "=fan")
-            rt.call(fan, 8)  # warm-up: SDK import, client, tree-sitter, bwrap probe
-            times: dict[int, list[float]] = {1: [], 8: []}
-            for _ in range(rounds):
-                for n in (1, 8):
-                    t0 = time.perf_counter()
-                    ok = rt.call(fan, n)
-                    times[n].append(time.perf_counter() - t0)
-                    assert ok == n, f"{ok} of {n} children answered"
-            ctx.tree.close()
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    # the fake model runs in a process of its own, like a remote API: its HTTP threads do
+    # not compete with the agents for this process's GIL
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(REPO / "tests")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    port = int(server.stdout.readline())
+    env = {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "bench-key"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        ctx, rt = build("bench", [], {"provider": "anthropic", "model": "claude-bench"}, root=proj)
+        rt.execute('moss.session.bind("benchroot"); moss.access.set("read-shell")', "=setup")
+        fan = rt.load(FAN, "=fan")
+        rt.call(fan, 8)  # warm-up: SDK import, client, tree-sitter, bwrap probe
+        times: dict[int, list[float]] = {1: [], 8: []}
+        for _ in range(rounds):
+            for n in (1, 8):
+                t0 = time.perf_counter()
+                ok = rt.call(fan, n)
+                times[n].append(time.perf_counter() - t0)
+                assert ok == n, f"{ok} of {n} children answered"
+        ctx.tree.close()
+    finally:
+        server.kill()
+        server.wait()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     out["one"] = statistics.median(times[1])
     out["eight"] = statistics.median(times[8])
     out["all"] = {str(k): [round(x, 3) for x in v] for k, v in times.items()}
