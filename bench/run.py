@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats  # noqa: E402
 
-MEASUREMENTS = ["context", "overhead", "coldstart", "tools", "bridge"]
+MEASUREMENTS = ["context", "overhead", "coldstart", "tools", "bridge", "spawn"]
 MODULES = {"context": "m_context", "overhead": "m_overhead", "coldstart": "m_coldstart", "tools": "m_tools",
-           "bridge": "m_bridge"}
+           "bridge": "m_bridge", "spawn": "m_spawn"}
 
 
 def machine() -> dict:

@@ -194,6 +194,72 @@ function moss.error_kind(err)
 end
 
 moss.fmt = string.format
+
+-- ---- child agents and locks: handles over host functions keyed by id ---------------
+-- Python objects never reach Lua; a handle is a plain table whose methods call the host
+-- with the child's (or lock's) id, so it checkpoints as data too ({id=...}).
+if moss.agents then
+  local agents = moss.agents
+  local Handle = {}
+  Handle.__index = Handle
+  Handle.__name = "moss.agent"
+  function Handle:wait(timeout) return agents.wait(self.id, timeout) end
+  function Handle:status() return agents.status(self.id) end
+  function Handle:pause() return agents.pause(self.id) end
+  function Handle:resume(message) return agents.resume(self.id, message) end
+  function Handle:cancel() return agents.cancel(self.id) end
+  function Handle:info() return agents.info(self.id) end
+
+  --- moss.spawn{task=, role=, machine=, max_turns=, access=} -> handle (starts at once);
+  -- moss.spawn{resume=ID} re-attaches a child of this session saved by an earlier run.
+  function moss.spawn(spec)
+    local id = agents.start(spec)
+    return setmetatable({ id = id, role = spec.role, task = spec.task }, Handle)
+  end
+
+  local function ids(handles)
+    local out = {}
+    for i, h in ipairs(handles or {}) do out[i] = type(h) == "table" and h.id or h end
+    return out
+  end
+
+  --- The first of `handles` to end: handle, result (nil after `timeout` seconds).
+  function moss.wait_any(handles, timeout)
+    local i, result = agents.wait_any(ids(handles), timeout)
+    if i == nil then return nil end
+    return handles[i], result
+  end
+
+  --- Every handle's result, in order (nil for one still running after `timeout`).
+  function moss.wait_all(handles, timeout)
+    local out = {}
+    local deadline = timeout and (os.time() + timeout) or nil
+    for i, h in ipairs(handles or {}) do
+      local left = deadline and math.max(0, deadline - os.time()) or nil
+      out[i] = agents.wait(type(h) == "table" and h.id or h, left)
+    end
+    return out
+  end
+end
+
+if moss.locks then
+  local locks = moss.locks
+  local Lock = {}
+  Lock.__index = Lock
+  Lock.__name = "moss.lock"
+  function Lock:release()
+    if self.released then return false end
+    self.released = true
+    return locks.release(self.id)
+  end
+
+  --- moss.lock(target, {timeout=30}) -> handle, or nil, "locked by ID (role) since TIME".
+  function moss.lock(target, opts)
+    local id, err = locks.acquire(target, opts)
+    if not id then return nil, err end
+    return setmetatable({ id = id, target = target }, Lock)
+  end
+end
 _G.moss = moss
 
 -- ---- strip what the sandbox forbids -----------------------------------------------

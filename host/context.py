@@ -38,6 +38,23 @@ class Context:
     session_id: str | None = None  # set by moss.session.bind; host events are logged there
     access: str = "read-only"  # tool access level, raised by policy via moss.access.set
     trust: Any = None  # host.trust.Trust: whether the project's .moss/ content is in use
+    # Agent trees (host/api/agents.py): a child agent's context knows its parent, the tree it
+    # belongs to (shared registry, budget, locks, live view), the most access it may take,
+    # and its own record (pause/cancel at turn boundaries).
+    parent_id: str | None = None
+    tree: Any = None
+    max_access: str | None = None
+    role: str = ""
+    child: Any = None
+    parent_llm: Any = None
+
+    @property
+    def tree_id(self) -> str | None:
+        """The root session of this agent's tree: children's writes are attributed to it
+        (a parent's rollback covers what its children changed, never another tree's)."""
+        if self.tree is not None and self.tree.root_id:
+            return self.tree.root_id
+        return self.session_id
 
     @property
     def project_keys(self) -> frozenset:
@@ -69,7 +86,8 @@ class Context:
 
             from .api.session import append_line, log_path
 
-            append_line(log_path(self.root, self.session_id), {"event": event, "ts": round(time.time(), 3), **data})
+            append_line(log_path(self.root, self.session_id), {"event": event, "ts": round(time.time(), 3), **data,
+                                                               "session": self.session_id, "parent": self.parent_id})
 
     def cancelled(self) -> bool:
         return bool(self.runtime and self.runtime.cancelled)

@@ -125,6 +125,42 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
     return ctx, rt
 
 
+def build_child(parent: Context, child, parent_llm) -> tuple[Context, Runtime]:
+    """Context + runtime of a child agent (host/api/agents.py), in the child's own thread:
+    the parent's project, config, trust and script roots; its own session id, access cap,
+    log and Lua state; the tree's registry, budget and SDK clients."""
+    options = {k: v for k, v in parent.options.items() if k != "record"}  # the tree shares one recorder
+    ctx = Context(root=parent.root, config=parent.config, options=options, args=[], script="agent",
+                  env=parent.env, user_config=parent.user_config, trust=parent.trust)
+    ctx.session_id = child.id
+    ctx.parent_id = parent.session_id
+    ctx.tree = parent.tree
+    ctx.max_access = child.spec.get("max_access")
+    ctx.role = child.spec.get("role") or ""
+    ctx.child = child
+    ctx.parent_llm = parent_llm
+    prt = parent.runtime
+    rt = Runtime(prt.roots, api.functions(ctx), memory_mb=prt.memory_mb)
+    ctx.runtime = rt
+    rt.set("args", [])
+    rt.set("root", str(ctx.root))
+    rt.set("config", ctx.config)
+    rt.set("trust", ctx.trust.lua_value() if ctx.trust is not None else {})
+    rt.set("options", options)
+    rt.set("script", "agent")
+    from . import __version__
+
+    rt.set("version", __version__)
+    seed = options.get("seed")
+    if seed is None and (options.get("provider") in ("replay", "script") or options.get("replay")
+                         or options.get("script") or parent.options.get("record")):
+        seed = 0
+    if seed is not None:
+        n = int(child.id.rpartition("-")[2] or 0)
+        rt.execute(f"math.randomseed({int(seed) + n})", "=(seed)")
+    return ctx, rt
+
+
 def _memory_mb(options: dict, cfg: dict) -> int:
     lua_cfg = cfg.get("lua", {})
     if not isinstance(lua_cfg, dict):
@@ -182,6 +218,9 @@ def run_script(name: str, words: list[str]) -> int:
     except KeyboardInterrupt:
         return _interrupted(ctx)
     finally:
+        tree = ctx.tree
+        if tree is not None:  # children of an interrupted or finished root stop (resumable)
+            tree.close(grace=2.0 if rt.cancelled else 5.0)
         services = ctx.services
         for svc in list(services.values()):
             close = getattr(svc, "close", None)

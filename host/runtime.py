@@ -63,6 +63,7 @@ class Runtime:
         self.memory_mb = memory_mb
         self._stdout = stdout or _write_stdout
         self._cancel = threading.Event()
+        self.parent: "Runtime | None" = None  # a child agent's runtime stops with its parent's
         self._in_primitive = 0
         self._deadline: float | None = None
         self.lua = lua54.LuaRuntime(
@@ -102,7 +103,7 @@ class Runtime:
 
     # ---- host callbacks ----------------------------------------------------------------
     def _check(self):
-        if self._cancel.is_set():
+        if self._cancel.is_set() or (self.parent is not None and self.parent.cancelled):
             return b"interrupted"
         if self._deadline is not None and time.monotonic() > self._deadline:
             return b"timeout"
@@ -153,7 +154,7 @@ class Runtime:
 
     @property
     def cancelled(self) -> bool:
-        return self._cancel.is_set()
+        return self._cancel.is_set() or (self.parent is not None and self.parent.cancelled)
 
     def load(self, source: str | bytes, chunkname: str):
         """Compile a chunk; syntax errors become LuaScriptError('file:line: ...')."""

@@ -38,6 +38,13 @@ DETAILS = {
     "ask": ("cyan", lambda e: f"{_short(e.get('question'), 60)} → {_short(e.get('answer'), 40)}"),
     "loop_detected": ("red", lambda e: f"repeated: {e.get('cmd')}"),
     "done": ("bold green", lambda e: _short(e.get("answer"))),
+    "child_start": ("cyan", lambda e: f"{e.get('child')} ({e.get('role')}, {e.get('access')}): {_short(e.get('task'), 70)}"),
+    "child_end": ("cyan", lambda e: f"{e.get('child')} {e.get('status')}: {e.get('reason')} after {e.get('turns')} "
+                  f"turns" + _cost(e.get("usage")) + (f" · {_short(e.get('error'), 60)}" if e.get("error") else "")),
+    "lock_wait": ("yellow", lambda e: f"{', '.join(e.get('targets') or [])} for {e.get('for')}: {e.get('blocker')}"),
+    "lock_timeout": ("red", lambda e: f"{e.get('targets')}: {e.get('blocker')}"),
+    "lock_takeover": ("yellow", lambda e: f"{', '.join(e.get('targets') or [])} from dead pid {e.get('dead_pid')} "
+                      f"({e.get('dead_session')}): {e.get('why')}"),
     "session_end": ("bold", lambda e: f"{e.get('reason')} after {e.get('turns')} turns" + _cost(e.get("usage"))),
 }
 
@@ -56,7 +63,8 @@ def _cost(usage):
 
 
 def _other(e: dict) -> str:
-    return _short(json.dumps({k: v for k, v in e.items() if k not in ("event", "ts")}, default=str))
+    return _short(json.dumps({k: v for k, v in e.items() if k not in ("event", "ts", "session", "parent")},
+                             default=str))
 
 
 def render(events: list[dict], sid: str) -> None:
@@ -93,3 +101,57 @@ def render(events: list[dict], sid: str) -> None:
                 pass
         table.add_row(when, Text(_short(name, 40), style=style or ""), Text(text))
     Console(soft_wrap=False).print(table)
+    tree = agent_tree(sid)
+    if tree is not None:
+        Console(soft_wrap=False).print(tree)
+
+
+def agent_tree(sid: str, root=None):
+    """The session and its child agents (ids `SID-N`, recursively) as a rich Tree: each
+    with its role, end, turns, usage and answer. None when it has no children."""
+    from pathlib import Path
+
+    from rich.tree import Tree
+
+    from .api.session import agent_dir
+    from .context import find_project_root
+
+    root = Path(root) if root else find_project_root()
+    folder = agent_dir(root)
+
+    def load(cid):
+        try:
+            return json.loads((folder / f"session-{cid}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def kids(cid):
+        import re
+
+        pat = re.compile(re.escape(cid) + r"-(\d+)$")
+        found = [p.stem[len("session-"):] for p in folder.glob(f"session-{cid}-*.json")]
+        return sorted((k for k in found if pat.match(k)), key=lambda k: int(pat.match(k).group(1)))
+
+    def label(cid):
+        S = load(cid)
+        reason = S.get("reason") or ("running" if S else "no checkpoint")
+        answer = _short(S.get("answer"), 90) if S.get("answer") else ""
+        return (f"[bold]{cid}[/] {S.get('role') or '?'} · {reason} · {S.get('turn') or 0} turns"
+                + _cost(S.get("usage")) + (f"\n[green]{escape(answer)}[/]" if answer else ""))
+
+    if not kids(sid):
+        return None
+    tree = Tree(label(sid))
+
+    def add(node, cid, depth=0):
+        for k in kids(cid):
+            add(node.add(label(k)), k, depth + 1) if depth < 8 else node.add(label(k))
+
+    add(tree, sid)
+    return tree
+
+
+def escape(text):
+    from rich.markup import escape as _escape
+
+    return _escape(text)

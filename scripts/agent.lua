@@ -6,6 +6,7 @@ local dispatch = require("lib.agent.dispatch")
 local safety = require("lib.agent.safety")
 local messages = require("lib.machine.messages")
 local commands = require("lib.machine.commands")
+local children = require("lib.agent.children")
 
 local FLAGS = {
   { "--v1", type = "flag", help = "the freeform loop: one agent explores and concludes" },
@@ -26,6 +27,7 @@ local FLAGS = {
   { "--task-file", metavar = "FILE", help = "read the task from FILE (inside the project)" },
   { "--output-format", metavar = "FORMAT", choices = { "text", "json", "stream-json" },
     help = "text (answer on stdout), json (one object), stream-json (events)" },
+  { "--spawn", type = "flag", help = "let the model start child agents: $(spawn ROLE \"task\"), $(await), $(children)" },
   { "--resume", metavar = "[ID]", optional_value = true, help = "continue a saved session (latest without ID)" },
   { "--list-sessions", type = "flag", help = "table of saved sessions" },
   { "--list-logs", type = "flag", help = "list session logs" },
@@ -157,13 +159,20 @@ local function choose_roles(opts, cfg, task)
   return "explorer", "default"
 end
 
+local ACCESS_RANK = { ["read-only"] = 1, ["read-shell"] = 2, edit = 3, full = 4 }
+
 local function run_stage(o)
   local machine = load_module("machine", o.machine_name)
   local role = o.role
   -- a machine that needs more than its role (a research loop that starts runs) says so
   local access = machine.access or role.access or "read-only"
-  moss.access.set(access)
+  local me = moss.agents.self()
+  if me.child and o.clamp and me.max_access and ACCESS_RANK[access] > ACCESS_RANK[me.max_access] then
+    access = me.max_access -- the parent asked for less access than the role has (a read-only auditor child)
+  end
+  moss.access.set(access) -- a child agent: the host refuses more than its parent has
   local S = o.session or runner.new_session {
+    id = o.id,
     task = o.task,
     context_note = o.context_note,
     machine = o.machine_name,
@@ -171,7 +180,11 @@ local function run_stage(o)
     start = (o.plan or role.plan) and machine.states.planner and "planner" or machine.start,
     max_turns = o.max_turns or machine.max_turns or 15,
   }
-  moss.session.bind(S.id)
+  S.access = access
+  if o.spawn then S.spawn = true end -- a resumed session keeps its children's commands
+  o.spawn = o.spawn or S.spawn
+  moss.session.bind(S.id, { role = role.name })
+  S.parent = me.parent
   if S.turn == 0 and o.cfg.recall ~= false then
     -- long-term memory relevant to the task starts out as notes
     for _, m in ipairs(moss.memory.recall(S.task, { limit = o.cfg.recall_limit or 3 })) do
@@ -180,27 +193,49 @@ local function run_stage(o)
   end
   if o.why then moss.session.log(S.id, "dispatch", { role = role.name, why = o.why }) end
   local env = {
-    role = role,
+    role = children.with_commands(role, machine, o),
     out = o.out,
     interactive = o.interactive,
     loop_limit = o.cfg.loop_limit,
     max_tokens = o.cfg.max_tokens,
     auto_approve = o.auto_approve,
+    spawn = o.spawn,
+    format = o.format,
   }
+  if me.child then
+    -- a child agent stops or waits (paused) between turns when its parent says so
+    env.boundary = function(S2) return moss.agents.boundary(S2.turn, S2.state) end
+  end
   local hooks = safety.setup(S, { access = access, validate = o.validate, validate_on = o.cfg.validate_on })
   if o.session then safety.recover(S) end
   for k, f in pairs(hooks) do env[k] = f end
   if o.out.start then o.out:start(S) end
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
+  if o.session and S.children then children.reattach(S) end
+  if S.turn == 0 and role.prepare and not me.child then role.prepare(S, env, o) end
   runner.run(machine, S, env)
   return S, machine
 end
 
 local run_main -- defined after main, which wraps it
 
-local ACCESS_RANK = { ["read-only"] = 1, ["read-shell"] = 2, edit = 3, full = 4 }
 
 local function exit_status(reason, machine) return output.reason(reason, machine).exit end
+
+--- A finished session goes on (a follow-up message, or an answer to its question).
+local function reopen(S, machine, max_turns, answered_by_user)
+  if not S.done then return end
+  if S.reason == "blocked" and answered_by_user then safety.user_decided(S) end
+  S.done, S.reason, S.success = false, nil, nil
+  S.blocked = nil
+  if S.safety then S.safety.failures, S.safety.rolled_back = 0, false end
+  S.stale, S.repeats = 0, moss.dict()
+  if S.turn >= S.max_turns then S.max_turns = S.turn + (max_turns or machine.max_turns or 15) end
+  if S.answer then
+    -- a follow-up to an answered session: it goes on from the state that concluded
+    S.previous_answer, S.answer = S.answer, nil
+  end
+end
 
 local function resume(opts, cfg, base, extra_words)
   local id = opts.resume ~= true and opts.resume or nil
@@ -219,18 +254,7 @@ local function resume(opts, cfg, base, extra_words)
     return 0
   end
   local machine = load_module("machine", S.machine)
-  if S.done then
-    if S.reason == "blocked" and #extra_words > 0 then safety.user_decided(S) end
-    S.done, S.reason, S.success = false, nil, nil
-    S.blocked = nil
-    if S.safety then S.safety.failures, S.safety.rolled_back = 0, false end
-    S.stale, S.repeats = 0, moss.dict()
-    if S.turn >= S.max_turns then S.max_turns = S.turn + (opts.max_turns or machine.max_turns or 15) end
-    if S.answer then
-      -- a follow-up to an answered session: it goes on from the state that concluded
-      S.previous_answer, S.answer = S.answer, nil
-    end
-  end
+  reopen(S, machine, opts.max_turns, #extra_words > 0)
   if #extra_words > 0 then messages.say(S, "The user says: " .. table.concat(extra_words, " ")) end
   moss.ui.status(("resuming %s at turn %d (%s)"):format(S.id, S.turn, S.state))
   base.session, base.role, base.machine_name, base.task = S, role, S.machine, S.task
@@ -243,7 +267,8 @@ end
 local CONFIG = {
   machine = "string", role = "string", dispatch = "string", output_format = "string",
   max_turns = "count", max_retries = "natural", loop_limit = "count", max_tokens = "count",
-  recall_limit = "natural", plan = "boolean", recall = "boolean",
+  recall_limit = "natural", plan = "boolean", recall = "boolean", spawn = "boolean",
+  scout = "boolean", fan_out = "natural", max_children = "count",
   pipeline = "strings", validate = "strings", validate_commands = "commands",
   auto_approve = { "low", "medium", "high" }, validate_on = { "edit", "done", "turn", "never" },
 }
@@ -320,6 +345,8 @@ run_main = function(opts, cfg, rest, out, format)
     interactive = not opts.non_interactive and moss.ui.interactive(),
     auto_approve = opts.auto_approve or cfg.auto_approve or "low",
     validate = opts.validate and { opts.validate } or nil,
+    spawn = opts.spawn or cfg.spawn or false,
+    format = format,
   }
   if opts.resume then return resume(opts, cfg, base, rest) end
 
@@ -382,4 +409,31 @@ run_main = function(opts, cfg, rest, out, format)
   return exit_status(final_out:pipeline(stages, #roles), machine)
 end
 
-return { help = help, main = main }
+--- A child agent's whole run, in its own thread and runtime (host/api/agents.py calls this
+-- with the spawn spec). Returns its result as plain data; the parent sees it through
+-- handle:wait() or $(await).
+local function child(spec)
+  local cfg = check_config(moss.config.agent or {})
+  local base = {
+    cfg = cfg, out = output.new("child"), interactive = false,
+    auto_approve = spec.auto_approve or cfg.auto_approve or "low",
+    max_turns = spec.max_turns, plan = spec.plan, spawn = spec.spawn or false,
+    format = spec.events, clamp = spec.access ~= nil,
+  }
+  if spec.resume then
+    local S = moss.session.load(spec.resume)
+    messages.upgrade(S)
+    local machine = load_module("machine", S.machine)
+    reopen(S, machine, spec.max_turns, spec.message ~= nil)
+    if spec.message then messages.say(S, "Your parent agent says: " .. spec.message) end
+    base.session, base.role, base.machine_name, base.task = S, load_module("role", S.role or "explorer"), S.machine, S.task
+  else
+    base.role = load_module("role", spec.role or "explorer")
+    base.machine_name = spec.machine or cfg.machine or "v1"
+    base.task, base.id, base.context_note = spec.task, spec.id, spec.context
+  end
+  local S = run_stage(base)
+  return children.result(S)
+end
+
+return { help = help, main = main, child = child }

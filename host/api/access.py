@@ -20,6 +20,10 @@ def functions(ctx):
         from ..tools.sandbox import check_level
 
         check_level(level)
+        cap = ctx.max_access
+        if cap is not None and LEVELS.index(level) > LEVELS.index(cap):
+            raise MossError(f"access level {level} is above this agent's limit {cap}: a child agent never "
+                            f"gets more access than its parent", kind="denied")
         if level == "full" and not ctx.allow_full:
             raise MossError(
                 "access level full (unrestricted shell) needs --allow-full, or [agent] allow_full = true "

@@ -1,6 +1,11 @@
-"""moss.edit: symbol-level and exact-text edits, previewed or applied all-or-nothing."""
+"""moss.edit: symbol-level and exact-text edits, previewed or applied all-or-nothing.
+
+`apply` takes the locks of its targets by itself (host/api/locks.py: symbol or file locks,
+then the short write lock of each file), so agents running at once never lose an edit."""
 
 from __future__ import annotations
+
+import os
 
 
 def functions(ctx):
@@ -18,13 +23,29 @@ def functions(ctx):
 
     def apply(specs):
         from ..tools.edit import apply as _apply
-
         from ..tools.sandbox import require_write
+        from .locks import for_edit
 
         specs = _specs(specs)
         require_write(ctx.access, "editing files")
-        result = _apply(ctx.root, specs)
+        with for_edit(ctx, specs):
+            hold = os.environ.get("MOSS_TEST_EDIT_HOLD")
+            if hold:  # test-only: widen the read-apply-write window (see tests/test_spawn.py)
+                result = _apply_slowly(ctx.root, specs, float(hold))
+            else:
+                result = _apply(ctx.root, specs)
         ctx.log("edit", {"files": result.get("files"), "specs": len(specs)})
         return result
 
     return {"edit.preview": preview, "edit.apply": apply}
+
+
+def _apply_slowly(root, specs, seconds: float) -> dict:
+    import time
+
+    from ..tools import edit as tool
+
+    plan = tool._plan(root, specs)
+    time.sleep(seconds)
+    tool._commit(plan.changed())
+    return tool._result(plan)

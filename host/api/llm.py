@@ -14,6 +14,9 @@ def _service(ctx):
         if not isinstance(ctx.config.get("llm", {}), dict):
             raise ConfigError("[llm] in the config must be a table, e.g. [llm] provider = \"anthropic\"")
 
+        if ctx.parent_llm is not None:  # a child agent: the tree's budget and clients
+            svc = ctx.services["llm"] = ctx.parent_llm.child(on_event=ctx.log)
+            return svc
         verbose = bool(ctx.options.get("verbose"))
         stream = _stderr_stream if (verbose or sys.stderr.isatty()) else None
         svc = LLM(ctx.config, ctx.options, env=ctx.env, on_event=ctx.log, stream=stream,

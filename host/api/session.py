@@ -271,12 +271,19 @@ def functions(ctx):
         record = {"event": str(event), "ts": round(time.time(), 3)}
         if isinstance(data, dict):
             record.update(data)
+        record["session"] = sid  # every line names its agent and that agent's parent
+        record["parent"] = ctx.parent_id if sid == ctx.session_id else record.get("parent")
         append_line(log_path(ctx.root, check_id(sid)), record)
         return True
 
-    def bind(sid):
-        """Host-side events (LLM attempts, retries) go to this session's log from now on."""
+    def bind(sid, opts=None):
+        """Host-side events (LLM attempts, retries) go to this session's log from now on;
+        opts.role names the agent's role (shown to agents waiting for its locks)."""
         ctx.session_id = check_id(sid)
+        if isinstance(opts, dict) and isinstance(opts.get("role"), str):
+            ctx.role = opts["role"]
+        if ctx.tree is not None and ctx.tree.root_id is None and ctx.parent_id is None:
+            ctx.tree.root_id = ctx.session_id
         return True
 
     def logs():

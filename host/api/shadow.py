@@ -32,6 +32,16 @@ def _shadow(ctx):
     return sh
 
 
+def _restore_locks(ctx, sid):
+    """A rollback holds the file locks of the paths it restores (host/api/locks.py)."""
+    from ..tools.locks import Target
+    from .locks import hold, lock_timeout
+
+    ch = _shadow(ctx).changed(sid)
+    paths = sorted({p for k in ("modified", "added", "deleted") for p in ch.get(k) or []})
+    return hold(ctx, [Target(p) for p in paths], lock_timeout(ctx), "rollback")
+
+
 def functions(ctx):
     def snapshot(label=""):
         sid = _shadow(ctx).snapshot(str(label or ""), session=ctx.session_id)
@@ -54,7 +64,8 @@ def functions(ctx):
         from ..tools.sandbox import require_write
 
         require_write(ctx.access, "restoring a snapshot (it rewrites files)")
-        result = _shadow(ctx).restore(sid, session=ctx.session_id)
+        with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
+            result = _shadow(ctx).restore(sid, session=ctx.session_id)
         ctx.log("rollback", {"id": sid, **{k: result[k] for k in (
             "reverted", "removed", "restored", "skipped", "conflicts", "scope", "backup")}})
         return result

@@ -17,6 +17,24 @@ def report_git(ctx, where: str, notes: list[str], log: bool = True, **data) -> N
         ctx.log("git_metadata", {"where": where, "notes": list(notes), **data})
 
 
+def _shell_locks(ctx, paths):
+    """A command of an agent that can write (edit, full) holds the project root, or the
+    paths its role declares (`locks = {"src/"}`), while it runs: other agents' edits there
+    wait for it, and it waits for theirs."""
+    from contextlib import nullcontext
+
+    if ctx.access not in ("edit", "full"):
+        return nullcontext()
+    from ..tools.locks import parse_target
+    from .locks import hold, lock_timeout
+
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths:
+        paths = ["."]
+    return hold(ctx, [parse_target(ctx.root, p) for p in paths], lock_timeout(ctx), "run")
+
+
 def functions(ctx):
     def run(cmd, opts=None):
         from ..tools import shell
@@ -31,21 +49,23 @@ def functions(ctx):
                 raise MossError("moss.shell.run: env must be a table of NAME = value", kind="usage")
             env = {}
         cfg = ctx.config.get("shell", {})
+        locks = _shell_locks(ctx, opts.get("locks"))
         try:
-            result = shell.run(
-                cmd,
-                root=ctx.root,
-                access=ctx.access,
-                cwd=opts.get("cwd"),
-                timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),
-                max_chars=int(opts.get("max_chars") or cfg.get("max_chars") or 20000),
-                env=env,
-                allow_full=ctx.allow_full,
-                unsandboxed_ok=ctx.unsandboxed_ok,
-                cancel=ctx.cancelled,
-                stdin=opts.get("stdin"),
-                setup=setup_from_config(ctx.user_config, ctx.config),
-            )
+            with locks:
+                result = shell.run(
+                    cmd,
+                    root=ctx.root,
+                    access=ctx.access,
+                    cwd=opts.get("cwd"),
+                    timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),
+                    max_chars=int(opts.get("max_chars") or cfg.get("max_chars") or 20000),
+                    env=env,
+                    allow_full=ctx.allow_full,
+                    unsandboxed_ok=ctx.unsandboxed_ok,
+                    cancel=ctx.cancelled,
+                    stdin=opts.get("stdin"),
+                    setup=setup_from_config(ctx.user_config, ctx.config),
+                )
         except MossError as e:
             report_git(ctx, "shell.run", e.data.get("git") or [], cmd=cmd)
             raise

@@ -71,6 +71,18 @@ class LLM:
         record = self.options.get("record")
         self._recorder = cassette.Recorder(record) if record else None
 
+    def child(self, on_event: Callable[[str, dict], None] | None = None) -> "LLM":
+        """The LLM service of a child agent: its own usage totals and log events, but the
+        budget of the whole tree, and this object's SDK clients, providers, offline scripts
+        and recorder (an SDK client costs 60-90 ms to create; one per provider is shared by
+        every thread). No streaming: children run side by side."""
+        kid = LLM.__new__(LLM)
+        kid.__dict__.update(self.__dict__)
+        kid.on_event = on_event
+        kid.stream = None
+        kid.session = Session(self.session.budgets, parent=self.session)
+        return kid
+
     # -- public ------------------------------------------------------------------------
     @property
     def usage(self) -> dict:

@@ -39,8 +39,9 @@ class Budgets:
 class Session:
     """Thread-safe totals over every call of one LLM object (child agents may share it)."""
 
-    def __init__(self, budgets: Budgets):
+    def __init__(self, budgets: Budgets, parent: "Session | None" = None):
         self.budgets = budgets
+        self.parent = parent  # a child agent's totals also count in its parent's (one budget per tree)
         self._lock = threading.Lock()
         self.totals = {**{k: 0 for k in TOKEN_KEYS}, "cost_usd": 0.0, "cost_known": True,
                        "unpriced_calls": 0, "calls": 0}
@@ -56,12 +57,16 @@ class Session:
                 t["unpriced_calls"] += 1
             else:
                 t["cost_usd"] = round(t["cost_usd"] + usage["cost_usd"], 8)
+        if self.parent is not None:
+            self.parent.add(usage)
 
     def snapshot(self) -> dict:
         with self._lock:
             return dict(self.totals)
 
     def budget_reason(self) -> str | None:
+        if self.parent is not None:  # the budget bounds the whole tree: ask its root
+            return self.parent.budget_reason()
         t, b = self.snapshot(), self.budgets
         if b.max_cost is not None and t["cost_usd"] >= b.max_cost:
             extra = "" if t["cost_known"] else f" (not counting {t['unpriced_calls']} call(s) of unpriced models)"
@@ -76,5 +81,8 @@ class Session:
     def check(self) -> None:
         reason = self.budget_reason()
         if reason:
+            root = self
+            while root.parent is not None:
+                root = root.parent
             raise MossError(f"LLM budget exhausted before the call: {reason}", kind="budget",
-                            usage=self.snapshot())
+                            usage=root.snapshot())

@@ -33,7 +33,8 @@ return {
       if refusal then return refusal, false, true end
       w = env.before_write and env.before_write("run " .. a[1])
     end
-    local ok, r = pcall(moss.shell.run, a[1])
+    -- at edit access the host locks the project root while it runs, or the role's `locks` paths
+    local ok, r = pcall(moss.shell.run, a[1], { locks = env.role and env.role.locks or nil })
     local note = w and env.after_write and env.after_write(w) -- always: the command may have written
     if not ok then error(r, 0) end
     local content, success = format(r)

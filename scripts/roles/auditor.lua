@@ -5,6 +5,36 @@ return {
   access = "read-shell",
   commands = { "view", "text-search", "run" },
   plan = false,
+  spawn = { "explorer", "auditor" }, -- children it may start with --spawn ($(spawn ROLE "task"))
+  -- [agent] fan_out = N: in a tree with at least N top-level directories, one read-only
+  -- auditor child per directory audits it first; their findings start out as notes that
+  -- this session checks, merges and reports.
+  prepare = function(S, env, o)
+    local n = o.cfg.fan_out
+    if not n or n < 1 then return end
+    local dirs = {}
+    for line in moss.code.view(".", { depth = 1 }):gmatch("[^\n]+") do
+      local d = line:match("^([^%s]+)/$")
+      if d and d:sub(1, 1) ~= "." then dirs[#dirs + 1] = d end
+    end
+    if #dirs < n then return end
+    local memory = require("lib.machine.memory")
+    local handles = {}
+    for i, d in ipairs(dirs) do
+      handles[i] = moss.spawn { role = "auditor", machine = "v1", access = "read-only",
+        max_turns = o.cfg.child_max_turns or 8, task = S.task .. "\n\nAudit only the directory " .. d .. "/." }
+    end
+    for i, r in ipairs(moss.wait_all(handles)) do
+      moss.session.log(S.id, "fan_out", { child = handles[i].id, dir = dirs[i], reason = r.reason })
+      if r.success then
+        memory.note(S.mem, ("Findings for %s/ (auditor child %s): %s"):format(dirs[i], handles[i].id,
+          tostring(r.answer)), 0)
+      else
+        memory.note(S.mem, ("%s/ was not audited by child %s (%s): check it yourself"):format(dirs[i],
+          handles[i].id, tostring(r.reason)), 0)
+      end
+    end
+  end,
   answer_format = [[
 a findings report in Markdown:
 ## Findings

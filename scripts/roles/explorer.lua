@@ -4,6 +4,7 @@ return {
   description = "answers questions about the codebase with evidence",
   access = "read-shell",
   commands = { "view", "text-search", "run" },
+  spawn = { "explorer" }, -- children it may start with --spawn ($(spawn ROLE "task"))
   answer_format = "state the answer first, then the evidence (file:line) in a sentence or two.",
   prompts = {
     planner = [[

@@ -5,6 +5,21 @@ return {
   access = "edit",
   commands = { "view", "text-search", "run", "edit", "batch-edit" },
   plan = true, -- always starts with a planner state
+  spawn = { "explorer", "refactorer" }, -- children it may start with --spawn ($(spawn ROLE "task"))
+  -- [agent] scout = true: before the first turn, an explorer child maps the code the task
+  -- touches; its answer starts out as a note in this session's working memory.
+  prepare = function(S, env, o)
+    if not o.cfg.scout then return end
+    local memory = require("lib.machine.memory")
+    local h = moss.spawn { role = "explorer", machine = "v1", max_turns = o.cfg.child_max_turns or 8,
+      task = "Map the code that this change will touch, for the engineer who will make it: the files, " ..
+        "functions and tests involved, with file:line. The change: " .. S.task }
+    local r = h:wait()
+    moss.session.log(S.id, "scout", { child = h.id, reason = r.reason, answer = r.answer })
+    if r.success then
+      memory.note(S.mem, "Map of the code (from explorer child " .. h.id .. "): " .. tostring(r.answer), 0)
+    end
+  end,
   answer_format = [[
 ## Changes
 - `file` — what changed and why

@@ -239,7 +239,8 @@ function moss.session.list() end
 ---@param data? table
 function moss.session.log(id, event, data) end
 ---@param id string
-function moss.session.bind(id) end
+---@param opts? {role?: string}  the agent's role, shown to agents waiting for its locks
+function moss.session.bind(id, opts) end
 ---@return {id: string, path: string, events: integer, mtime: number}[]
 function moss.session.logs() end
 ---@param id string
@@ -457,3 +458,143 @@ function moss.runs.alerts(filter) end
 ---@param choice string
 ---@return moss.Alert
 function moss.runs.resolve(alert_id, choice) end
+
+
+-- ---- child agents ------------------------------------------------------------------
+
+---@class moss.SpawnSpec
+---@field task string the child's task
+---@field role? string a role under roles/ (default explorer)
+---@field machine? string a machine under machines/ (default [agent] machine or v1)
+---@field max_turns? integer
+---@field access? "read-only"|"read-shell"|"edit"|"full" at most the parent's; the child's role is clamped to it
+---@field auto_approve? "low"|"medium"|"high"
+---@field context? string a note the child starts with
+---@field spawn? boolean whether the child may itself use $(spawn)
+---@field events? "stream-json" emit the child's events on stdout with its id
+---@field resume? string re-attach a child of this session saved by an earlier run
+---@field message? string with resume: a message for a finished child, which goes on
+
+---@class moss.ChildResult
+---@field answer string|nil
+---@field success boolean
+---@field reason string answered, max_turns, budget, loop, error, cancelled, ...
+---@field turns integer
+---@field usage moss.Usage
+---@field session_id string the child's id, PARENT-N
+---@field role string
+---@field evidence string[] the working memory it kept, capped
+---@field error? string for a failed child: "child ID failed: ..."
+
+---@class moss.AgentHandle
+---@field id string
+local AgentHandle = {}
+--- The result once the child ended; nil after `timeout` seconds.
+---@param timeout? number
+---@return moss.ChildResult|nil
+function AgentHandle:wait(timeout) end
+---@return "running"|"paused"|"done"|"failed"|"cancelled"
+function AgentHandle:status() end
+--- Stop at the next turn boundary (after its checkpoint) until resumed.
+function AgentHandle:pause() end
+--- Go on (a paused child; a finished one with a message starts again from its checkpoint).
+---@param message? string
+function AgentHandle:resume(message) end
+--- Stop it (at once, or at its next turn boundary); its result says "cancelled".
+function AgentHandle:cancel() end
+
+--- Start a child agent in its own thread and Lua runtime; returns at once.
+---@param spec moss.SpawnSpec
+---@return moss.AgentHandle
+function moss.spawn(spec) end
+
+--- The first of `handles` to end, and its result; nil after `timeout` seconds.
+---@param handles moss.AgentHandle[]
+---@param timeout? number
+---@return moss.AgentHandle|nil, moss.ChildResult|nil
+function moss.wait_any(handles, timeout) end
+
+--- Every handle's result, in order.
+---@param handles moss.AgentHandle[]
+---@param timeout? number
+---@return moss.ChildResult[]
+function moss.wait_all(handles, timeout) end
+
+---@class moss.agents
+moss.agents = {}
+--- Start a child (what moss.spawn calls): its id.
+---@param spec moss.SpawnSpec
+---@return string
+function moss.agents.start(spec) end
+---@param id string
+---@param timeout? number
+---@return moss.ChildResult|nil
+function moss.agents.wait(id, timeout) end
+--- Index (1-based) and result of the first of `ids` to end; nil after `timeout`.
+---@param ids string[]
+---@param timeout? number
+---@return integer|nil, moss.ChildResult|nil
+function moss.agents.wait_any(ids, timeout) end
+---@param id string
+---@return string
+function moss.agents.status(id) end
+--- One child's {id, parent, role, status, task, turn, state, waiting, result}, or all of this tree's.
+---@param id? string
+---@return table
+function moss.agents.info(id) end
+---@param id string
+---@return boolean
+function moss.agents.pause(id) end
+---@param id string
+---@param message? string
+---@return boolean
+function moss.agents.resume(id, message) end
+---@param id string
+---@return boolean
+function moss.agents.cancel(id) end
+--- For a child's runner between turns: {} to go on, {message=} from its parent, {cancel=true}; blocks while paused.
+---@param turn integer
+---@param state string
+---@return {message?: string, cancel?: boolean}
+function moss.agents.boundary(turn, state) end
+--- A child's progress event (live panel; child_* events in stream-json).
+---@param event table
+function moss.agents.progress(event) end
+--- This agent: {id, parent, tree, role, max_access, child}.
+---@return table
+function moss.agents.self() end
+--- The saved direct children of a session (this one by default), from their checkpoints.
+---@param id? string
+---@return table[]
+function moss.agents.children(id) end
+
+-- ---- locks -------------------------------------------------------------------------
+
+---@class moss.LockHandle
+---@field id integer
+---@field target string
+local LockHandle = {}
+--- Let go (false if already released).
+---@return boolean
+function LockHandle:release() end
+
+--- Lock a directory (`src/`), a file (`src/main.rs`) or a symbol (`src/main.rs/Cli/run`).
+--- Waiters queue in order; after `timeout` seconds (default 30): nil, "locked by ID (role) since TIME".
+---@param target string
+---@param opts? {timeout?: number}
+---@return moss.LockHandle|nil, string|nil
+function moss.lock(target, opts) end
+
+---@class moss.locks
+moss.locks = {}
+--- What moss.lock calls: a lock id, or nil and the holder.
+---@param target string|string[]
+---@param opts? {timeout?: number}
+---@return integer|nil, string|nil
+function moss.locks.acquire(target, opts) end
+---@param id integer
+---@return boolean
+function moss.locks.release(id) end
+--- Every lock held in this project, by this process and others: {targets, session, role, pid, since}.
+---@return table[]
+function moss.locks.list() end

@@ -14,6 +14,7 @@ local REASONS = {
   blocked = { text = "blocked: the agent needs an answer from you", exit = 3 },
   checkpoint = { text = "saved a checkpoint and stopped", exit = 1 },
   error = { text = "stopped on an error", exit = 1 },
+  cancelled = { text = "cancelled by its parent agent", exit = 1 },
 }
 M.REASONS = REASONS
 
@@ -123,6 +124,26 @@ local Quiet = setmetatable({}, { __index = Text })
 Quiet.__index = Quiet
 function Quiet:finish() end
 
+-- child: a child agent's progress goes to the host (live panel; stream-json events with
+-- the child's id), never to stdout directly; its result goes back to its parent as data
+local Child = setmetatable({}, { __index = Text })
+Child.__index = Child
+function Child:start(S)
+  moss.agents.progress { type = "session_start", turn = S.turn, state = S.state, role = S.role, task = S.task }
+end
+function Child:turn(S, state) moss.agents.progress { type = "turn", turn = S.turn, state = S.state } end
+function Child:llm(S, state, text) moss.agents.progress { type = "assistant", turn = S.turn, state = S.state, text = text } end
+function Child:command(S, out)
+  moss.agents.progress { type = "command", turn = S.turn, cmd = out.cmd, ok = out.ok, refused = out.refused }
+end
+function Child:info() end
+function Child:finish(S)
+  local r = result(S)
+  r.type = "result"
+  moss.agents.progress(r)
+end
+function Child:failed() end
+
 --- Combined result of a role pipeline: every stage's answer, in order.
 local function pipeline_result(stages, n)
   local parts, steps = {}, {}
@@ -171,7 +192,7 @@ function Stream:pipeline(stages, n)
 end
 
 function M.new(format, opts)
-  local cls = ({ text = Text, json = Json, ["stream-json"] = Stream, quiet = Quiet })[format or "text"]
+  local cls = ({ text = Text, json = Json, ["stream-json"] = Stream, quiet = Quiet, child = Child })[format or "text"]
   if not cls then moss.error("usage", "--output-format must be text, json or stream-json") end
   return setmetatable({ verbose = opts and opts.verbose, stage = opts and opts.stage }, cls)
 end

@@ -149,6 +149,13 @@ function M.run(machine, S, env)
     end
     local spent = moss.llm.budget()
     if spent then return finish(S, env, "budget", nil, { detail = spent }) end
+    if env.boundary then
+      -- a child agent, between turns (its checkpoint is on disk): its parent may have
+      -- cancelled it, paused it (this call waits) or sent it a message
+      local b = env.boundary(S) or {}
+      if b.cancel then return finish(S, env, "cancelled") end
+      if b.message then messages.say(S, "Your parent agent says: " .. b.message) end
+    end
 
     local state = machine.states[S.state]
     if not state then moss.error("usage", "machine '" .. S.machine .. "' has no state '" .. tostring(S.state) .. "'") end

@@ -1,0 +1,554 @@
+"""moss.agents: child agents, each in its own thread with its own Lua runtime.
+
+The Lua face is `moss.spawn{...}` -> handle (`:wait`, `:status`, `:pause`, `:resume`,
+`:cancel`), `moss.wait_any` and `moss.wait_all` (host/bootstrap.lua), on top of these
+primitives keyed by child id. What a child *does* is policy: its thread runs the `child`
+function of the agent script (scripts/agent.lua) with the spawn spec, and that function's
+result table comes back as plain data. No Lua state is shared between runtimes.
+
+Mechanism kept here:
+- ids: a child of session P is `P-N` (N = 1, 2, ... never reused, also across resumes);
+- access: a child's access is capped at its parent's (and at `access=` of the spec);
+  `moss.access.set` above the cap is refused (kind `denied`);
+- one budget and one set of SDK clients for the whole tree (host/llm/chat.py `LLM.child`);
+- failures: anything a child raises ends that child with a failed result naming its id,
+  never the parent;
+- pause/cancel at turn boundaries (`agents.boundary`, called by the runner of a child);
+- Ctrl-C: a child's runtime stops with its parent's (host/runtime.py `parent`);
+- progress: `agents.progress` feeds the live panel (stderr, on a terminal) and, in
+  stream-json mode, one `child_*` event per line on stdout with the child's id.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import traceback
+
+from ..errors import MossError
+
+TERMINAL = ("done", "failed", "cancelled")
+ACCESS = ("read-only", "read-shell", "edit", "full")
+
+
+class Tree:
+    """What the agents of one tree share: the registry of children, one condition to wait
+    on, the output lock, and the live panel."""
+
+    def __init__(self, root_id: str | None):
+        self.root_id = root_id
+        self.children: dict[str, "Child"] = {}
+        self.cond = threading.Condition()
+        self.out_lock = threading.Lock()
+        self.stream = False
+        self.live = None
+
+    def changed(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+        live = self.live
+        if live is not None:
+            live.refresh()
+
+    def running(self) -> list["Child"]:
+        return [c for c in self.children.values() if c.status not in TERMINAL]
+
+    def emit(self, event: dict) -> None:
+        """One stream-json line on stdout, whole (threads never interleave within a line)."""
+        import json
+        import sys
+
+        data = {"type": event.get("type"), **{k: event[k] for k in sorted(event) if k != "type"}}
+        with self.out_lock:
+            sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+            sys.stdout.flush()
+
+    def close(self, grace: float = 5.0) -> None:
+        """The root ends: children still running are cancelled (resumable from their checkpoints)."""
+        for c in self.running():
+            c.cancel()
+        deadline = time.monotonic() + grace
+        for c in list(self.children.values()):
+            if c.thread is not None:
+                c.thread.join(max(0.0, deadline - time.monotonic()))
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+class Child:
+    def __init__(self, tree: Tree, cid: str, parent_id: str, spec: dict):
+        self.tree = tree
+        self.id = cid
+        self.parent_id = parent_id
+        self.spec = spec
+        self.role = spec.get("role") or ""
+        self.status = "running"
+        self.result: dict | None = None
+        self.thread: threading.Thread | None = None
+        self.ctx = None
+        self.runtime = None
+        self.info: dict = {"turn": 0, "state": "starting", "waiting": None}
+        self._pause = False
+        self._cancel = False
+        self._message: str | None = None
+        self._wake = threading.Event()
+        self.started = time.time()
+
+    # -- control (any thread) ------------------------------------------------------------
+    def pause(self) -> None:
+        self._pause = True
+
+    def resume(self, message: str | None = None) -> None:
+        self._pause = False
+        self._message = message
+        self._wake.set()
+
+    def cancel(self) -> None:
+        self._cancel = True
+        self._wake.set()
+        rt = self.runtime
+        if rt is not None and self.status == "running":
+            rt.cancel()
+
+    # -- the child's own thread ----------------------------------------------------------
+    def boundary(self, turn, state) -> dict:
+        """Between two turns (after the checkpoint): cancel, or wait here while paused."""
+        self.info.update(turn=turn, state=state)
+        self.tree.changed()
+        if self._cancel:
+            return {"cancel": True}
+        if not self._pause:
+            msg, self._message = self._message, None
+            return {"message": msg} if msg else {}
+        self.status = "paused"
+        self.ctx.log("paused", {"turn": turn})
+        self.tree.changed()
+        parent_rt = self.runtime.parent if self.runtime is not None else None
+        while self._pause and not self._cancel:
+            if parent_rt is not None and parent_rt.cancelled:
+                self._cancel = True
+                break
+            self._wake.wait(0.5)
+            self._wake.clear()
+        if self._cancel:
+            return {"cancel": True}
+        self.status = "running"
+        self.ctx.log("resumed", {"turn": turn, "message": self._message})
+        self.tree.changed()
+        msg, self._message = self._message, None
+        return {"message": msg} if msg else {}
+
+    def finish(self, result: dict) -> None:
+        reason = result.get("reason")
+        if reason == "cancelled" or (self._cancel and not result.get("success")):
+            status = "cancelled"
+            result["reason"] = "cancelled"
+        elif result.get("success"):
+            status = "done"
+        else:
+            status = "failed"
+        self.result = result
+        with self.tree.cond:
+            self.status = status
+            self.tree.cond.notify_all()
+        self.tree.changed()
+
+    def snapshot(self) -> dict:
+        return {"id": self.id, "parent": self.parent_id, "role": self.role, "status": self.status,
+                "task": self.spec.get("task"), "turn": self.info.get("turn"), "state": self.info.get("state"),
+                "waiting": self.info.get("waiting"), "started": self.started}
+
+
+def _rank(level: str) -> int:
+    return ACCESS.index(level) if level in ACCESS else 0
+
+
+def _tree(ctx) -> Tree:
+    if ctx.tree is None:
+        ctx.tree = Tree(ctx.session_id)
+        ctx.services["agents"] = _Closer(ctx.tree)
+    if ctx.tree.root_id is None and ctx.parent_id is None:
+        ctx.tree.root_id = ctx.session_id
+    return ctx.tree
+
+
+class _Closer:
+    def __init__(self, tree: Tree):
+        self.tree = tree
+
+    def close(self) -> None:
+        self.tree.close()
+
+
+def _next_id(ctx, tree: Tree) -> str:
+    from .session import ID_RE, agent_dir
+
+    parent = ctx.session_id
+    pat = re.compile(re.escape(parent) + r"-(\d+)$")
+    used = [int(m.group(1)) for cid in tree.children if (m := pat.match(cid))]
+    for p in agent_dir(ctx.root).glob(f"session-{parent}-*.json"):
+        m = pat.match(p.stem[len("session-"):])
+        if m:
+            used.append(int(m.group(1)))
+    cid = f"{parent}-{max(used, default=0) + 1}"
+    if not ID_RE.match(cid):
+        raise MossError(f"cannot spawn below {parent}: the child's id would be longer than 64 characters "
+                        f"(the tree is too deep)", kind="usage")
+    return cid
+
+
+def _checkpoint(ctx, cid: str) -> dict | None:
+    import json
+
+    from .session import checkpoint_path
+
+    try:
+        return json.loads(checkpoint_path(ctx.root, cid).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def result_of(S: dict, cid: str) -> dict:
+    """A child's result table from its checkpoint (a finished child of an earlier run)."""
+    return {"answer": S.get("answer"), "success": bool(S.get("success")), "reason": S.get("reason"),
+            "turns": S.get("turn", 0), "usage": S.get("usage"), "session_id": cid, "role": S.get("role"),
+            "evidence": evidence(S)}
+
+
+def evidence(S: dict, cap: int = 4000) -> list:
+    """The child's kept working memory and notes, capped (plain strings)."""
+    out, used = [], 0
+    for item in ((S.get("mem") or {}).get("items") or []):
+        text = item.get("content") or item.get("text") or "" if isinstance(item, dict) else str(item)
+        label = item.get("cmd") if isinstance(item, dict) else None
+        line = f"{label}: {text}" if label else str(text)
+        if used + len(line) > cap:
+            line = line[: max(0, cap - used)] + "…"
+        out.append(line)
+        used += len(line)
+        if used >= cap:
+            break
+    return out
+
+
+def functions(ctx):
+    def start(spec):
+        """moss.agents.start{task=, role=, machine=, max_turns=, access=, resume=} -> child id."""
+        if not isinstance(spec, dict):
+            raise ValueError("moss.spawn takes a table: {task = ..., role = ..., machine = ..., max_turns = ...}")
+        if ctx.runtime is None:
+            raise MossError("moss.spawn needs a running script", kind="usage")
+        if not ctx.session_id:
+            from .session import new_session_id
+
+            ctx.session_id = new_session_id(ctx.root)  # a plain script becomes the root of its tree
+        tree = _tree(ctx)
+        spec = dict(spec)
+        if spec.get("events") == "stream-json":
+            tree.stream = True
+        resume = spec.get("resume")
+        if resume:
+            from .session import check_id
+
+            cid = check_id(resume)
+            if not cid.startswith(ctx.session_id + "-"):
+                raise MossError(f"{cid} is not a child of {ctx.session_id}", kind="usage")
+            existing = tree.children.get(cid)
+            if existing is not None and existing.status not in TERMINAL:
+                return cid
+            saved = _checkpoint(ctx, cid)
+            if saved is None:
+                raise MossError(f"no checkpoint for child {cid}", kind="not_found")
+            spec.setdefault("role", saved.get("role"))
+            spec.setdefault("task", saved.get("task"))
+            if saved.get("done") and not spec.get("message"):
+                child = Child(tree, cid, ctx.session_id, spec)  # finished earlier: its result stands
+                child.result = result_of(saved, cid)
+                child.status = "done" if child.result["success"] else (
+                    "cancelled" if saved.get("reason") == "cancelled" else "failed")
+                child.info.update(turn=saved.get("turn"), state=saved.get("state"))
+                tree.children[cid] = child
+                return cid
+            spec["access"] = spec.get("access") or saved.get("access")
+        else:
+            task = spec.get("task")
+            if not isinstance(task, str) or not task.strip():
+                raise MossError("moss.spawn needs a task: moss.spawn{task = \"...\", role = \"explorer\"}", kind="usage")
+            cid = _next_id(ctx, tree)
+        cap = ctx.access
+        if ctx.max_access is not None and _rank(ctx.max_access) < _rank(cap):
+            cap = ctx.max_access
+        want = spec.get("access")
+        if want is not None:
+            if want not in ACCESS:
+                raise MossError(f"access must be one of {', '.join(ACCESS)}, got {want!r}", kind="usage")
+            if _rank(want) > _rank(cap):
+                raise MossError(f"a child never gets more access than its parent: asked {want}, the parent "
+                                f"has {cap}", kind="denied")
+            cap = want
+        spec["id"] = cid
+        spec["max_access"] = cap
+        spec["parent"] = ctx.session_id
+        child = Child(tree, cid, ctx.session_id, spec)
+        tree.children[cid] = child
+        from .llm import _service
+
+        parent_llm = _service(ctx)
+        ctx.log("child_start", {"child": cid, "role": spec.get("role"), "task": spec.get("task"),
+                                "access": cap, "resume": bool(resume)})
+        _start_live(tree)
+        child.thread = threading.Thread(target=_run_child, args=(ctx, child, parent_llm), name=f"moss-agent-{cid}",
+                                        daemon=True)
+        child.thread.start()
+        return cid
+
+    def _get(cid) -> Child:
+        tree = ctx.tree
+        child = tree.children.get(cid) if tree is not None and isinstance(cid, str) else None
+        if child is None:
+            raise MossError(f"no child agent {cid!r} in this tree", kind="not_found")
+        return child
+
+    def _wait_for(pred, timeout):
+        tree = _tree(ctx)
+        deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
+        with tree.cond:
+            while True:
+                hit = pred()
+                if hit is not None:
+                    return hit
+                if ctx.cancelled():
+                    raise MossError("interrupted", kind="interrupted")
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                tree.cond.wait(0.5 if left is None else min(left, 0.5))
+
+    def wait(cid, timeout=None):
+        """The child's result table once it ended; nil after `timeout` seconds."""
+        child = _get(cid)
+        got = _wait_for(lambda: child.result if child.status in TERMINAL else None, timeout)
+        if got is not None:
+            ctx.log("child_result", {"child": cid, "reason": got.get("reason"), "success": got.get("success")})
+        return got
+
+    def wait_any(ids, timeout=None):
+        """(index, result) of the first of `ids` to end; nil after `timeout` seconds."""
+        kids = [_get(c) for c in ids or []]
+        if not kids:
+            raise MossError("moss.wait_any needs at least one handle", kind="usage")
+
+        def first():
+            for i, k in enumerate(kids, 1):
+                if k.status in TERMINAL:
+                    return i, k.result
+            return None
+
+        got = _wait_for(first, timeout)
+        return got if got is not None else None
+
+    def status(cid):
+        return _get(cid).status
+
+    def info(cid=None):
+        if cid is None:
+            tree = ctx.tree
+            return [c.snapshot() for c in tree.children.values()] if tree else []
+        c = _get(cid)
+        return {**c.snapshot(), "result": c.result}
+
+    def pause(cid):
+        child = _get(cid)
+        if child.status in TERMINAL:
+            return False
+        child.pause()
+        ctx.log("child_pause", {"child": cid})
+        return True
+
+    def resume(cid, message=None):
+        child = _get(cid)
+        if child.status in TERMINAL:
+            if not message:
+                return False
+            start({"resume": cid, "message": message})  # a finished child goes on, with the message
+            return True
+        child.resume(message if isinstance(message, str) else None)
+        ctx.log("child_resume", {"child": cid, "message": message})
+        return True
+
+    def cancel(cid):
+        child = _get(cid)
+        if child.status in TERMINAL:
+            return False
+        child.cancel()
+        ctx.log("child_cancel", {"child": cid})
+        return True
+
+    def boundary(turn=None, state=None):
+        """For a child's runner, between turns: {} to go on, {message=} from its parent,
+        {cancel=true} to stop. Blocks while paused. Elsewhere: {}."""
+        child = ctx.child
+        if child is None:
+            if ctx.cancelled():
+                raise MossError("interrupted", kind="interrupted")
+            return {}
+        return child.boundary(turn, state)
+
+    def progress(event):
+        """A child's progress (turn, command, finish): the live panel, and stream-json events."""
+        if not isinstance(event, dict):
+            return False
+        child = ctx.child
+        tree = ctx.tree
+        if child is not None:
+            if event.get("turn") is not None:
+                child.info["turn"] = event["turn"]
+            if event.get("state"):
+                child.info["state"] = event["state"]
+        if tree is not None:
+            if tree.stream:
+                tree.emit({**event, "type": "child_" + str(event.get("type") or "event"),
+                           "session_id": ctx.session_id, "parent": ctx.parent_id})
+            tree.changed()
+        return True
+
+    def self_():
+        """This agent: {id, parent, tree, role, max_access, child = is it a child}."""
+        return {"id": ctx.session_id, "parent": ctx.parent_id, "tree": ctx.tree_id, "role": ctx.role,
+                "max_access": ctx.max_access, "child": ctx.child is not None}
+
+    def children(sid=None):
+        """The direct children of a session (this one by default) as saved: {id, role, task,
+        done, reason, turn} from their checkpoints, for resuming a tree."""
+        from .session import list_checkpoints
+
+        sid = sid or ctx.session_id
+        if not sid:
+            return []
+        pat = re.compile(re.escape(sid) + r"-(\d+)$")
+        rows = [c for c in list_checkpoints(ctx.root) if pat.match(c["id"])]
+        rows.sort(key=lambda c: int(pat.match(c["id"]).group(1)))
+        return rows
+
+    return {"agents.start": start, "agents.wait": wait, "agents.wait_any": wait_any, "agents.status": status,
+            "agents.info": info, "agents.pause": pause, "agents.resume": resume, "agents.cancel": cancel,
+            "agents.boundary": boundary, "agents.progress": progress, "agents.self": self_,
+            "agents.children": children}
+
+
+def _run_child(parent_ctx, child: Child, parent_llm) -> None:
+    """A child's thread: its own context and runtime, the agent script's `child` entry."""
+    from ..run import build_child
+    from ..runtime import LuaScriptError
+
+    cid = child.id
+    ctx = None
+    try:
+        ctx, rt = build_child(parent_ctx, child, parent_llm)
+        child.ctx, child.runtime = ctx, rt
+        rt.parent = parent_ctx.runtime
+        if child._cancel:
+            raise LuaScriptError("interrupted", kind="interrupted")
+        path, shown = rt.roots.find_module("agent", what="script")
+        module = rt.call(rt.load(path.read_bytes(), shown))
+        from lupa import lua54
+
+        entry = module[b"child"] if lua54.lua_type(module) == "table" else None
+        if entry is None:
+            raise MossError(f"{shown} has no `child` entry: this agent script cannot run child agents", kind="usage")
+        spec = {k: v for k, v in child.spec.items() if v is not None}
+        result = rt.to_py(rt.call(entry, spec))
+        if not isinstance(result, dict):
+            raise MossError(f"the child entry returned {type(result).__name__}, not a result table", kind="lua")
+        result.setdefault("session_id", cid)
+        child.finish(result)
+    except BaseException as e:  # noqa: BLE001 - whatever a child does, it is the child's failure
+        kind = getattr(e, "kind", None) or type(e).__name__
+        message = getattr(e, "message", None) or str(e) or type(e).__name__
+        cancelled = kind == "interrupted" and (child._cancel or (parent_ctx.runtime and parent_ctx.runtime.cancelled))
+        saved = _checkpoint(parent_ctx, cid) or {}
+        result = {"answer": None, "success": False, "reason": "cancelled" if cancelled else "error",
+                  "error": None if cancelled else f"child {cid} failed: {message}", "error_kind": kind,
+                  "turns": saved.get("turn", 0), "usage": saved.get("usage"), "session_id": cid,
+                  "role": child.role}
+        if not isinstance(e, (MossError, LuaScriptError)):
+            result["trace"] = traceback.format_exc(limit=5)
+        if cancelled and child._cancel and saved:
+            # cancelled by its parent mid-turn: its checkpoint says so (a Ctrl-C of the whole
+            # tree leaves it unfinished instead, to be resumed)
+            import json as _json
+
+            from .session import checkpoint_path, write_atomic
+
+            saved.update(done=True, reason="cancelled", success=False)
+            write_atomic(checkpoint_path(parent_ctx.root, cid), _json.dumps(saved, ensure_ascii=False, default=str))
+        log = (ctx.log if ctx is not None and ctx.session_id else None)
+        if log is not None:
+            log("session_end", {"reason": result["reason"], "error": result.get("error"), "kind": kind})
+        child.finish(result)
+    finally:
+        if ctx is not None:
+            for svc in list(ctx.services.values()):
+                close = getattr(svc, "close", None)
+                if close and svc is not parent_llm:
+                    try:
+                        close()
+                    except Exception:
+                        pass
+            from ..tools.locks import manager
+
+            manager(parent_ctx.root).release_owner(cid)
+        r = child.result or {}
+        parent_ctx.log("child_end", {"child": cid, "status": child.status, "reason": r.get("reason"),
+                                     "turns": r.get("turns"), "answer": r.get("answer"), "error": r.get("error"),
+                                     "usage": r.get("usage")})
+
+
+def _start_live(tree: Tree) -> None:
+    """On a terminal (and not stream-json), a live panel of the running agents on stderr."""
+    from .. import ui
+
+    if tree.live is not None or tree.stream or not ui.console().is_terminal:
+        return
+    try:
+        from rich.live import Live
+
+        tree.live = _Panel(tree, Live(console=ui.console(), refresh_per_second=4, transient=True))
+    except Exception:
+        tree.live = None
+
+
+class _Panel:
+    def __init__(self, tree: Tree, live):
+        self.tree, self.live = tree, live
+        live.update(self.render())
+        live.start()
+
+    def render(self):
+        return render_panel([c.snapshot() for c in self.tree.children.values()])
+
+    def refresh(self) -> None:
+        try:
+            self.live.update(self.render())
+        except Exception:
+            pass
+
+    def stop(self) -> None:
+        try:
+            self.live.stop()
+        except Exception:
+            pass
+
+
+def render_panel(rows: list[dict]):
+    from rich.table import Table
+
+    t = Table(box=None, header_style="bold", title="agents", title_justify="left")
+    for col in ("id", "role", "state", "turn", "waiting on"):
+        t.add_column(col)
+    for r in rows:
+        state = r["status"] if r["status"] != "running" else (r.get("state") or "running")
+        t.add_row(r["id"], r.get("role") or "", state, str(r.get("turn") or 0), r.get("waiting") or "")
+    return t

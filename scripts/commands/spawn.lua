@@ -1,0 +1,42 @@
+-- $(spawn ROLE "task"): start a child agent on a sub-task; it runs beside this one (its own
+-- thread, runtime and session ROOT-N) and its result comes back with $(await).
+local parser = require("lib.machine.parser")
+local children = require("lib.agent.children")
+
+return {
+  name = "spawn",
+  help = 'spawn ROLE "task" — start a child agent (explorer, ...) on a sub-task; collect it with $(await)',
+  access = "read-only",
+  tool = true,
+  parse = function(text)
+    local words = parser.words(text)
+    local role = words[1]
+    table.remove(words, 1)
+    local task = table.concat(words, " ")
+    if not role or task:match("^%s*$") then
+      moss.error("usage", 'spawn needs a role and a task: $(spawn explorer "find where the config is read")')
+    end
+    return { role, task }
+  end,
+  run = function(ctx, a)
+    local role, task = a[1], a[2]
+    local S, env, cfg = ctx.S, ctx.env, moss.config.agent or {}
+    local why = children.refusal(env.role, role)
+    if why then return "Not started: " .. why .. ".", false, true end
+    local running = 0
+    for _, c in ipairs(S.children or {}) do if not c.delivered then running = running + 1 end end
+    if running >= (cfg.max_children or 8) then
+      return ("Not started: %d children are already running or waiting to be collected ([agent] max_children); " ..
+        "collect them with $(await) first."):format(running), false, true
+    end
+    local h = moss.spawn {
+      task = task, role = role, machine = cfg.child_machine or "v1",
+      max_turns = cfg.child_max_turns or 8, auto_approve = env.auto_approve,
+      events = env.format,
+    }
+    children.track(S, h, role, task)
+    ctx.log("spawn", { child = h.id, role = role, task = task, turn = S.turn })
+    return ("started child agent %s (%s): %s\nIt works beside you; collect its result with $(await %s) " ..
+      "or every pending one with $(await)."):format(h.id, role, task, h.id), true
+  end,
+}

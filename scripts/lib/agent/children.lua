@@ -1,0 +1,110 @@
+-- Child agents, as the coding agent uses them: which roles may start which, the
+-- $(spawn)/$(await)/$(children) commands' shared state (S.children, checkpointed with the
+-- session), result tables, and re-attaching a resumed tree. Mechanism (threads, ids,
+-- access caps, the shared budget) is the host's: moss.spawn, see docs/lua-api.md.
+local M = {}
+
+M.RANK = { ["read-only"] = 1, ["read-shell"] = 2, edit = 3, full = 4 }
+M.COMMANDS = { "spawn", "await", "children" }
+M.EVIDENCE_CHARS = 4000 -- of a child's kept items shown to its parent
+
+--- The role the runner sees: with spawn/await/children among its tools when spawning is on
+-- (--spawn or [agent] spawn = true), the role lists roles it may start (`spawn = {...}`)
+-- and the machine does not forbid it (`spawn = false`).
+function M.with_commands(role, machine, o)
+  if not o.spawn or machine.spawn == false or type(role.spawn) ~= "table" or #role.spawn == 0 then
+    return role
+  end
+  local copy = {}
+  for k, v in pairs(role) do copy[k] = v end
+  copy.commands = {}
+  for _, c in ipairs(role.commands or {}) do copy.commands[#copy.commands + 1] = c end
+  for _, c in ipairs(M.COMMANDS) do copy.commands[#copy.commands + 1] = c end
+  return copy
+end
+
+--- Whether `role` may start a child of role `name`; nil or the reason it may not.
+function M.refusal(role, name)
+  local found, child = pcall(require, "roles." .. name)
+  if not found then return "no role '" .. name .. "'" end
+  local need, have = child.access or "read-only", moss.access.get()
+  if (M.RANK[need] or 1) > (M.RANK[have] or 1) then
+    return ("role %s needs access %s and this agent has %s: a child never gets more access than its parent")
+      :format(name, need, have)
+  end
+  for _, r in ipairs(role.spawn or {}) do if r == name then return nil end end
+  return ("role %s may start only %s children"):format(role.name, table.concat(role.spawn or {}, ", "))
+end
+
+--- A child's result as its parent gets it: the output fields plus its kept evidence (capped).
+function M.result(S)
+  local r = require("lib.machine.output").result(S)
+  local ev, used = {}, 0
+  for _, it in ipairs((S.mem or {}).items or {}) do
+    local text = tostring(it.content or "")
+    if it.cmd then text = it.cmd .. ": " .. text end
+    if used + #text > M.EVIDENCE_CHARS then text = text:sub(1, math.max(0, M.EVIDENCE_CHARS - used)) .. "…" end
+    ev[#ev + 1] = text
+    used = used + #text
+    if used >= M.EVIDENCE_CHARS then break end
+  end
+  r.evidence = ev
+  return r
+end
+
+--- Remember a started child in the session (checkpointed with the next turn).
+function M.track(S, h, role, task)
+  S.children = S.children or {}
+  S.children[#S.children + 1] = { id = h.id, role = role, task = task, delivered = false }
+end
+
+--- A resumed parent: its children that had not finished go on from their own checkpoints;
+-- finished ones keep their results for $(await).
+function M.reattach(S)
+  for _, c in ipairs(S.children or {}) do
+    if not c.delivered then
+      local ok, err = pcall(moss.spawn, { resume = c.id })
+      moss.session.log(S.id, "child_reattach", { child = c.id, ok = ok, error = not ok and tostring(err) or nil })
+    end
+  end
+end
+
+--- The children not yet delivered to the model, or the one named.
+function M.pending(S, id)
+  local out = {}
+  for _, c in ipairs(S.children or {}) do
+    if (id and c.id == id) or (not id and not c.delivered) then out[#out + 1] = c end
+  end
+  return out
+end
+
+local function one_line(s, n)
+  s = tostring(s or ""):gsub("%s+", " ")
+  return #s > n and s:sub(1, n - 1) .. "…" or s
+end
+
+--- One child's result as the text of a command output.
+function M.render(c, r)
+  local lines = {}
+  if not r then
+    lines[#lines + 1] = ("child %s (%s) is still running: %s"):format(c.id, c.role, one_line(c.task, 80))
+    return table.concat(lines, "\n")
+  end
+  local head = ("child %s (%s), %s after %s turn(s)"):format(c.id, c.role or r.role or "?", r.reason or "?",
+    tostring(r.turns or 0))
+  lines[#lines + 1] = head .. ": " .. one_line(c.task, 80)
+  if r.answer and r.answer ~= moss.json.null then
+    lines[#lines + 1] = "answer:\n" .. tostring(r.answer)
+  elseif r.error then
+    lines[#lines + 1] = "failed: " .. tostring(r.error)
+  else
+    lines[#lines + 1] = "no answer" .. (r.detail and (": " .. tostring(r.detail)) or "")
+  end
+  if r.evidence and #r.evidence > 0 then
+    lines[#lines + 1] = "evidence it kept:"
+    for _, e in ipairs(r.evidence) do lines[#lines + 1] = "- " .. e end
+  end
+  return table.concat(lines, "\n")
+end
+
+return M
