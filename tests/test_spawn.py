@@ -340,3 +340,28 @@ def test_lua_side_helpers_are_documented_and_typed(name):
     assert f"moss.{name}(" in (REPO / "docs/lua-api.md").read_text() or \
         f"moss.{name}{{" in (REPO / "docs/lua-api.md").read_text()
     assert f"function moss.{name}(" in (REPO / "scripts/types/moss.lua").read_text()
+
+
+def test_a_parents_rollback_covers_what_its_child_changed(project, api):
+    """Children work for their parent: their writes count as the tree root's, so the parent's
+    rollback brings back what a child changed."""
+    project.write("calc.py", calc_py())
+    project.script("undo", """
+        moss.session.bind("undoroot1")
+        moss.access.set("edit")
+        local before = moss.shadow.snapshot("before the child")
+        -- the parent's own write: its rollback is now scoped to what its session (tree) changed
+        local w = moss.shadow.begin_write("parent's note")
+        moss.fs.write("note.txt", "parent")
+        moss.shadow.end_write(w)
+        local r = moss.spawn { task = "set f1", role = "refactorer", machine = "v1", max_turns = 5,
+                               auto_approve = "medium" }:wait()
+        print("child", r.reason)
+        local res = moss.shadow.restore(before)
+        print("restored", table.concat(res.reverted, ","), table.concat(res.removed, ","), #res.conflicts)
+    """)
+    api.push(*[editor(delay=0)] * 6)
+    r = project.moss("@undo", *ARGS, env=api.env(), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["child\tanswered", "restored\tcalc.py\tnote.txt\t0"]
+    assert (project.root / "calc.py").read_text() == calc_py() and not (project.root / "note.txt").exists()

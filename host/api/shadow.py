@@ -44,13 +44,13 @@ def _restore_locks(ctx, sid):
 
 def functions(ctx):
     def snapshot(label=""):
-        sid = _shadow(ctx).snapshot(str(label or ""), session=ctx.session_id)
+        sid = _shadow(ctx).snapshot(str(label or ""), session=ctx.tree_id)
         ctx.log("snapshot", {"id": sid, "label": label})
         return sid
 
     def begin_write(label=""):
         """Capture before a write; the bound session will own what the write changes."""
-        wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.session_id)
+        wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.tree_id)
         ctx.log("snapshot", {"id": wid, "label": label})
         return wid
 
@@ -65,7 +65,7 @@ def functions(ctx):
 
         require_write(ctx.access, "restoring a snapshot (it rewrites files)")
         with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
-            result = _shadow(ctx).restore(sid, session=ctx.session_id)
+            result = _shadow(ctx).restore(sid, session=ctx.tree_id)
         ctx.log("rollback", {"id": sid, **{k: result[k] for k in (
             "reverted", "removed", "restored", "skipped", "conflicts", "scope", "backup")}})
         return result
