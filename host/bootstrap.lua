@@ -181,6 +181,43 @@ local NULL = setmetatable({}, {
 moss.json = moss.json or {}
 moss.json.null = NULL
 
+-- Key order of objects decoded with {ordered = true}: the host hands each object's keys
+-- over under the integer key 0; they move here (weak, so they go with their table).
+do
+  local ORDER = setmetatable({}, { __mode = "k" })
+  local host_decode = moss.json.decode
+  local function adopt(v, depth)
+    if type(v) ~= "table" or depth > 250 then return end
+    local keys = rawget(v, 0)
+    if type(keys) == "table" then
+      rawset(v, 0, nil)
+      ORDER[v] = keys
+      for _, k in ipairs(keys) do
+        if rawget(v, k) == nil then rawset(v, k, NULL) end -- a member that was null
+      end
+    end
+    for _, x in pairs(v) do adopt(x, depth + 1) end
+  end
+  --- Decode JSON; with {ordered = true}, objects remember their key order (moss.json.keys)
+  -- and null members are moss.json.null instead of absent.
+  function moss.json.decode(text, opts)
+    local ok, v = pcall(host_decode, text, opts)
+    if not ok then moss.error(moss.error_kind(v), v.message or tostring(v), 2) end
+    if type(opts) == "table" and opts.ordered then adopt(v, 0) end
+    return v
+  end
+  --- An object's keys in source order (decoded with {ordered = true}); sorted otherwise.
+  function moss.json.keys(t)
+    if ORDER[t] then return { table.unpack(ORDER[t]) } end
+    local out = {}
+    for k in pairs(t) do out[#out + 1] = k end
+    table.sort(out, function(a, b) return tostring(a) < tostring(b) end)
+    return out
+  end
+  --- Whether `t` was decoded (with {ordered = true}) from a JSON object, not an array.
+  function moss.json.is_object(t) return ORDER[t] ~= nil end
+end
+
 --- Raise a moss error with a kind scripts can branch on. `level` 0 names no position (a
 -- configuration or usage problem that no line of Lua caused).
 function moss.error(kind, message, level)

@@ -15,9 +15,11 @@ def functions(ctx):
         indent = opts.get("indent")
         return _json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=bool(opts.get("sort_keys")))
 
-    def decode(text):
+    def decode(text, opts=None):
         from .session import loads
 
+        if (opts or {}).get("ordered"):
+            return _ordered(text)
         depth = _nesting(text)
         if depth > MAX_DEPTH:
             raise ValueError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}")
@@ -27,6 +29,26 @@ def functions(ctx):
             raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
 
     return {"json.encode": encode, "json.decode": decode}
+
+
+def _ordered(text: str):
+    """Like decode, but every object also carries its keys in source order under the
+    integer key 0 (no JSON key is an integer); bootstrap.lua moves them aside for
+    moss.json.keys()."""
+    depth = _nesting(text)
+    if depth > MAX_DEPTH:
+        raise ValueError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}")
+
+    def obj(pairs):
+        out = dict(pairs)
+        out[0] = list(out.keys())
+        return out
+
+    try:
+        return _json.loads(text, object_pairs_hook=obj,
+                           parse_int=lambda s: int(s) if abs(int(s)) < 2**63 else float(s))
+    except _json.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
 
 
 def _nesting(text: str) -> int:

@@ -294,8 +294,17 @@ moss.json = {}
 ---@return string
 function moss.json.encode(value, opts) end
 ---@param text string
+---@param opts? {ordered?: boolean}  # ordered: objects remember key order (moss.json.keys)
 ---@return any
-function moss.json.decode(text) end
+function moss.json.decode(text, opts) end
+---An object's keys in source order when decoded with {ordered=true}; sorted keys otherwise.
+---@param t table
+---@return string[]
+function moss.json.keys(t) end
+---Whether `t` was decoded (with {ordered=true}) from a JSON object rather than an array.
+---@param t table
+---@return boolean
+function moss.json.is_object(t) end
 
 ---@class moss.scripts
 moss.scripts = {}

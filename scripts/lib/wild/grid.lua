@@ -4,7 +4,7 @@
 -- parameter order (the first parameter varies slowest), a scalar counting as a one-item
 -- list, cut to the first `max_runs` combinations; each run's command is base_command plus
 -- ` --key=value` per parameter. Unlike the original, values are shell-quoted.
-local json = require("lib.wild.json")
+local json = moss.json
 
 local M = {}
 

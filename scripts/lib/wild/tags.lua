@@ -5,7 +5,7 @@
 --   <promise>CONTINUE|COMPLETE|NEEDS_HUMAN</promise>      (<signal>...</signal> is an alias)
 --
 -- Tag names are case-insensitive; the JSON may sit in a ``` fence inside the tag.
-local json = require("lib.wild.json")
+local json = moss.json
 
 local M = {}
 
@@ -36,8 +36,10 @@ local function unfence(inner)
 end
 
 local function decode(inner, what)
-  local v, err = json.decode(unfence(inner))
-  if v == nil then return nil, what .. " is not valid JSON: " .. err end
+  local ok, v = pcall(json.decode, unfence(inner), { ordered = true })
+  if not ok then
+    return nil, what .. " is not valid JSON: " .. tostring(v.message or v):gsub("^moss%.json%.decode: invalid JSON ", "")
+  end
   if type(v) ~= "table" or not json.is_object(v) then return nil, what .. " must be a JSON object" end
   return v
 end
