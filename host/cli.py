@@ -275,40 +275,21 @@ def sessions():
 @sessions.command("list")
 def sessions_list():
     """A table of saved sessions: id, age, turns, state, reason, task."""
-    import time
-
-    from .api.session import list_checkpoints
-    from .context import find_project_root
-
-    rows = list_checkpoints(find_project_root())
-    if not rows:
-        click.echo("no saved sessions", err=True)
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
-    for col in ("id", "age", "turns", "state", "reason", "task"):
-        table.add_column(col)
-    now = time.time()
-    for r in rows:
-        age = now - r["mtime"]
-        age_s = f"{int(age)}s" if age < 120 else f"{int(age // 60)}m" if age < 7200 else f"{int(age // 3600)}h"
-        task = " ".join(str(r.get("task") or "").split())
-        table.add_row(r["id"], age_s, str(r.get("turn") or 0), str(r.get("state") or ""),
-                      str(r.get("reason") or "running"), task[:60])
-    Console(soft_wrap=True).print(table)
+    _run_lua("agent", ["--list-sessions"])
 
 
 @sessions.command("show")
 @click.argument("session_id")
 def sessions_show(session_id):
     """Render one session's log as a timeline: turns, LLM calls, commands, validations."""
-    from .api.session import read_log
-    from .context import find_project_root
-    from .timeline import render
+    _run_lua("agent", ["--show-session", session_id])
 
-    render(read_log(find_project_root(), session_id), session_id)
+
+def _run_lua(name: str, words: list[str]) -> None:
+    """What these commands show is the agent's policy: they run its Lua (like @agent does)."""
+    from .run import run_script
+
+    raise SystemExit(run_script(name, words))
 
 
 def _fail(message: str, code: int = 2) -> int:

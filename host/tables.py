@@ -29,7 +29,7 @@ def table(columns: Sequence[str], rows: Iterable[Sequence], *, title: str | None
 
 
 def show(columns: Sequence[str], rows: Iterable[Sequence], *, title: str | None = None,
-         styles: dict | None = None, file=None) -> None:
+         styles: dict | None = None, row_styles: Sequence | None = None, file=None) -> None:
     """Print a table: rich when `file` (stdout) is a terminal, else a header line and one
     tab-separated line per row, for scripts and pipes."""
     file = file or sys.stdout
@@ -42,4 +42,5 @@ def show(columns: Sequence[str], rows: Iterable[Sequence], *, title: str | None 
         return
     from rich.console import Console
 
-    Console(file=file, soft_wrap=True).print(table(columns, rows, title=title, styles=styles))
+    Console(file=file, soft_wrap=True).print(table(columns, rows, title=title, styles=styles,
+                                                   row_styles=row_styles, fold=True))

@@ -5,6 +5,7 @@ local output = require("lib.machine.output")
 local dispatch = require("lib.agent.dispatch")
 local safety = require("lib.agent.safety")
 local messages = require("lib.machine.messages")
+local timeline = require("lib.agent.timeline")
 local commands = require("lib.machine.commands")
 local children = require("lib.agent.children")
 
@@ -29,7 +30,8 @@ local FLAGS = {
     help = "text (answer on stdout), json (one object), stream-json (events)" },
   { "--spawn", type = "flag", help = "let the model start child agents: $(spawn ROLE \"task\"), $(await), $(children)" },
   { "--resume", metavar = "[ID]", optional_value = true, help = "continue a saved session (latest without ID)" },
-  { "--list-sessions", type = "flag", help = "table of saved sessions" },
+  { "--list-sessions", type = "flag", help = "table of saved sessions (also: moss sessions list)" },
+  { "--show-session", metavar = "ID", help = "one session's log as a timeline (also: moss sessions show ID)" },
   { "--list-logs", type = "flag", help = "list session logs" },
   { "-h", "--help", type = "flag", help = "show this help" },
 }
@@ -66,13 +68,6 @@ local function load_module(kind, name)
   return copy(m)
 end
 
-local function ago(t)
-  local d = os.time() - math.floor(t)
-  if d < 120 then return d .. "s" elseif d < 7200 then return (d // 60) .. "m" end
-  if d < 172800 then return (d // 3600) .. "h" end
-  return (d // 86400) .. "d"
-end
-
 local function list_roles()
   local rows = {}
   for _, e in ipairs(moss.scripts.list("roles")) do
@@ -101,20 +96,6 @@ local function list_commands()
   moss.ui.table(rows, { columns = { "command", "access", "from", "help", "path" } })
 end
 
-local function list_sessions()
-  local rows, corrupt = {}, {}
-  for _, s in ipairs(moss.session.list()) do
-    local task = (s.task or ""):gsub("%s+", " ")
-    rows[#rows + 1] = { id = s.id, age = ago(s.mtime), turns = s.turn, state = s.state,
-      reason = s.reason or "running", task = #task > 60 and task:sub(1, 59) .. "…" or task }
-    if s.error then corrupt[#corrupt + 1] = s.error end
-  end
-  moss.ui.table(rows, { columns = { "id", "age", "turns", "state", "reason", "task" } })
-  -- the good ones are listed; a corrupt one is an error to act on, not a silent row
-  for _, e in ipairs(corrupt) do moss.ui.print("error: " .. e, { style = "red" }) end
-  return #corrupt > 0 and 2 or 0
-end
-
 --- A checkpoint that is JSON but not a session (hand-edited, written by something else)
 --- is named with how to start fresh, not a Lua error halfway through resuming it.
 local SESSION_FIELDS = { { "id", "string" }, { "machine", "string" }, { "state", "string" },
@@ -134,7 +115,7 @@ end
 local function list_logs()
   local rows = {}
   for _, l in ipairs(moss.session.logs()) do
-    rows[#rows + 1] = { id = l.id, age = ago(l.mtime), events = l.events, path = l.path }
+    rows[#rows + 1] = { id = l.id, age = timeline.ago(l.mtime), events = l.events, path = l.path }
   end
   moss.ui.table(rows, { columns = { "id", "age", "events", "path" } })
 end
@@ -319,7 +300,8 @@ local function main(args)
   if opts.help then print(help()) return 0 end
   if opts.roles then list_roles() return 0 end
   if opts.commands then list_commands() return 0 end
-  if opts.list_sessions then return list_sessions() end
+  if opts.list_sessions then return timeline.list() end
+  if opts.show_session then return timeline.show(opts.show_session) end
   if opts.list_logs then list_logs() return 0 end
   local cfg = check_config(moss.config.agent or {})
   if opts.max_turns and (math.type(opts.max_turns) ~= "integer" or opts.max_turns < 1) then

@@ -64,7 +64,9 @@ def functions(ctx):
         columns = opts.get("columns") or (list(rows[0].keys()) if rows else [])
         from ..tables import show
 
-        show(columns, [[r.get(k) for k in columns] for r in rows], title=opts.get("title"), file=sys.stdout)
+        styles = [r.get("_style") if isinstance(r.get("_style"), str) else None for r in rows]
+        show(columns, [[r.get(k) for k in columns] for r in rows], title=opts.get("title"), file=sys.stdout,
+             row_styles=styles if any(styles) else None)
         return True
 
     return {"ui.table": table, "ui.print": print_, "ui.status": status, "ui.is_terminal": is_terminal, "ui.ask": ask,

@@ -1,0 +1,186 @@
+-- How a saved session reads for people: `moss sessions list`, `moss sessions show ID` (and
+-- @agent --list-sessions / --show-session ID). Which events there are and what each shows is
+-- the agent's business, so it is decided here; the host only hands over the log's records.
+local M = {}
+
+-- One line of at most n characters: whitespace collapsed, control characters made visible
+-- (a log holds whatever a model or a command wrote).
+local function short(text, n)
+  n = n or 110
+  local s = tostring(text == nil and "" or text):gsub("%s+", " "):gsub("%c", function(c)
+    return ("\\x%02x"):format(c:byte())
+  end)
+  if utf8.len(s) and utf8.len(s) > n then s = s:sub(1, utf8.offset(s, n) - 1) .. "…" end
+  return s
+end
+M.short = short
+
+local function num(v) return (math.type(v) and v == v and v ~= math.huge and v ~= -math.huge) and v or nil end
+
+local function tokens(u)
+  u = type(u) == "table" and u or {}
+  return math.floor((num(u.input_tokens) or 0) + (num(u.output_tokens) or 0))
+end
+
+local function cost(u)
+  if type(u) ~= "table" then return "" end
+  local c = num(u.cost_usd)
+  return (", %d tokens"):format(tokens(u)) .. ((c and c > 0) and (", $%.4f"):format(c) or "")
+end
+
+local function first10(s) return tostring(s or ""):sub(1, 10) end
+
+-- event -> { style, function(e) -> detail }
+M.EVENTS = {
+  session_start = { "bold", function(e) return ("%s machine, role %s"):format(short(e.machine), short(e.role)) end },
+  session_resume = { "bold", function(e) return ("resumed at turn %s (%s)"):format(short(e.turn), short(e.state)) end },
+  task = { "bold", function(e) return short(e.task) end },
+  dispatch = { "cyan", function(e) return ("role %s: %s"):format(short(e.role), short(e.why)) end },
+  turn_start = { "bold blue", function(e)
+    return ("turn %d · %s · %d chars of context, %d kept"):format(e.turn, short(e.state),
+      num(e.context_chars) or 0, num(e.working_memory) or 0)
+  end },
+  llm_request = { "dim", function(e) return short(e.provider) .. " " .. short(e.model) end },
+  llm_retry = { "yellow", function(e)
+    return ("retry after %s %s: %s"):format(short(e.reason), short(e.status or ""), short(e.error, 60))
+  end },
+  llm_error = { "red", function(e) return short(e.kind) .. ": " .. short(e.message) end },
+  llm_response = { "dim", function(e)
+    local d = ("%s · %d tokens · %.1fs"):format(short(e.stop_reason), tokens(e.usage), num(e.duration) or 0)
+    if (num(e.attempts) or 1) > 1 then d = d .. (" · %d attempts"):format(e.attempts) end
+    return d
+  end },
+  response = { "", function(e) return short(e.text) end },
+  command = { "green", function(e) return (e.ok and "✓ " or "✗ ") .. short(e.cmd, 80) end },
+  command_refused = { "yellow", function(e) return ("not executed in %s: %s"):format(short(e.state), short(e.cmd, 80)) end },
+  note = { "magenta", function(e) return ("[%s] %s"):format(short(e.id), short(e.content)) end },
+  keep = { "magenta", function(e) return ("[%s] %s"):format(short(e.id), short(e.cmd)) end },
+  validation = { "", function(e)
+    return (e.passed and "passed" or ("FAILED at " .. short(e.step))) .. " (" .. short(e.why) .. ")"
+  end },
+  snapshot = { "dim", function(e) return first10(e.id) .. " " .. short(e.label) end },
+  rollback = { "bold yellow", function(e)
+    return ("restored %s: %d reverted, %d removed, %d not restored, %d left to others"):format(first10(e.id),
+      #(e.reverted or {}), #(e.removed or {}), #(e.skipped or {}), #(e.conflicts or {}))
+  end },
+  turn_rolled_back = { "bold yellow", function(e)
+    return ("turn %s was cut off; undone: %s"):format(short(e.turn), short(table.concat(e.paths or {}, ", "), 80))
+  end },
+  ask = { "cyan", function(e) return short(e.question, 60) .. " → " .. short(e.answer, 40) end },
+  loop_detected = { "red", function(e) return "repeated: " .. short(e.cmd) end },
+  done = { "bold green", function(e) return short(e.answer) end },
+  child_start = { "cyan", function(e) return ("child %s (%s): %s"):format(short(e.child or e.id), short(e.role), short(e.task, 70)) end },
+  child_end = { "cyan", function(e) return ("child %s ended %s"):format(short(e.child or e.id), short(e.reason)) end },
+  session_end = { "bold", function(e)
+    return ("%s after %s turns%s"):format(short(e.reason), short(e.turns), cost(e.usage))
+  end },
+}
+
+local HIDDEN = { event = true, ts = true, session = true, parent = true }
+
+-- Any other event: its fields as compact JSON.
+local function raw(e)
+  local t = moss.dict()
+  for k, v in pairs(e) do if not HIDDEN[k] then t[k] = v end end
+  local ok, s = pcall(moss.json.encode, t, { sort_keys = true })
+  return short(ok and s or "?")
+end
+
+local function clock(ts)
+  local ok, s = pcall(os.date, "%H:%M:%S", math.floor(ts))
+  return ok and s or ""
+end
+
+--- The timeline of one session's log as table rows (time, event, detail).
+function M.rows(events)
+  local t0 = events[1] and num(events[1].ts)
+  local rows = {}
+  for _, e in ipairs(events) do
+    local name = type(e.event) == "string" and e.event or "?"
+    local spec = M.EVENTS[name]
+    local style, detail = "dim", nil
+    if spec then
+      local ok, d = pcall(spec[2], e)
+      if ok then style, detail = spec[1], d end
+    end
+    local ts = num(e.ts)
+    local when = (ts and t0) and ("+%6.1fs"):format(ts - t0) or ""
+    if name == "session_start" and ts then when = clock(ts) end
+    rows[#rows + 1] = { time = when, event = short(name, 40), detail = detail or raw(e),
+      _style = style ~= "" and style or nil }
+  end
+  return rows
+end
+
+-- The checkpoints of a session's children (ids ID-1, ID-2, ...), in order.
+local function children_of(sid, all)
+  local kids = {}
+  for _, s in ipairs(all) do
+    local n = s.id:match("^" .. sid:gsub("%p", "%%%0") .. "%-(%d+)$")
+    if n then kids[#kids + 1] = { n = tonumber(n), s = s } end
+  end
+  table.sort(kids, function(a, b) return a.n < b.n end)
+  return kids
+end
+
+local function label(s)
+  return ("%s %s · %s · %d turns%s"):format(s.id, short(s.role or "?"), short(s.reason or "running"),
+    num(s.turn) or 0, "")
+end
+
+--- Lines drawing the session's child agents as a tree (none when it has no children).
+function M.tree(sid, all)
+  local lines = {}
+  local function add(id, prefix, depth)
+    local kids = children_of(id, all)
+    for i, k in ipairs(kids) do
+      local last = i == #kids
+      lines[#lines + 1] = prefix .. (last and "└─ " or "├─ ") .. label(k.s)
+      local S_ok, S = pcall(moss.session.load, k.s.id)
+      if S_ok and S.answer then
+        lines[#lines + 1] = prefix .. (last and "   " or "│  ") .. "   " .. short(S.answer, 90)
+      end
+      if depth < 8 then add(k.s.id, prefix .. (last and "   " or "│  "), depth + 1) end
+    end
+  end
+  add(sid, "", 0)
+  if #lines == 0 then return lines end
+  local me
+  for _, s in ipairs(all) do if s.id == sid then me = s end end
+  table.insert(lines, 1, me and label(me) or sid)
+  return lines
+end
+
+--- `moss sessions show ID`: the timeline, then the tree of child agents.
+function M.show(sid)
+  local events = moss.session.events(sid)
+  moss.ui.table(M.rows(events), { columns = { "time", "event", "detail" }, title = "session " .. sid })
+  for _, line in ipairs(M.tree(sid, moss.session.list())) do print(line) end
+  return 0
+end
+
+--- "42s", "7m", "3h", "2d": how long ago a Unix time was.
+function M.ago(t)
+  local d = os.time() - math.floor(t)
+  if d < 120 then return d .. "s" elseif d < 7200 then return (d // 60) .. "m" end
+  if d < 172800 then return (d // 3600) .. "h" end
+  return (d // 86400) .. "d"
+end
+
+--- `moss sessions list`: one row per saved session; a corrupt checkpoint is listed, named
+-- on stderr, and makes the exit status 2.
+function M.list()
+  local rows, corrupt = {}, {}
+  for _, s in ipairs(moss.session.list()) do
+    rows[#rows + 1] = { id = s.id, age = M.ago(s.mtime), turns = s.turn, state = s.state,
+      reason = s.reason or "running", task = short(s.task or "", 60) }
+    if s.error then corrupt[#corrupt + 1] = s.error end
+  end
+  if #rows == 0 then moss.ui.print("no saved sessions", { style = "dim" }) return 0 end
+  moss.ui.table(rows, { columns = { "id", "age", "turns", "state", "reason", "task" } })
+  -- the good ones are listed; a corrupt one is an error to act on, not a silent row
+  for _, e in ipairs(corrupt) do moss.ui.print("error: " .. e, { style = "red" }) end
+  return #corrupt > 0 and 2 or 0
+end
+
+return M
