@@ -19,7 +19,7 @@ PRESETS: dict[str, dict] = {
     "anthropic": {"api": "anthropic", "base_url": "https://api.anthropic.com", "key_env": "ANTHROPIC_API_KEY",
                   "base_url_env": "ANTHROPIC_BASE_URL", "model": "claude-sonnet-5-5"},
     "openai": {"api": "openai", "base_url": "https://api.openai.com/v1", "key_env": "OPENAI_API_KEY",
-               "base_url_env": "OPENAI_BASE_URL", "model": "gpt-6.2-sol", "max_tokens_param": "max_completion_tokens"},
+               "base_url_env": "OPENAI_BASE_URL", "model": "gpt-6.2-sol"},
     "ollama": {"api": "openai", "base_url": "http://localhost:11434/v1", "key_env": None, "model": "llama3.2",
                "local": True},
     "llamacpp": {"api": "openai", "base_url": "http://localhost:8080/v1", "key_env": None, "model": "local",
@@ -186,7 +186,19 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         api_key = "no-key"  # local or self-hosted server: the SDKs insist on some key
     return Provider(name=name, api=api, model=chosen_model, base_url=base_url, api_key=api_key,
                     key_env=key_env, local=bool(preset.get("local")),
-                    max_tokens_param=preset.get("max_tokens_param", "max_tokens"), base_url_source=source)
+                    max_tokens_param=preset.get("max_tokens_param") or max_tokens_param(base_url),
+                    base_url_source=source)
+
+
+def max_tokens_param(base_url: str | None) -> str:
+    """How a Chat Completions endpoint spells the reply limit: OpenAI's own API wants
+    `max_completion_tokens` (its reasoning models refuse `max_tokens`); every other
+    OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio, OpenRouter, ...) knows
+    only `max_tokens` and ignores the other. `[llm.providers.NAME] max_tokens_param` overrides."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url or "").hostname or "").lower()
+    return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
 
 
 def _renamed(overrides: Mapping) -> dict:
