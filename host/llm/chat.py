@@ -51,6 +51,7 @@ class LLM:
         self.max_retries = _num(cfg.get("max_retries", DEFAULT_MAX_RETRIES), int, "[llm] max_retries")
         self.default_max_tokens = _num(cfg.get("max_tokens", DEFAULT_MAX_TOKENS), int, "[llm] max_tokens")
         self.prompt_cache = bool(cfg.get("prompt_cache", True))
+        self.detect_local = cfg.get("detect", True) is not False  # [llm] detect = false: never probe ports
         self.session = Session(Budgets(self.config, self.options))
         self._lock = threading.Lock()
         self._clients: dict[tuple, Any] = {}
@@ -69,13 +70,20 @@ class LLM:
         return self.session.budget_reason()
 
     def provider(self, name: str | None = None, model: str | None = None) -> Provider:
-        """The provider a call would use; raises MossError(kind="config") when none is configured."""
+        """The provider a call would use; raises MossError(kind="config") when none is configured.
+        With nothing configured, a local server found running is used (detect.py), and the
+        announce callback is told which."""
         key = (name, model)
         with self._lock:
             if key not in self._providers:
-                self._providers[key] = resolve_provider(self.config, self.options, self.env, name, model,
-                                                        project_keys=self.project_keys,
-                                                        project_trusted=self.project_trusted)
+                from .detect import scan
+
+                self._providers[key] = p = resolve_provider(
+                    self.config, self.options, self.env, name, model, project_keys=self.project_keys,
+                    project_trusted=self.project_trusted, detect=scan if self.detect_local else None)
+                if p.detected and self.announce is not None:
+                    self.announce(f"using {p.detected} at {p.base_url}, model {p.model} (found running; "
+                                  f"choose another with --provider/--model or [llm] provider/model)")
             return self._providers[key]
 
     def check(self) -> Provider:
