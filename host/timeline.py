@@ -49,7 +49,9 @@ def _cost(usage):
         return ""
     tokens = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
     cost = usage.get("cost_usd")
-    return f", {tokens:,} tokens" + (f", ${cost:.4f}" if cost else "")
+    if cost is None or usage.get("cost_known") is False:
+        return f", {tokens:,} tokens, cost unknown"  # a model without a price: no guess
+    return f", {tokens:,} tokens, ${cost:.4f}"
 
 
 def render(events: list[dict], sid: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 from ..errors import MossError
 from . import cassette
 from .models import rejects_temperature
-from .pricing import cost_usd, price_for
+from . import pricing
 from .providers import Provider, resolve_provider
 from .request import normalise_request
 from .retry import Failure, backoff, final_error, MAX_SERVER_WAIT
@@ -53,6 +53,7 @@ class LLM:
         self.prompt_cache = bool(cfg.get("prompt_cache", True))
         self.detect_local = cfg.get("detect", True) is not False  # [llm] detect = false: never probe ports
         self.session = Session(Budgets(self.config, self.options))
+        pricing.preload()  # genai-prices' import (~0.3 s) overlaps the first request
         self._lock = threading.Lock()
         self._clients: dict[tuple, Any] = {}
         self._providers: dict[tuple, Provider] = {}
@@ -233,10 +234,10 @@ class LLM:
         for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             usage[k] = int(raw.get(k) or 0)
         model = reply.get("model") or p.model
-        price = price_for(model, self.config)
-        if price is None and p.local and p.api not in ("replay", "script"):
-            price = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0}  # your own hardware
-        usage["cost_usd"] = cost_usd(usage, price)
+        if p.local and p.api not in ("replay", "script") and pricing.override_for(model or "", self.config) is None:
+            usage["cost_usd"] = 0.0  # your own hardware, whatever a cloud would charge for that model
+        else:
+            usage["cost_usd"] = pricing.cost_of(usage, model, self.config, p.name)
         if usage["cost_usd"] is None and self.session.budgets.max_cost is not None:
             self._warn_once(p, f"price:{model}", f"no price known for model {model!r}: the cost budget cannot "
                                                  f"count it. Add [llm.pricing.\"{model}\"] input = ..., "
