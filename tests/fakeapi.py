@@ -271,6 +271,12 @@ class _Handler(BaseHTTPRequestHandler):
                 with self.fake._lock:
                     self.fake.requests.append(Request(self.path, {k.lower(): v for k, v in self.headers.items()},
                                                       None))
+                if "anthropic-version" in {k.lower() for k in self.headers.keys()}:
+                    return self._json(200, {"data": [
+                        {"id": m, "type": "model", "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+                        for m in self.fake.models], "has_more": False,
+                        "first_id": self.fake.models[0] if self.fake.models else None,
+                        "last_id": self.fake.models[-1] if self.fake.models else None})
                 return self._json(200, {"object": "list", "data": [
                     {"id": m, "object": "model", "created": 0, "owned_by": "fakeapi"} for m in self.fake.models]})
             self._error(404, f"fakeapi: no route for GET {self.path}", "openai")
