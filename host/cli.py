@@ -18,10 +18,37 @@ Scripts come from .moss/scripts/ (project), ~/.config/moss/scripts/ (user), then
 built-in scripts, in that order: drop a file of the same name to override one.
 A project's scripts, commands, LLM endpoints and access settings are used only once you
 trusted them: `moss trust` (or `moss @NAME --trust` for one run).
+
+\b
+First steps:
+  moss doctor                                   what works here, and how to fix what does not
+  eval "$(_MOSS_COMPLETE=bash_source moss)"     shell completion of commands and @scripts
+                                                (zsh_source, fish_source for those shells)
 """
 
 
-@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+class MossGroup(click.Group):
+    """The command group; its shell completion also offers `@NAME` for every runnable script
+    (`moss @NAME` itself is dispatched in entry.py, before click)."""
+
+    def shell_complete(self, ctx, incomplete):
+        from click.shell_completion import CompletionItem
+
+        items = [] if incomplete.startswith("@") else super().shell_complete(ctx, incomplete)
+        if incomplete in ("", "@") or incomplete.startswith("@"):
+            try:
+                from .context import find_project_root
+                from .roots import ScriptRoots
+
+                scripts = ScriptRoots(find_project_root()).list_scripts()
+            except Exception:  # completion must never print a traceback into the shell
+                scripts = []
+            items += [CompletionItem("@" + s.name, help=s.description) for s in scripts
+                      if ("@" + s.name).startswith(incomplete or "@")]
+        return items
+
+
+@click.group(cls=MossGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="moss")
 def cli():
     """moss: a coding agent whose behaviour is a Lua program you can edit."""
