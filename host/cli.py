@@ -18,10 +18,37 @@ Scripts come from .moss/scripts/ (project), ~/.config/moss/scripts/ (user), then
 built-in scripts, in that order: drop a file of the same name to override one.
 A project's scripts, commands, LLM endpoints and access settings are used only once you
 trusted them: `moss trust` (or `moss @NAME --trust` for one run).
+
+\b
+First steps:
+  moss doctor                                   what works here, and how to fix what does not
+  eval "$(_MOSS_COMPLETE=bash_source moss)"     shell completion of commands and @scripts
+                                                (zsh_source, fish_source for those shells)
 """
 
 
-@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+class MossGroup(click.Group):
+    """The command group; its shell completion also offers `@NAME` for every runnable script
+    (`moss @NAME` itself is dispatched in entry.py, before click)."""
+
+    def shell_complete(self, ctx, incomplete):
+        from click.shell_completion import CompletionItem
+
+        items = [] if incomplete.startswith("@") else super().shell_complete(ctx, incomplete)
+        if incomplete in ("", "@") or incomplete.startswith("@"):
+            try:
+                from .context import find_project_root
+                from .roots import ScriptRoots
+
+                scripts = ScriptRoots(find_project_root()).list_scripts()
+            except Exception:  # completion must never print a traceback into the shell
+                scripts = []
+            items += [CompletionItem("@" + s.name, help=s.description) for s in scripts
+                      if ("@" + s.name).startswith(incomplete or "@")]
+        return items
+
+
+@click.group(cls=MossGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="moss")
 def cli():
     """moss: a coding agent whose behaviour is a Lua program you can edit."""
@@ -265,6 +292,39 @@ def text_search(pattern, only, limit, ignore_case):
 
     click.echo(search(find_project_root(), pattern, only=list(only) or None, limit=limit,
                       ignore_case=ignore_case, max_chars=0))
+
+
+@cli.command()
+@click.option("--provider", metavar="NAME", help="Check this provider instead of the one moss would pick.")
+@click.option("--model", metavar="NAME", help="Check this model.")
+@click.option("--base-url", metavar="URL", help="Check this endpoint.")
+@click.option("--timeout", type=float, default=5.0, show_default=True, help="Seconds to wait for the provider.")
+def doctor(provider, model, base_url, timeout):
+    """Check what moss needs, here: one row each, with the command that fixes a failing one.
+
+    \b
+    python        the interpreter running moss (3.11 or later)
+    lua           lupa's Lua 5.4, which runs every script
+    sandbox       bubblewrap, and whether it can build its sandbox on this kernel
+                  (the agent's shell commands need it)
+    ripgrep       rg, for text search
+    tree-sitter   the grammars behind code skeletons
+    user config / project config    found, and whether they parse
+    llm           the provider and model moss would use (flag, config, key, or a local
+                  server found running), and whether it answers: its model list is
+                  fetched, no tokens are spent
+    project .moss/   trusted or not (`moss trust`)
+
+    A table on a terminal, tab-separated lines (check, status, detail, fix) otherwise.
+    Exit status: 0 when `moss @agent "question"` can run here (no row says fail), 1 otherwise.
+    """
+    from . import doctor as doc
+    from .context import find_project_root
+
+    options = {k: v for k, v in (("provider", provider), ("model", model), ("base_url", base_url)) if v}
+    table = doc.rows(find_project_root(), options, timeout=timeout)
+    doc.render(table, sys.stdout.isatty())
+    raise SystemExit(1 if any(r.status == doc.FAIL for r in table) else 0)
 
 
 @cli.group()

@@ -318,6 +318,16 @@ local function main(args)
   error(code, 0)
 end
 
+-- Which LLM (or why there is none: nothing configured and no local server found) is
+-- settled before any turn is shown; the message is the host's, without a Lua position.
+local function settle_llm()
+  local ok, e = pcall(moss.llm.provider)
+  if not ok then
+    moss.error(type(e) == "table" and e.kind or "config",
+      (tostring(type(e) == "table" and e.message or e):gsub("^moss%.llm%.provider: ", "")), 0)
+  end
+end
+
 run_main = function(opts, cfg, rest, out, format)
   local base = {
     cfg = cfg,
@@ -330,7 +340,10 @@ run_main = function(opts, cfg, rest, out, format)
     spawn = opts.spawn or cfg.spawn or false,
     format = format,
   }
-  if opts.resume then return resume(opts, cfg, base, rest) end
+  if opts.resume then
+    settle_llm()
+    return resume(opts, cfg, base, rest)
+  end
 
   local task = table.concat(rest, " ")
   if opts.task_file then task = moss.fs.read(opts.task_file) end
@@ -338,6 +351,7 @@ run_main = function(opts, cfg, rest, out, format)
     moss.ui.print('no task given: moss @agent "what does this project do?" (see --help)', { style = "red" })
     return 2
   end
+  settle_llm()
   base.task = task
   base.machine_name = opts.machine or (opts.v2 and "v2") or (opts.v1 and "v1") or cfg.machine or "v1"
   load_module("machine", base.machine_name) -- fail early on a bad name

@@ -17,6 +17,15 @@ The X-Moss-Label header moss sends with a machine's request ("ROLE/STATE", e.g.
 "explorer/evaluator") is readable as body["_moss_label"] (see label_of), so a scripted model
 can tell states and roles apart without reading prompts that users are invited to edit.
 
+`FakeAPI(strict=True)` behaves like the strict local OpenAI-compatible servers (llama.cpp's,
+and others built on the same template code): a message whose content is a list of blocks
+reaches the model as empty text, and `max_completion_tokens` is ignored (only `max_tokens`
+limits the reply). Scripted replies then see the body as such a server sees it, while
+`requests` keeps what was sent.
+
+GET /v1/models lists `models` (default ["fake-model"]), as local servers do; moss's
+local-server detection reads it.
+
 Manual run: python tests/fakeapi.py --port 8765 --script replies.json
 """
 
@@ -73,15 +82,17 @@ class Request(NamedTuple):
 
 
 class FakeAPI:
-    def __init__(self, keyless: bool = False, api_key: str | None = None, port: int = 0):
-        self.keyless, self.api_key = keyless, api_key
+    def __init__(self, keyless: bool = False, api_key: str | None = None, port: int = 0,
+                 strict: bool = False, models: list[str] | None = None, host: str = "127.0.0.1"):
+        self.keyless, self.api_key, self.strict = keyless, api_key, strict
+        self.models = list(models) if models is not None else ["fake-model"]
         self.requests: list[Request] = []
         self.replies: deque = deque()
         self.served = 0  # replies taken from the queue so far
         self._lock = threading.Lock()
         self._seen_prefixes: set[str] = set()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self._server = ThreadingHTTPServer((host, port), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
@@ -221,6 +232,15 @@ def _text_of(content: Any) -> str:
     return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
 
 
+def strict_view(body: dict) -> dict:
+    """The request as a strict local server understands it: block lists read as empty text,
+    max_completion_tokens unknown (so ignored)."""
+    seen = {k: v for k, v in body.items() if k != "max_completion_tokens"}
+    seen["messages"] = [{**m, "content": m.get("content") if isinstance(m.get("content"), str) else ""}
+                        for m in body.get("messages", []) if isinstance(m, dict)]
+    return seen
+
+
 def _apply_limits(text: str, body: dict, stop_key: str) -> tuple[str, str, str | None]:
     """Honour stop sequences and max_tokens like a model: -> (text, reason, stop_sequence)."""
     stops = body.get(stop_key) or []
@@ -244,6 +264,24 @@ class _Handler(BaseHTTPRequestHandler):
     @property
     def fake(self) -> FakeAPI:
         return self.server.fake  # type: ignore[attr-defined]
+
+    def do_GET(self) -> None:
+        try:
+            if self.path.rstrip("/").endswith("/models"):
+                with self.fake._lock:
+                    self.fake.requests.append(Request(self.path, {k.lower(): v for k, v in self.headers.items()},
+                                                      None))
+                if "anthropic-version" in {k.lower() for k in self.headers.keys()}:
+                    return self._json(200, {"data": [
+                        {"id": m, "type": "model", "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+                        for m in self.fake.models], "has_more": False,
+                        "first_id": self.fake.models[0] if self.fake.models else None,
+                        "last_id": self.fake.models[-1] if self.fake.models else None})
+                return self._json(200, {"object": "list", "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "fakeapi"} for m in self.fake.models]})
+            self._error(404, f"fakeapi: no route for GET {self.path}", "openai")
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            pass
 
     def do_POST(self) -> None:
         try:
@@ -270,6 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
         key = headers.get("x-api-key") or re.sub(r"^Bearer\s+", "", headers.get("authorization", ""))
         if not fake.keyless and (not key or (fake.api_key and key != fake.api_key)):
             return self._error(401, "fakeapi: missing or invalid API key", flavour)
+        if fake.strict and flavour == "openai" and isinstance(body, dict):
+            body = strict_view(body)
         reply = fake.next_reply(body)
         fake.sleep(reply.get("delay", 0))
         if reply.get("status", 200) >= 400:
@@ -386,8 +426,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--script", help="JSON list of replies: strings or reply objects ({\"status\": 429, ...})")
     ap.add_argument("--keyless", action="store_true", help="accept requests without an API key")
+    ap.add_argument("--strict", action="store_true", help="behave like a strict local server (string content, "
+                                                          "max_tokens only)")
     args = ap.parse_args(argv)
-    api = FakeAPI(keyless=args.keyless, port=args.port)
+    api = FakeAPI(keyless=args.keyless, port=args.port, strict=args.strict)
     if args.script:
         with open(args.script, encoding="utf-8") as f:
             api.push(*json.load(f))

@@ -19,7 +19,7 @@ def test_nothing_configured_shows_the_three_ways():
 
 
 def test_llm_object_reports_missing_configuration_lazily_and_on_check():
-    llm = LLM({}, {}, env={})  # constructing never fails: a script may not use the LLM at all
+    llm = LLM({"llm": {"detect": False}}, {}, env={})  # constructing never fails: a script may not use the LLM at all
     with pytest.raises(MossError, match="No LLM provider is configured") as e:
         llm.check()
     assert e.value.kind == "config"

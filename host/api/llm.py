@@ -55,8 +55,15 @@ def functions(ctx):
                     "cost_usd": 0.0, "calls": 0}
         return svc.usage
 
+    def provider():
+        """Resolve the provider now (a local server is looked for when none is configured), so a
+        script fails before its first turn rather than in it."""
+        p = _service(ctx).provider()
+        return {"name": p.name, "model": p.model, "base_url": p.base_url, "is_local": bool(p.local),
+                "detected": p.detected}
+
     def budget():
         svc = ctx.services.get("llm")
         return svc.budget_reason() if svc else None
 
-    return {"llm.chat": chat, "llm.usage": usage, "llm.budget": budget}
+    return {"llm.chat": chat, "llm.usage": usage, "llm.budget": budget, "llm.provider": provider}

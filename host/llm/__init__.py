@@ -11,7 +11,7 @@ The SDKs are imported on the first real call, not here.
 """
 
 from .chat import LLM
-from .pricing import PRICES, price_for
+from .pricing import cost_of, price_for
 from .providers import PRESETS, Provider, resolve_provider
 
-__all__ = ["LLM", "PRESETS", "PRICES", "Provider", "price_for", "resolve_provider"]
+__all__ = ["LLM", "PRESETS", "Provider", "cost_of", "price_for", "resolve_provider"]

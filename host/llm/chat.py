@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 from ..errors import MossError
 from . import cassette
 from .models import rejects_temperature
-from .pricing import cost_usd, price_for
+from . import pricing
 from .providers import Provider, resolve_provider
 from .request import normalise_request
 from .retry import Failure, backoff, final_error, MAX_SERVER_WAIT
@@ -62,7 +62,9 @@ class LLM:
         self.max_retries = _num(cfg.get("max_retries", DEFAULT_MAX_RETRIES), int, "[llm] max_retries")
         self.default_max_tokens = _num(cfg.get("max_tokens", DEFAULT_MAX_TOKENS), int, "[llm] max_tokens")
         self.prompt_cache = bool(cfg.get("prompt_cache", True))
+        self.detect_local = cfg.get("detect", True) is not False  # [llm] detect = false: never probe ports
         self.session = Session(Budgets(self.config, self.options))
+        pricing.preload()  # genai-prices' import (~0.3 s) overlaps the first request
         self._lock = threading.Lock()
         self._clients: dict[tuple, Any] = {}
         self._providers: dict[tuple, Provider] = {}
@@ -92,13 +94,20 @@ class LLM:
         return self.session.budget_reason()
 
     def provider(self, name: str | None = None, model: str | None = None) -> Provider:
-        """The provider a call would use; raises MossError(kind="config") when none is configured."""
+        """The provider a call would use; raises MossError(kind="config") when none is configured.
+        With nothing configured, a local server found running is used (detect.py), and the
+        announce callback is told which."""
         key = (name, model)
         with self._lock:
             if key not in self._providers:
-                self._providers[key] = resolve_provider(self.config, self.options, self.env, name, model,
-                                                        project_keys=self.project_keys,
-                                                        project_trusted=self.project_trusted)
+                from .detect import scan
+
+                self._providers[key] = p = resolve_provider(
+                    self.config, self.options, self.env, name, model, project_keys=self.project_keys,
+                    project_trusted=self.project_trusted, detect=scan if self.detect_local else None)
+                if p.detected and self.announce is not None:
+                    self.announce(f"using {p.detected} at {p.base_url}, model {p.model} (found running; "
+                                  f"choose another with --provider/--model or [llm] provider/model)")
             return self._providers[key]
 
     def check(self) -> Provider:
@@ -249,10 +258,10 @@ class LLM:
         for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             usage[k] = int(raw.get(k) or 0)
         model = reply.get("model") or p.model
-        price = price_for(model, self.config)
-        if price is None and p.local and p.api not in ("replay", "script"):
-            price = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0}  # your own hardware
-        usage["cost_usd"] = cost_usd(usage, price)
+        if p.local and p.api not in ("replay", "script") and pricing.override_for(model or "", self.config) is None:
+            usage["cost_usd"] = 0.0  # your own hardware, whatever a cloud would charge for that model
+        else:
+            usage["cost_usd"] = pricing.cost_of(usage, model, self.config, p.name)
         if usage["cost_usd"] is None and self.session.budgets.max_cost is not None:
             self._warn_once(p, f"price:{model}", f"no price known for model {model!r}: the cost budget cannot "
                                                  f"count it. Add [llm.pricing.\"{model}\"] input = ..., "

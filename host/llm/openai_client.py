@@ -22,8 +22,17 @@ def make_client(provider, timeout: float):
 
 
 def _content(content):
+    """Chat Completions content as a plain string whenever it is text.
+
+    Strict OpenAI-compatible servers (llama.cpp's, and others on the same chat-template
+    code) read only string content and drop a list of blocks, leaving the model blind.
+    Blocks buy nothing on this API: prefix caching is automatic, so the `cache` marks a
+    script sets (meaningful on the Anthropic API) are simply dropped. Content with a
+    non-text block (an image) stays a list: there is no string form for it."""
     if isinstance(content, str):
         return content
+    if all(b.get("type", "text") == "text" for b in content):
+        return "".join(str(b.get("text", "")) for b in content)
     return [{"type": "text", "text": b.get("text", "")} if b.get("type", "text") == "text" else
             {k: v for k, v in b.items() if k not in ("cache_control", "cache")} for b in content]
 

@@ -1,75 +1,61 @@
-"""Prices in USD per million tokens, and the cost of one call.
+"""The cost of one call, in USD: your config's prices first, then genai-prices' data.
 
-Override or add a model in the config:
+Prices change and new models appear every few weeks, so moss keeps no price table of its
+own: `genai-prices` (Pydantic's package, data shipped inside it, no network) knows current
+Anthropic, OpenAI, Google, OpenRouter, Groq, ... models, including cache reads and writes
+and long-context tiers. A model that neither your config nor genai-prices knows has no cost
+(None): moss says "cost unknown" instead of guessing.
+
+Override or add a model in the config (USD per million tokens):
 
     [llm.pricing."my-model"]
     input = 3.0
     output = 15.0
-    cache_read = 0.3
+    cache_read = 0.3     # default: genai-prices' value for the model, else `input`
     cache_write = 3.75
+
+genai-prices takes about 0.3 s to import; `preload()` starts that in a background thread
+when an LLM is set up, so the first cost is ready by the time the first answer arrives.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from typing import Mapping
 
-# (input, output, cache_read, cache_write), USD per million tokens, from the providers'
-# published price lists (late 2026; check yours and override in the config). Anthropic
-# cache_write is the 5-minute write; OpenAI bills cached input at cache_read, and only its
-# GPT-6 models charge for cache writes. Long-prompt surcharges (Haiku 5.5 over 100K, GPT-6
-# over 272K input tokens) are not modelled: the cost is then a lower bound.
-PRICES: dict[str, tuple[float, float, float, float]] = {
-    # Anthropic
-    "claude-fable-5-1": (10.0, 50.0, 0.25, 12.50),
-    "claude-mythos-5-1": (10.0, 50.0, 0.25, 12.50),
-    "claude-fable-5": (10.0, 50.0, 1.00, 12.50),
-    "claude-mythos-5": (10.0, 50.0, 1.00, 12.50),
-    "claude-opus-5-5": (4.0, 20.0, 0.20, 5.00),
-    "claude-opus-5": (5.0, 25.0, 0.50, 6.25),
-    "claude-opus-4-8": (5.0, 25.0, 0.50, 6.25),
-    "claude-opus-4-7": (5.0, 25.0, 0.50, 6.25),
-    "claude-opus-4-6": (5.0, 25.0, 0.50, 6.25),
-    "claude-opus-4-5": (5.0, 25.0, 0.50, 6.25),
-    "claude-opus-4-1": (15.0, 75.0, 1.50, 18.75),
-    "claude-opus-4": (15.0, 75.0, 1.50, 18.75),
-    "claude-sonnet-5-5": (2.0, 10.0, 0.10, 2.50),
-    "claude-sonnet-5": (2.0, 10.0, 0.20, 2.50),
-    "claude-sonnet-4-6": (3.0, 15.0, 0.30, 3.75),
-    "claude-sonnet-4-5": (3.0, 15.0, 0.30, 3.75),
-    "claude-sonnet-4": (3.0, 15.0, 0.30, 3.75),
-    "claude-3-7-sonnet": (3.0, 15.0, 0.30, 3.75),
-    "claude-haiku-5-5": (0.10, 0.50, 0.01, 0.125),
-    "claude-haiku-4-5": (1.0, 5.0, 0.10, 1.25),
-    "claude-3-5-haiku": (0.80, 4.0, 0.08, 1.0),
-    "claude-3-haiku": (0.25, 1.25, 0.03, 0.30),
-    # OpenAI
-    "gpt-6.2-astra": (8.0, 40.0, 0.40, 0.0),
-    "gpt-6-astra": (10.0, 50.0, 1.00, 0.0),
-    "gpt-6.2-sol": (2.0, 10.0, 0.10, 2.50),
-    "gpt-6.1-sol": (2.0, 10.0, 0.10, 2.50),
-    "gpt-6-sol": (2.0, 10.0, 0.20, 2.50),
-    "gpt-6-luna": (0.10, 0.50, 0.01, 0.125),
-    "gpt-5.6-sol": (4.0, 20.0, 0.40, 0.0),
-    "gpt-5.6-terra": (2.0, 12.0, 0.20, 0.0),
-    "gpt-5.6-luna": (0.20, 1.20, 0.02, 0.0),
-    "gpt-5.5": (5.0, 30.0, 0.50, 0.0),
-    "gpt-5.4": (2.50, 15.0, 0.25, 0.0),
-    "gpt-5.2": (1.75, 14.0, 0.175, 0.0),
-    "gpt-5.1": (1.25, 10.0, 0.125, 0.0),
-    "gpt-5": (1.25, 10.0, 0.125, 0.0),
-    "gpt-5-mini": (0.25, 2.0, 0.025, 0.0),
-    "gpt-5-nano": (0.05, 0.40, 0.005, 0.0),
-    "gpt-4.1": (2.0, 8.0, 0.50, 0.0),
-    "gpt-4.1-mini": (0.40, 1.60, 0.10, 0.0),
-    "gpt-4.1-nano": (0.10, 0.40, 0.025, 0.0),
-    "gpt-4o": (2.50, 10.0, 1.25, 0.0),
-    "gpt-4o-mini": (0.15, 0.60, 0.075, 0.0),
-    "o3": (2.0, 8.0, 0.50, 0.0),
-    "o4-mini": (1.10, 4.40, 0.275, 0.0),
-}
-
 FIELDS = ("input", "output", "cache_read", "cache_write")
+TOKENS = {"input": "input_tokens", "output": "output_tokens", "cache_read": "cache_read_tokens",
+          "cache_write": "cache_write_tokens"}
+
+# moss provider names -> genai-prices provider ids (others: found from the model name).
+GENAI_PROVIDER = {"anthropic": "anthropic", "openai": "openai", "openrouter": "openrouter", "groq": "groq",
+                  "deepseek": "deepseek", "together": "together", "mistral": "mistral", "xai": "x-ai",
+                  "gemini": "google"}
+
+_preload_lock = threading.Lock()
+_preload: threading.Thread | None = None
+
+
+def preload() -> None:
+    """Import genai-prices and load its data in a background thread (once)."""
+    global _preload
+    with _preload_lock:
+        if _preload is None:
+            _preload = threading.Thread(target=_genai, name="moss-pricing-preload", daemon=True)
+            _preload.start()
+
+
+def _genai():
+    """The genai_prices module with its data loaded, or None when it is not installed."""
+    try:
+        import genai_prices
+        from genai_prices import data_snapshot
+
+        data_snapshot.get_snapshot()
+        return genai_prices
+    except ImportError:
+        return None
 
 
 def _candidates(model: str):
@@ -84,30 +70,77 @@ def _candidates(model: str):
         yield name.replace(".", "-")  # OpenRouter spells claude-sonnet-5.5
 
 
-def price_for(model: str | None, config: Mapping | None = None) -> dict | None:
-    """{"input", "output", "cache_read", "cache_write"} in USD per million tokens, or None."""
-    if not model:
-        return None
+def override_for(model: str, config: Mapping | None) -> Mapping | None:
     overrides = ((config or {}).get("llm") or {}).get("pricing") or {}
+    if not isinstance(overrides, Mapping):
+        return None
+    lowered = {str(k).lower(): v for k, v in overrides.items() if isinstance(v, Mapping)}
     for name in _candidates(model):
-        for key, value in overrides.items():
-            if key.lower() == name and isinstance(value, Mapping):
-                base = dict(zip(FIELDS, PRICES.get(name, (0.0, 0.0, None, None))))
-                out = {**base, **{k: float(v) for k, v in value.items() if k in FIELDS}}
-                if out["cache_read"] is None:
-                    out["cache_read"] = out["input"]
-                if out["cache_write"] is None:
-                    out["cache_write"] = out["input"]
-                return out
-        if name in PRICES:
-            return dict(zip(FIELDS, PRICES[name]))
+        if name in lowered:
+            return lowered[name]
     return None
 
 
+def _genai_calc(usage: Mapping, model: str, provider: str | None):
+    """genai-prices' PriceCalculation for this usage, or None when it does not know the model."""
+    gp = _genai()
+    if gp is None:
+        return None
+    fresh, read, write = (int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_tokens",
+                                                             "cache_write_tokens"))
+    # genai-prices counts cached and cache-written tokens inside input_tokens; moss apart.
+    u = gp.Usage(input_tokens=fresh + read + write, cache_read_tokens=read, cache_write_tokens=write,
+                 output_tokens=int(usage.get("output_tokens") or 0))
+    pid = GENAI_PROVIDER.get(provider or "")
+    for name in dict.fromkeys(_candidates(model)):
+        for provider_id in dict.fromkeys((pid, None)):
+            try:
+                return gp.calc_price(u, name, provider_id=provider_id)
+            except LookupError:
+                continue
+    return None
+
+
+def price_for(model: str | None, config: Mapping | None = None, provider: str | None = None) -> dict | None:
+    """{"input", "output", "cache_read", "cache_write"} in USD per million tokens (the base
+    tier), from the config's [llm.pricing] over genai-prices; None when neither knows it."""
+    if not model:
+        return None
+    base = None
+    if _genai_calc({"input_tokens": 1000}, model, provider) is not None:
+        # Priced on 1000 tokens (the base tier; long prompts may cost more), per million.
+        base = {}
+        for field in FIELDS:
+            one = _genai_calc({TOKENS[field]: 1000}, model, provider)
+            base[field] = round(float(one.total_price) * 1000, 6) if one is not None else None
+    override = override_for(model, config)
+    if override is None:
+        return base
+    out = dict(base or dict.fromkeys(FIELDS))
+    out.update({k: float(v) for k, v in override.items() if k in FIELDS})
+    out["input"] = out["input"] or 0.0
+    out["output"] = out["output"] or 0.0
+    for k in ("cache_read", "cache_write"):
+        if out[k] is None:
+            out[k] = out["input"]
+    return out
+
+
 def cost_usd(usage: Mapping, price: Mapping | None) -> float | None:
+    """The cost of `usage` at flat per-million `price` (an override), or None without one."""
     if price is None:
         return None
-    total = (usage.get("input_tokens", 0) * price["input"] + usage.get("output_tokens", 0) * price["output"]
-             + usage.get("cache_read_tokens", 0) * price["cache_read"]
-             + usage.get("cache_write_tokens", 0) * price["cache_write"])
+    total = sum(int(usage.get(TOKENS[f]) or 0) * float(price[f]) for f in FIELDS)
     return round(total / 1_000_000, 8)
+
+
+def cost_of(usage: Mapping, model: str | None, config: Mapping | None = None,
+            provider: str | None = None) -> float | None:
+    """The cost of one call: the config's price for the model when it has one (flat), else
+    genai-prices' (with its tiers), else None ("cost unknown")."""
+    if not model:
+        return None
+    if override_for(model, config) is not None:
+        return cost_usd(usage, price_for(model, config, provider))
+    calc = _genai_calc(usage, model, provider)
+    return None if calc is None else round(float(calc.total_price), 8)

@@ -19,13 +19,15 @@ PRESETS: dict[str, dict] = {
     "anthropic": {"api": "anthropic", "base_url": "https://api.anthropic.com", "key_env": "ANTHROPIC_API_KEY",
                   "base_url_env": "ANTHROPIC_BASE_URL", "model": "claude-sonnet-5-5"},
     "openai": {"api": "openai", "base_url": "https://api.openai.com/v1", "key_env": "OPENAI_API_KEY",
-               "base_url_env": "OPENAI_BASE_URL", "model": "gpt-6.2-sol", "max_tokens_param": "max_completion_tokens"},
+               "base_url_env": "OPENAI_BASE_URL", "model": "gpt-6.2-sol"},
     "ollama": {"api": "openai", "base_url": "http://localhost:11434/v1", "key_env": None, "model": "llama3.2",
                "local": True},
     "llamacpp": {"api": "openai", "base_url": "http://localhost:8080/v1", "key_env": None, "model": "local",
                  "local": True},
     "vllm": {"api": "openai", "base_url": "http://localhost:8000/v1", "key_env": None, "model": None,
              "local": True},
+    "lmstudio": {"api": "openai", "base_url": "http://localhost:1234/v1", "key_env": None, "model": None,
+                 "local": True},
     "openrouter": {"api": "openai", "base_url": "https://openrouter.ai/api/v1", "key_env": "OPENROUTER_API_KEY",
                    "model": "anthropic/claude-sonnet-5.5"},
     "groq": {"api": "openai", "base_url": "https://api.groq.com/openai/v1", "key_env": "GROQ_API_KEY",
@@ -45,10 +47,11 @@ PRESETS: dict[str, dict] = {
 }
 
 ALIASES = {"claude": "anthropic", "gpt": "openai", "chatgpt": "openai", "google": "gemini",
-           "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "grok": "xai", "together-ai": "together"}
+           "llama.cpp": "llamacpp", "llama-cpp": "llamacpp",
+           "lm-studio": "lmstudio", "grok": "xai", "together-ai": "together"}
 
 HOW_TO_CONFIGURE = """\
-No LLM provider is configured. Choose one of:
+No LLM provider is configured{tried}. Choose one of:
   1. a flag:         moss @agent --provider anthropic --model claude-sonnet-5-5 "task"
   2. the config file (.moss/config.toml or ~/.config/moss/config.toml):
                      [llm]
@@ -56,12 +59,15 @@ No LLM provider is configured. Choose one of:
                      model = "claude-sonnet-5-5"
   3. an environment variable:
                      export ANTHROPIC_API_KEY=...   (or OPENAI_API_KEY=...;
-                     ANTHROPIC_BASE_URL / OPENAI_BASE_URL for a local server)"""
+                     ANTHROPIC_BASE_URL / OPENAI_BASE_URL for a local server)
+  4. a local server on its usual port, found by itself:
+                     ollama serve && ollama pull llama3.2   (or llama.cpp's llama-server,
+                     LM Studio, vLLM)"""
 
 
 _ProviderBase = namedtuple("_ProviderBase",
-                           "name api model base_url api_key key_env local max_tokens_param base_url_source",
-                           defaults=(None, None, None, False, "max_tokens", None))
+                           "name api model base_url api_key key_env local max_tokens_param base_url_source detected",
+                           defaults=(None, None, None, False, "max_tokens", None, None))
 
 
 class Provider(_ProviderBase):
@@ -70,7 +76,8 @@ class Provider(_ProviderBase):
     local (runs on the user's machine: cost 0), max_tokens_param (OpenAI API spelling),
     base_url_source (who chose a base URL other than the preset's: "--base-url",
     "$ANTHROPIC_BASE_URL", "your config", "the project's .moss/config.toml"; None for the
-    preset's own endpoint)."""
+    preset's own endpoint), detected (the server's name, "Ollama", when nothing chose a
+    provider and moss found this local server running; see detect.py)."""
 
     __slots__ = ()
 
@@ -99,7 +106,8 @@ def auto_provider(env: Mapping) -> str | None:
 
 def resolve_provider(config: Mapping | None, options: Mapping | None = None, env: Mapping | None = None,
                      provider: str | None = None, model: str | None = None, *,
-                     project_keys: frozenset | set = frozenset(), project_trusted: bool = True) -> Provider:
+                     project_keys: frozenset | set = frozenset(), project_trusted: bool = True,
+                     detect=None) -> Provider:
     """Pick the provider and model for a call.
 
     provider/model (a chat{} request's own) win, then options (CLI flags), then the config
@@ -111,6 +119,9 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
     config, *_BASE_URL), unless the project is trusted (host/trust.py), and a project's
     key variable is read only then. The config a script run gets already lacks what an
     untrusted project set; this check holds for any caller.
+
+    detect: when nothing chose a provider, a callable returning the local servers that
+    answer (detect.scan); None keeps this function free of network access and raises.
     """
     import os
 
@@ -128,7 +139,8 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         else:
             name = cfg_provider or auto_provider(env)
     if name is None:
-        raise MossError(HOW_TO_CONFIGURE, kind="config")
+        wanted = _nonempty(model) or _nonempty(options.get("model")) or _nonempty(llm_cfg.get("model"))
+        return _local(detect, wanted)
     name = ALIASES.get(name.lower(), name.lower())
 
     overrides = dict((llm_cfg.get("providers") or {}).get(name) or {})
@@ -186,7 +198,40 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         api_key = "no-key"  # local or self-hosted server: the SDKs insist on some key
     return Provider(name=name, api=api, model=chosen_model, base_url=base_url, api_key=api_key,
                     key_env=key_env, local=bool(preset.get("local")),
-                    max_tokens_param=preset.get("max_tokens_param", "max_tokens"), base_url_source=source)
+                    max_tokens_param=preset.get("max_tokens_param") or max_tokens_param(base_url),
+                    base_url_source=source)
+
+
+def max_tokens_param(base_url: str | None) -> str:
+    """How a Chat Completions endpoint spells the reply limit: OpenAI's own API wants
+    `max_completion_tokens` (its reasoning models refuse `max_tokens`); every other
+    OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio, OpenRouter, ...) knows
+    only `max_tokens` and ignores the other. `[llm.providers.NAME] max_tokens_param` overrides."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url or "").hostname or "").lower()
+    return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+
+
+def _local(detect, wanted: str | None) -> Provider:
+    """The local server detection found (see detect.py), or the error that says what was tried."""
+    from . import detect as detect_mod
+
+    if detect is None:
+        raise MossError(HOW_TO_CONFIGURE.format(tried=""), kind="config")
+    found = detect()
+    picked = detect_mod.choose(found, wanted)
+    if picked is None:
+        if found:
+            f = found[0]
+            hint = "ollama pull llama3.2" if f.name == "ollama" else "load a model in it"
+            raise MossError(f"{f.label} answers at {f.base_url} but serves no model: {hint}, or pass "
+                            f"--model NAME", kind="config")
+        tried = ", and no local server answered on " + detect_mod.tried_text()
+        raise MossError(HOW_TO_CONFIGURE.format(tried=tried), kind="config")
+    server, chosen = picked
+    return Provider(name=server.name, api="openai", model=chosen, base_url=server.base_url, api_key="no-key",
+                    key_env=None, local=True, max_tokens_param="max_tokens", detected=server.label)
 
 
 def _renamed(overrides: Mapping) -> dict:

@@ -141,6 +141,13 @@ function moss.llm.usage() end
 ---@return string|nil
 function moss.llm.budget() end
 
+--- The provider the next call would use, resolved now: with nothing configured, a local
+--- OpenAI-compatible server found running (Ollama, llama.cpp, LM Studio, vLLM) is chosen and
+--- stderr says which. Raises kind "config" (saying what was tried) when there is none, so a
+--- script can fail before its first turn.
+---@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?}
+function moss.llm.provider() end
+
 ---@class moss.code
 moss.code = {}
 

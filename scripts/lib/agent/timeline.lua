@@ -25,7 +25,10 @@ end
 local function cost(u)
   if type(u) ~= "table" then return "" end
   local c = num(u.cost_usd)
-  return (", %d tokens"):format(tokens(u)) .. ((c and c > 0) and (", $%.4f"):format(c) or "")
+  if c == nil or u.cost_known == false then
+    return (", %d tokens, cost unknown"):format(tokens(u)) -- a model without a price: no guess
+  end
+  return (", %d tokens, $%.4f"):format(tokens(u), c)
 end
 
 local function first10(s) return tostring(s or ""):sub(1, 10) end

@@ -1,0 +1,97 @@
+"""`moss doctor`: one row per need, the fixing command on a failing row, exit 0 only when
+the agent can run here. Tests read its tab-separated form (stdout is not a terminal)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+
+import pytest
+
+from moss.tools.sandbox import bwrap_problem
+
+
+def rows(result) -> dict[str, list[str]]:
+    out = {}
+    for line in result.stdout.splitlines():
+        check, status, detail, fix = (line.split("\t") + ["", "", ""])[:4]
+        out[check] = [status, detail, fix]
+    return out
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None or bwrap_problem() is not None,
+                                 reason="bubblewrap is not installed or cannot build its sandbox here")
+
+
+@needs_bwrap
+def test_everything_works_here(project, api):
+    api.models = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+    r = project.moss("doctor", env=api.env())
+    table = rows(r)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert list(table) == ["python", "lua", "sandbox", "ripgrep", "tree-sitter", "user config",
+                           "project config", "llm", "project .moss/"]
+    assert all(status == "ok" for status, _, _ in table.values()), table
+    assert table["lua"][1].startswith("Lua 5.4")
+    assert "builds its sandbox here" in table["sandbox"][1]
+    assert "anthropic, model claude-sonnet-5-5" in table["llm"][1] and "answers; model listed" in table["llm"][1]
+    # Listing models spends no tokens: nothing was generated.
+    assert [q.path for q in api.requests] == ["/v1/models"]
+
+
+def test_without_bubblewrap_the_sandbox_row_fails_with_the_install_command(project, api, tmp_path):
+    r = project.moss("doctor", env={**api.env(), "MOSS_BWRAP": str(tmp_path / "no-bwrap-here")})
+    table = rows(r)
+    assert r.returncode == 1
+    status, detail, fix = table["sandbox"]
+    assert status == "fail" and "bubblewrap was not found" in detail
+    assert "apt-get install bubblewrap" in fix
+    assert table["python"][0] == table["lua"][0] == "ok"
+
+
+def test_unsandboxed_ok_turns_a_missing_bwrap_into_a_warning(project, api, tmp_path):
+    project.user_file("config.toml", "[agent]\nunsandboxed_ok = true\n")
+    r = project.moss("doctor", env={**api.env(), "MOSS_BWRAP": str(tmp_path / "no-bwrap-here")})
+    assert rows(r)["sandbox"][0] == "warn"
+
+
+def test_no_provider_and_no_local_server(project):
+    r = project.moss("doctor", env={"MOSS_BWRAP": "/nonexistent/bwrap"})
+    table = rows(r)
+    assert r.returncode == 1
+    status, detail, fix = table["llm"]
+    assert status == "fail" and "No LLM provider is configured" in detail
+    assert "ANTHROPIC_API_KEY" in fix
+
+
+def test_a_provider_that_does_not_answer(project):
+    port = closed_port()
+    env = {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "fake-key"}
+    r = project.moss("doctor", env=env)
+    status, detail, fix = rows(r)["llm"]
+    assert r.returncode == 1 and status == "fail"
+    assert "does not answer" in detail and f"127.0.0.1:{port}" in fix
+
+
+def test_a_broken_config_is_named_with_its_line(project, api):
+    project.write(".moss/config.toml", "[agent]\nmax_turns = = 3\n")
+    r = project.moss("doctor", env=api.env())
+    status, detail, _ = rows(r)["project config"]
+    assert r.returncode == 1 and status == "fail"
+    assert detail.startswith(".moss/config.toml:2:")
+
+
+def test_an_untrusted_project_is_a_warning_with_moss_trust(project, api):
+    project.trusted = False
+    project.script("mine", "print('hi')\n")
+    r = project.moss("doctor", env=api.env())
+    status, detail, fix = rows(r)["project .moss/"]
+    assert status == "warn" and "not trusted" in detail and fix == "moss trust"
