@@ -59,7 +59,7 @@ def _other(e: dict) -> str:
     return _short(json.dumps({k: v for k, v in e.items() if k not in ("event", "ts")}, default=str))
 
 
-def render(events: list[dict], sid: str) -> None:
+def render(events: list[dict], sid: str, console=None) -> None:
     """Print the timeline. A log holds whatever was appended to it: a field of an unexpected
     type shows the event as raw JSON instead of failing the whole timeline, and no text in
     it is read as rich markup or reaches the terminal as a control sequence."""
@@ -92,4 +92,4 @@ def render(events: list[dict], sid: str) -> None:
             except (ValueError, OverflowError, OSError):
                 pass
         table.add_row(when, Text(_short(name, 40), style=style or ""), Text(text))
-    Console(soft_wrap=False).print(table)
+    (console or Console(soft_wrap=False)).print(table)
