@@ -229,6 +229,8 @@ async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns:
         err.close()
     sid = state["session_id"]
     result = state["result"]
+    if result is not None and result.get("reason") == "error" and not result.get("session_id"):
+        raise ToolError(str(result.get("detail") or "the agent could not start"))  # e.g. no such session
     if result is not None:
         result.pop("type", None)
         result["exit_code"] = code
