@@ -227,6 +227,10 @@ async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns:
         err.seek(max(0, size - STDERR_TAIL))
         tail = err.read().decode("utf-8", "replace")
         err.close()
+        try:
+            stderr_path.unlink()  # what matters from it is quoted in the error below
+        except OSError:
+            pass
     sid = state["session_id"]
     result = state["result"]
     if result is not None and result.get("reason") == "error" and not result.get("session_id"):
