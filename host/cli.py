@@ -352,6 +352,49 @@ def _run_lua(name: str, words: list[str]) -> None:
     raise SystemExit(run_script(name, words))
 
 
+@cli.group("mcp")
+def mcp_group():
+    """The Model Context Protocol: moss as an MCP server (`moss mcp serve`).
+
+    moss as an MCP client is configured with [mcp.servers.NAME] (see docs/lua-api.md#mossmcp)."""
+
+
+MCP_SERVE_HELP = """Serve moss to an MCP client (an IDE, another agent) for the project here.
+
+\b
+Tools: run_agent (progress per turn; cancelling interrupts the agent, whose session
+stays resumable), resume_session, send_message, list_sessions, show_session, and the
+agent's read-only view and text_search, confined to the project. Agents run as child
+processes and obey trust like any moss run.
+
+\b
+Register it with an MCP client (Claude Desktop, Cursor, VS Code, ... mcpServers):
+  {
+    "mcpServers": {
+      "moss": {
+        "command": "moss",
+        "args": ["mcp", "serve", "--project", "/path/to/your/project"],
+        "env": {"ANTHROPIC_API_KEY": "..."}
+      }
+    }
+  }
+Over HTTP instead: `moss mcp serve --http 8765`, then the client's "url" is
+http://127.0.0.1:8765/mcp (bound to 127.0.0.1 only; other Host headers are refused).
+"""
+
+
+@mcp_group.command("serve", help=MCP_SERVE_HELP)
+@click.option("--http", "http_port", type=click.IntRange(1, 65535), metavar="PORT",
+              help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.")
+@click.option("--project", "-C", "project", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The project to serve (default: the one around the current directory).")
+def mcp_serve(http_port, project):
+    from .context import find_project_root
+    from .mcp.server import serve
+
+    serve(find_project_root(project.resolve() if project else None), http_port=http_port)
+
+
 def _fail(message: str, code: int = 2) -> int:
     from .ui import error
 

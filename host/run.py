@@ -33,7 +33,8 @@ HOST_OPTIONS = {
     "--seed": "seed",
     "--base-url": "base_url",
 }
-HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full", "--trust": "trust"}
+HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full", "--trust": "trust",
+              "--include-partial": "include_partial"}
 NUMERIC = {"max_cost": float, "max_tokens": int, "memory_mb": int, "timeout": float, "seed": int}
 
 HOST_OPTIONS_HELP = """\
@@ -52,7 +53,9 @@ Host options (any script):
   --allow-full         permit the unrestricted `full` tool access level
   --trust              trust this project's .moss/ (scripts, commands, endpoints) for
                        this run only, e.g. in CI for a checkout you vouch for
-  --verbose            stream model output and show more detail"""
+  --verbose            stream model output and show more detail
+  --include-partial    also write the model's text as it streams, as {"type": "partial"}
+                       lines on stdout (with --output-format stream-json; docs/events.md)"""
 
 
 def split_host_options(args: list[str]) -> tuple[dict, list[str]]:

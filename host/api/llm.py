@@ -19,6 +19,8 @@ def _service(ctx):
             return svc
         verbose = bool(ctx.options.get("verbose"))
         stream = _stderr_stream if (verbose or sys.stderr.isatty()) else None
+        if ctx.options.get("include_partial"):
+            stream = _partial_stream(ctx, also=stream)
         svc = LLM(ctx.config, ctx.options, env=ctx.env, on_event=ctx.log, stream=stream,
                   project_keys=ctx.project_keys, project_trusted=ctx.project_trusted, announce=_announce)
         ctx.services["llm"] = svc
@@ -29,6 +31,26 @@ def _announce(text: str) -> None:
     from .. import ui
 
     ui.console().print(f"[yellow]{ui.escape(text)}[/]")
+
+
+def _partial_stream(ctx, also=None):
+    """--include-partial: each streamed delta as a {"type": "partial", "text": ...} line on
+    stdout (the stream-json format, docs/events.md), labelled with the request's label."""
+    import json
+
+    def emit(delta: str) -> None:
+        if delta:
+            event = {"type": "partial", "text": delta}
+            if emit.label:
+                event["label"] = emit.label
+            sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        if also is not None:
+            also(delta)
+
+    emit.partial = True
+    emit.label = None  # the label of the request being streamed (set by moss.llm.chat)
+    return emit
 
 
 def _stderr_stream(delta: str) -> None:
@@ -43,8 +65,13 @@ def functions(ctx):
         if not isinstance(request, dict):
             raise ValueError("moss.llm.chat takes a table: {messages=..., system=..., ...}")
         svc = _service(ctx)
+        partial = getattr(svc.stream, "partial", False)
+        if partial:
+            label = request.get("label")
+            svc.stream.label = label if isinstance(label, str) else None
         result = svc.chat(request)
-        if svc.stream is not None and result.get("text") and not result.get("text", "").endswith("\n"):
+        on_stderr = svc.stream is not None and (not partial or bool(ctx.options.get("verbose")) or sys.stderr.isatty())
+        if on_stderr and result.get("text") and not result.get("text", "").endswith("\n"):
             sys.stderr.write("\n")
         return result
 

@@ -372,6 +372,45 @@ function moss.store.load(name) end
 ---@return string
 function moss.store.save(name, data) end
 
+---@class moss.mcp
+moss.mcp = {}
+
+---@class moss.McpServer
+---@field name string
+---@field transport "stdio"|"http"|"unusable"
+---@field access "read-only"|"full"   # the access level its tools need
+---@field description? string
+---@field error? string               # why it is unusable (e.g. an untrusted project's)
+
+---@class moss.McpTool
+---@field name string
+---@field description string          # control characters escaped, capped
+---@field input_schema table          # {} when the server's was unusable or too large
+---@field params string               # one line: {"path": string, "limit"?: integer}
+
+---@class moss.McpResult
+---@field text string                 # the content as text, capped (head and tail)
+---@field is_error boolean            # the tool reported a failure
+---@field chars integer               # the length before capping
+---@field timed_out? boolean          # no answer within the server's timeout
+
+--- The servers in [mcp.servers.NAME]; starts none of them.
+---@return moss.McpServer[]
+function moss.mcp.servers() end
+
+--- The tools of one server (starts it on first use; needs the server's access level).
+---@param server string
+---@return moss.McpTool[]
+function moss.mcp.tools(server) end
+
+--- Call one tool with named arguments. Refused (kind "denied") below the server's access level.
+---@param server string
+---@param tool string
+---@param args? table
+---@param opts? {max_chars?: integer}
+---@return moss.McpResult
+function moss.mcp.call(server, tool, args, opts) end
+
 ---@class moss.Alert
 ---@field id string
 ---@field run_id string

@@ -9,6 +9,8 @@
 --     tool = false,          -- true: its result is an output the next state sees once
 --     parallel = nil,        -- tools: a read-only primitive ("code.view") to batch side by side
 --     parse = function(args) return prepared end,   -- tools: words -> arguments (usage errors)
+--     offer = function() return bool end,  -- tools: also offered wherever a state allows "tools"
+--     details = function() return text end,  -- more lines under its help in the system prompt
 --     run = function(ctx, args) ... end }
 --
 -- `run` gets ctx = { S, state, env, cmd, say(msg), log(event, data) }. A tool returns
@@ -58,14 +60,31 @@ function M.known()
   return names
 end
 
---- The command names a state may use, with "tools" expanded to the role's tools.
-function M.allowed(state, role)
+--- Tool commands that offer themselves (a command's `offer()` says whether this session
+--- can use it, e.g. $(mcp) when a configured server's access is within reach), sorted.
+local function offered(except)
   local out = {}
+  for _, name in ipairs(M.known()) do
+    local def = M.defs[name]
+    if def.tool and type(def.offer) == "function" and not except[name] then
+      local ok, yes = pcall(def.offer)
+      if ok and yes then out[#out + 1] = name end
+    end
+  end
+  return out
+end
+
+--- The command names a state may use, with "tools" expanded to the role's tools (and the
+--- tool commands that offer themselves to this session).
+function M.allowed(state, role)
+  local out, seen = {}, {}
   for _, name in ipairs(state.commands or {}) do
     if name == "tools" then
-      for _, t in ipairs((role or {}).commands or {}) do out[#out + 1] = t end
+      for _, t in ipairs((role or {}).commands or {}) do out[#out + 1] = t; seen[t] = true end
+      for _, t in ipairs(offered(seen)) do out[#out + 1] = t; seen[t] = true end
     else
       out[#out + 1] = name
+      seen[name] = true
     end
   end
   return out
@@ -251,6 +270,10 @@ function M.reference(names)
   for _, name in ipairs(names) do
     local def = M.find(name)
     if def and def.help then lines[#lines + 1] = "$(" .. def.help:gsub(" — ", ") — ", 1) end
+    if def and type(def.details) == "function" then -- more lines, computed when the prompt is built
+      local ok, more = pcall(def.details)
+      if ok and type(more) == "string" and more ~= "" then lines[#lines + 1] = more end
+    end
   end
   return table.concat(lines, "\n")
 end

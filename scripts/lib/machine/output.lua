@@ -2,6 +2,9 @@
 -- the end) or stream-json (one JSON event per line, for IDEs and CI).
 local M = {}
 
+-- The version of the stream-json event schema (docs/events.md); session_start carries it.
+M.SCHEMA = 1
+
 -- Why a session ended, and the exit status each reason maps to under the contract: 0
 -- answered, 1 ended without an answer, 3 blocked (needs the user). A machine adds its own
 -- reasons as MACHINE.reasons = { name = { text = "...", exit = 0|1|3 } }.
@@ -86,7 +89,7 @@ function Json:finish(S) print(moss.json.encode(result(S), { sort_keys = true }))
 local Stream = setmetatable({}, { __index = Json })
 Stream.__index = Stream
 function Stream:turn(S, state)
-  moss.ui.event { type = "turn", turn = S.turn, state = S.state, session_id = S.id }
+  moss.ui.event { type = "turn", turn = S.turn, max_turns = S.max_turns, state = S.state, session_id = S.id }
 end
 function Stream:llm(S, state, text)
   moss.ui.event { type = "assistant", turn = S.turn, state = S.state, text = text }
@@ -97,8 +100,8 @@ function Stream:command(S, out)
 end
 function Stream:info(text) moss.ui.event { type = "info", text = text } end
 function Stream:start(S)
-  moss.ui.event { type = "session_start", session_id = S.id, task = S.task, machine = S.machine, role = S.role,
-    resumed = S.turn > 0, turn = S.turn }
+  moss.ui.event { type = "session_start", schema = M.SCHEMA, session_id = S.id, task = S.task, machine = S.machine,
+    role = S.role, resumed = S.turn > 0, turn = S.turn }
 end
 function Stream:finish(S)
   local r = result(S)

@@ -1,0 +1,341 @@
+"""`moss mcp serve`: moss's agent and read-only tools for an MCP client (an IDE, another agent).
+
+Over stdio, stdout carries JSON-RPC and nothing else: agents run as child processes
+(`python -m moss @agent --output-format stream-json -n ...`) whose stdout is read here and
+parsed, and the SDK points fd 1 at stderr while it serves, so a stray print cannot corrupt
+the wire. Tools are async so a cancelled call stops at once: `run_agent` then sends SIGINT
+to its child, which saves its checkpoint and exits 130, so the session stays resumable.
+
+The project is the current directory's (host/context.find_project_root). The agents obey
+trust like any moss run: nothing here passes --trust or --allow-full. `view` and
+`text_search` are the agent's own read-only tools, confined to the project.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ..errors import MossError
+
+MAX_TEXT = 20_000          # a view or search result, as the agent sees it
+STDERR_TAIL = 4_000        # how much of a failed child's stderr an error result quotes
+INTERRUPT_GRACE = 15.0     # seconds a child gets after SIGINT to save and exit
+_children: set[subprocess.Popen] = set()  # running agents, stopped with the server
+
+INSTRUCTIONS = (
+    "moss is a coding agent for the project this server was started in. run_agent asks it a "
+    "question or gives it a task and returns its answer (progress per turn); send_message "
+    "talks to a running session; list_sessions / show_session / resume_session manage saved "
+    "sessions; view and text_search read the project directly."
+)
+
+
+def _fail(e: BaseException) -> ToolError:
+    if isinstance(e, MossError):
+        return ToolError(e.message)
+    return ToolError(f"{type(e).__name__}: {e}")
+
+
+def build(root: Path) -> MCPServer:
+    """The MCP server for project `root` (tools registered, not yet running)."""
+    from .. import __version__
+
+    root = Path(root).resolve()
+    mcp = MCPServer("moss", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    @mcp.tool()
+    async def run_agent(task: str, ctx: Context, role: str | None = None, machine: str | None = None,
+                        max_turns: int | None = None) -> dict[str, Any]:
+        """Run the moss agent on TASK in this project and return its result object (answer,
+        success, reason, turns, session_id, usage). role: explorer (default), auditor,
+        refactorer or a project role; machine: v1, v2, tce, wild or a project machine;
+        max_turns: a turn limit. A progress notification is sent per turn. Cancelling the
+        call interrupts the agent; its session keeps its checkpoint (resume_session)."""
+        if not task or not task.strip():
+            raise ToolError("run_agent needs a task")
+        args = ["--output-format", "stream-json", "-n"]
+        if role:
+            args.append(f"--role={role}")
+        if machine:
+            args.append(f"--machine={machine}")
+        if max_turns is not None:
+            if max_turns < 1:
+                raise ToolError("max_turns must be 1 or more")
+            args.append(f"--max-turns={int(max_turns)}")
+        return await _run_child(root, [*args, "--", task], ctx, max_turns)
+
+    @mcp.tool()
+    async def resume_session(ctx: Context, session_id: str | None = None, message: str | None = None,
+                             max_turns: int | None = None) -> dict[str, Any]:
+        """Continue a saved session (the latest without session_id), optionally with a message
+        for the agent (a message also reopens an answered or blocked session). Returns the
+        result object, like run_agent."""
+        args = ["--output-format", "stream-json", "-n"]
+        if session_id:
+            _check_id(session_id)
+            args.append(f"--resume={session_id}")
+        else:
+            args.append("--resume")
+        if max_turns is not None:
+            args.append(f"--max-turns={int(max_turns)}")
+        if message:
+            args += ["--", message]
+        return await _run_child(root, args, ctx, max_turns)
+
+    @mcp.tool()
+    async def send_message(text: str, session_id: str | None = None) -> dict[str, Any]:
+        """Say something to a running session (the latest running one without session_id);
+        the agent reads it at its next turn. Returns {session_id, message_id}."""
+        from .. import inbox
+
+        try:
+            sid = _check_id(session_id) if session_id else inbox.latest_running(root)
+            record = inbox.post(root, sid, text, source="mcp")
+        except MossError as e:
+            raise _fail(e) from None
+        return {"session_id": sid, "message_id": record["id"]}
+
+    @mcp.tool()
+    async def list_sessions() -> dict[str, Any]:
+        """{sessions: [...]}: saved sessions, oldest first: id, task, state, turn, reason, machine, role, done,
+        mtime, and running (whether a moss process is working on it now)."""
+        from .. import inbox
+        from ..api.session import list_checkpoints
+
+        try:
+            rows = list_checkpoints(root)
+            live = {r["id"] for r in inbox.running(root)}
+        except MossError as e:
+            raise _fail(e) from None
+        return {"sessions": [{**r, "task": str(r.get("task") or "")[:500], "running": r["id"] in live}
+                             for r in rows]}
+
+    @mcp.tool()
+    async def show_session(session_id: str) -> dict[str, Any]:
+        """One session: its checkpoint summary and its log as a timeline (text)."""
+        from ..api.session import list_checkpoints, read_log
+
+        try:
+            _check_id(session_id)
+            rows = [r for r in list_checkpoints(root) if r["id"] == session_id]
+            events = read_log(root, session_id)
+        except MossError as e:
+            raise _fail(e) from None
+        if not rows and not events:
+            raise ToolError(f"no session {session_id} in {root}")
+        return {"session": rows[0] if rows else None, "timeline": await _timeline(root, session_id)}
+
+    @mcp.tool()
+    async def view(target: str = ".", depth: int = 1) -> str:
+        """The agent's view tool: "." for the project tree, a file for its skeleton,
+        FILE:A-B for numbered lines, FILE/Symbol for one symbol's source. Paths are relative
+        to the project; nothing outside it can be read."""
+        from ..tools.view import view as _view
+
+        try:
+            return await anyio.to_thread.run_sync(lambda: _view(root, target, depth=depth, max_chars=MAX_TEXT))
+        except MossError as e:
+            raise _fail(e) from None
+
+    @mcp.tool()
+    async def text_search(pattern: str, only: list[str] | None = None, limit: int = 50,
+                          ignore_case: bool = False) -> str:
+        """The agent's text-search tool: ripgrep over the project (a regex), hits grouped by
+        file with their enclosing symbols. only: globs inside the project (`*.rs`, `src/**`,
+        `!tests/**`)."""
+        from ..tools.search import search
+
+        for g in only or []:
+            bare = g.lstrip("!")
+            if os.path.isabs(bare) or bare.startswith("~") or ".." in Path(bare).parts:
+                raise ToolError(f"--only {g!r}: globs are relative to the project and stay inside it")
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: search(root, pattern, only=list(only or []) or None, limit=max(1, min(int(limit), 1000)),
+                               ignore_case=ignore_case, max_chars=MAX_TEXT))
+        except MossError as e:
+            raise _fail(e) from None
+
+    return mcp
+
+
+def _check_id(sid: str) -> str:
+    from ..api.session import check_id
+
+    try:
+        return check_id(sid)
+    except MossError as e:
+        raise _fail(e) from None
+
+
+async def _timeline(root: Path, sid: str) -> str:
+    """The session's timeline as `moss sessions show` draws it (the agent's Lua decides what
+    it shows), as tab-separated text."""
+    from ..tools.caps import cap
+
+    done = await anyio.run_process([sys.executable, "-m", "moss", "@agent", "--show-session", sid], cwd=root,
+                                   stdin=subprocess.DEVNULL, check=False)
+    return cap(done.stdout.decode("utf-8", "replace"), MAX_TEXT)
+
+
+async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns: int | None) -> dict[str, Any]:
+    """Run `moss @agent AGENT_ARGS` in `root`, report a progress notification per `turn`
+    event, and return its `result` event. Cancellation: SIGINT, then wait for its exit."""
+    cmd = [sys.executable, "-m", "moss", "@agent", *agent_args]
+    env = dict(os.environ)
+    env.pop("MOSS_ASSUME_TTY", None)  # nobody can answer a question on this channel
+    env["PYTHONUNBUFFERED"] = "1"
+    stderr_path = _stderr_file(root)
+    err = open(stderr_path, "w+b")
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=err, start_new_session=True)
+    _children.add(proc)
+    state: dict[str, Any] = {"session_id": None, "result": None}
+    try:
+        try:
+            await _read_events(proc, ctx, state, max_turns)
+            code = await anyio.to_thread.run_sync(proc.wait)
+        except BaseException:
+            # Cancelled (the client sent notifications/cancelled or went away): let the agent
+            # save its checkpoint and stop, as Ctrl-C would.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_interrupt, proc)
+            raise
+    finally:
+        _children.discard(proc)
+        try:
+            proc.stdout.close()
+        except Exception:
+            pass
+        err.seek(0, 2)
+        size = err.tell()
+        err.seek(max(0, size - STDERR_TAIL))
+        tail = err.read().decode("utf-8", "replace")
+        err.close()
+        try:
+            stderr_path.unlink()  # what matters from it is quoted in the error below
+        except OSError:
+            pass
+    sid = state["session_id"]
+    result = state["result"]
+    if result is not None and result.get("reason") == "error" and not result.get("session_id"):
+        raise ToolError(str(result.get("detail") or "the agent could not start"))  # e.g. no such session
+    if result is not None:
+        result.pop("type", None)
+        result["exit_code"] = code
+        return result
+    if code == 130:
+        raise ToolError(f"the agent was interrupted (exit 130)" + (
+            f"; session {sid} keeps its checkpoint: resume_session(session_id={sid!r})" if sid else ""))
+    tail = tail.strip()
+    raise ToolError(f"the agent exited {code} without a result" + (f" (session {sid})" if sid else "")
+                    + (f":\n{tail}" if tail else ""))
+
+
+def _stderr_file(root: Path) -> Path:
+    from ..api.session import agent_dir, ensure_dir
+
+    d = agent_dir(root) / "mcp"
+    ensure_dir(d)
+    return d / f"agent-{os.getpid()}-{id(object())}.stderr"
+
+
+async def _read_events(proc: subprocess.Popen, ctx: Context, state: dict, max_turns: int | None) -> None:
+    send, receive = anyio.create_memory_object_stream[bytes](100)
+
+    def reader():
+        try:
+            for line in proc.stdout:
+                anyio.from_thread.run(send.send, line)
+        except Exception:
+            pass
+        finally:
+            try:
+                anyio.from_thread.run(send.aclose)
+            except Exception:
+                pass
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(anyio.to_thread.run_sync, reader, abandon_on_cancel=True))
+        async with receive:
+            async for line in receive:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                kind = event.get("type")
+                if kind == "session_start":
+                    state["session_id"] = event.get("session_id")
+                elif kind == "turn":
+                    turn = event.get("turn") or 0
+                    total = event.get("max_turns") or max_turns
+                    sid = event.get("session_id") or state["session_id"]
+                    msg = f"session {sid}: turn {turn}" + (f"/{total}" if total else "") + f" ({event.get('state')})"
+                    try:
+                        await ctx.report_progress(turn, total, msg)
+                    except Exception:
+                        pass  # a client that went away: the run goes on until cancelled
+                elif kind == "result":
+                    state["result"] = event
+
+
+def _interrupt(proc: subprocess.Popen) -> None:
+    """SIGINT (the agent saves and exits 130), then SIGKILL if it does not stop in time."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        proc.wait(INTERRUPT_GRACE)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def _stop_children(signum=None, frame=None) -> None:
+    for proc in list(_children):
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+            except (ProcessLookupError, PermissionError):
+                pass
+    if signum is not None:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def serve(root: Path, http_port: int | None = None) -> None:
+    """Serve over stdio (default) or streamable HTTP on 127.0.0.1:PORT at /mcp."""
+    import atexit
+
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server = build(root)
+    atexit.register(_stop_children)
+    signal.signal(signal.SIGTERM, _stop_children)
+    if http_port is None:
+        server.run()
+        return
+    hosts = [f"127.0.0.1:{http_port}", f"localhost:{http_port}"]
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                         allowed_origins=[f"http://{h}" for h in hosts])
+    server.run("streamable-http", host="127.0.0.1", port=http_port, transport_security=security)
