@@ -6,6 +6,7 @@ local dispatch = require("lib.agent.dispatch")
 local safety = require("lib.agent.safety")
 local messages = require("lib.machine.messages")
 local timeline = require("lib.agent.timeline")
+local inbox = require("lib.agent.inbox")
 local commands = require("lib.machine.commands")
 local children = require("lib.agent.children")
 
@@ -194,7 +195,13 @@ local function run_stage(o)
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
   if o.session and S.children then children.reattach(S) end
   if S.turn == 0 and role.prepare and not me.child then role.prepare(S, env, o) end
-  runner.run(machine, S, env)
+  local listening = inbox.setup(S, env, { terminal = not me.child })
+  if listening.terminal and o.out.info then
+    o.out:info("type a line and Enter to talk to the agent while it works (stop, pause, or a message)")
+  end
+  local ok, err = pcall(runner.run, machine, S, env)
+  moss.inbox.close()
+  if not ok then error(err, 0) end
   return S, machine
 end
 

@@ -60,6 +60,33 @@ def _stderr_stream(delta: str) -> None:
     sys.stderr.flush()
 
 
+def _chat_listening(ctx, svc, request):
+    """svc.chat in a worker thread while this (the Lua) thread keeps reading the session's
+    inbox, so a message is acknowledged before the model answers; a handler that asks to
+    interrupt ends the wait (kind "stopped"; the reply, when it comes, is dropped)."""
+    import threading
+
+    from ..errors import MossError
+
+    box: dict = {}
+
+    def work():
+        try:
+            box["result"] = svc.chat(request)
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name="moss-llm", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+        if worker.is_alive() and ctx.user_interrupt():
+            raise MossError("stopped by the user while waiting for the model", kind="stopped")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def functions(ctx):
     def chat(request):
         if not isinstance(request, dict):
@@ -69,7 +96,7 @@ def functions(ctx):
         if partial:
             label = request.get("label")
             svc.stream.label = label if isinstance(label, str) else None
-        result = svc.chat(request)
+        result = _chat_listening(ctx, svc, request) if getattr(ctx, "inbox_poll", None) else svc.chat(request)
         on_stderr = svc.stream is not None and (not partial or bool(ctx.options.get("verbose")) or sys.stderr.isatty())
         if on_stderr and result.get("text") and not result.get("text", "").endswith("\n"):
             sys.stderr.write("\n")
