@@ -206,6 +206,7 @@ local function run_stage(o)
 end
 
 local run_main -- defined after main, which wraps it
+local settle_llm -- defined beside run_main
 
 
 local function exit_status(reason, machine) return output.reason(reason, machine).exit end
@@ -241,6 +242,7 @@ local function resume(opts, cfg, base, extra_words)
     base.out:finish(S)
     return 0
   end
+  settle_llm() -- once the checkpoint is known to be usable: a broken one is the first thing to fix
   local machine = load_module("machine", S.machine)
   reopen(S, machine, opts.max_turns, #extra_words > 0)
   if #extra_words > 0 then messages.say(S, "The user says: " .. table.concat(extra_words, " ")) end
@@ -327,7 +329,7 @@ end
 
 -- Which LLM (or why there is none: nothing configured and no local server found) is
 -- settled before any turn is shown; the message is the host's, without a Lua position.
-local function settle_llm()
+settle_llm = function()
   local ok, e = pcall(moss.llm.provider)
   if not ok then
     moss.error(type(e) == "table" and e.kind or "config",
@@ -347,10 +349,7 @@ run_main = function(opts, cfg, rest, out, format)
     spawn = opts.spawn or cfg.spawn or false,
     format = format,
   }
-  if opts.resume then
-    settle_llm()
-    return resume(opts, cfg, base, rest)
-  end
+  if opts.resume then return resume(opts, cfg, base, rest) end
 
   local task = table.concat(rest, " ")
   if opts.task_file then task = moss.fs.read(opts.task_file) end
