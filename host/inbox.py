@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .api.session import agent_dir, append_line, check_id, ensure_dir
+from .storage import agent_dir, append_line, check_id, ensure_dir
 from .errors import MossError
 
 CONTROL_ACTIONS = ("pause", "stop", "resume")

@@ -202,7 +202,7 @@ def test_any_checkpoint_loads_or_fails_clearly(lua, data):
     assert row["id"] == "abc"
     if out["load"]["kind"] == "ok":
         assert "error" not in row
-        for key, want in (("task", str), ("state", str), ("turn", int), ("done", bool)):
-            assert row.get(key) is None or isinstance(row[key], want), row
+        # the host lists a checkpoint's plain fields whatever they are; their meaning is Lua's
+        assert all(v is None or isinstance(v, (str, int, float, bool)) for v in row.values()), row
     else:
         assert row["state"] == "corrupt" and row["error"] == out["load"]["message"].split(": ", 1)[1]

@@ -8,18 +8,15 @@ are appended with one write each and never truncated.
 from __future__ import annotations
 
 import json
-import os
-import re
 import time
 from pathlib import Path
 
 from ..errors import MossError
 
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-def agent_dir(root: Path) -> Path:
-    return Path(root) / ".moss" / "agent"
+from ..storage import (  # noqa: F401  (re-exported: the session API's own names)
+    ID_RE, MAX_DEPTH, agent_dir, append_line, check_id, depth_ok, dumps, ensure_dir, loads, read_lines, scalars,
+    write_atomic,
+)
 
 
 def checkpoint_path(root: Path, sid: str) -> Path:
@@ -30,55 +27,6 @@ def log_path(root: Path, sid: str) -> Path:
     return agent_dir(root) / "logs" / f"{sid}.jsonl"
 
 
-def check_id(sid) -> str:
-    if not isinstance(sid, str) or not ID_RE.match(sid):
-        raise MossError(f"bad session id {sid!r}: letters, digits, '-' and '_' only", kind="usage")
-    return sid
-
-
-def ensure_dir(path: Path) -> None:
-    """Create a folder under .moss/agent, and keep that whole folder out of the user's git."""
-    path.mkdir(parents=True, exist_ok=True)
-    agent = next((p for p in (path, *path.parents) if p.name == "agent" and p.parent.name == ".moss"), None)
-    if agent is not None and not (agent / ".gitignore").exists():
-        (agent / ".gitignore").write_text("# sessions and logs written by moss\n*\n", encoding="utf-8")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    from ..tools.atomic import write_atomic as _write_atomic
-
-    ensure_dir(path.parent)
-    _write_atomic(path, text, sync_dir=True)
-
-
-def dumps(value, **kw) -> str:
-    """JSON text that always encodes as UTF-8: a lone surrogate (a model may send "\\ud800")
-    is kept as its \\u escape rather than failing the write."""
-    text = json.dumps(value, ensure_ascii=False, default=str, **kw)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, ensure_ascii=True, default=str, **kw)
-    return text
-
-
-def append_line(path: Path, record: dict) -> None:
-    from ..redact import value as redacted
-
-    ensure_dir(path.parent)
-    line = (dumps(redacted(record)) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-
-
-# Fields the host itself reads from a checkpoint (for listings) and the types they have
-# whenever moss wrote them; anything else in a checkpoint is the script's business.
-FIELD_TYPES = {"session_id": str, "task": str, "state": str, "reason": str, "machine": str,
-               "role": str, "turn": int, "max_turns": int, "done": bool}
-MAX_DEPTH = 200  # deeper than a Lua table may come back (convert.Converter.max_depth)
 
 
 class CorruptCheckpoint(MossError):
@@ -91,33 +39,6 @@ class CorruptCheckpoint(MossError):
         super().__init__(f"{shown} is not a usable checkpoint ({why}); delete it to start fresh, or "
                          "start a new session instead of resuming this one", kind="config", path=str(path))
         self.why = why
-
-
-def _big_int(text: str):
-    """JSON integers beyond Lua's 64 bits become floats, as Lua's own literals do."""
-    n = int(text)
-    return n if -(2**63) <= n < 2**63 else float(n)
-
-
-def loads(text: str):
-    """json.loads for files moss reads back: big integers as floats; deep nesting a ValueError."""
-    try:
-        return json.loads(text, parse_int=_big_int)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def _depth_ok(value, limit: int = MAX_DEPTH) -> bool:
-    stack = [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if d > limit:
-            return False
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
-    return True
 
 
 def read_checkpoint(path: Path) -> dict:
@@ -147,16 +68,9 @@ def read_checkpoint(path: Path) -> dict:
         raise CorruptCheckpoint(path, f"not valid JSON: {e}") from None
     if not isinstance(state, dict):
         raise CorruptCheckpoint(path, f"a JSON {_json_kind(state)} where a checkpoint is an object")
-    for key, want in FIELD_TYPES.items():
-        value = state.get(key)
-        if value is not None and not (isinstance(value, want) and (want is bool or not isinstance(value, bool))):
-            raise CorruptCheckpoint(path, f"its {key!r} is a JSON {_json_kind(value)}, not a {_WANT[want]}")
-    if not _depth_ok(state):
+    if not depth_ok(state):
         raise CorruptCheckpoint(path, f"nested more than {MAX_DEPTH} levels deep")
     return state
-
-
-_WANT = {str: "string", int: "whole number", bool: "boolean"}
 
 
 def _json_kind(value) -> str:
@@ -185,7 +99,7 @@ def list_checkpoints(root: Path) -> list[dict]:
         except CorruptCheckpoint as e:
             row.update(state="corrupt", reason="corrupt", error=e.message)
         else:
-            row.update({k: data.get(k) for k in ("turn", "state", "reason", "task", "machine", "role", "done")})
+            row.update({k: v for k, v in scalars(data).items() if k not in row})
         out.append(row)
     out.sort(key=lambda d: d["mtime"])
     return out
@@ -209,31 +123,14 @@ def load_checkpoint(root: Path, sid: str | None) -> dict:
 
 
 def read_log(root: Path, sid: str) -> list[dict]:
-    """One session's events. A line that is not a JSON object (a torn write, a stray byte,
-    another program's text) becomes {"event": "unreadable_line", "line": N}."""
-    from ..tools.resolve import special_kind
-
+    """One session's events (see storage.read_lines for lines that are not events)."""
     p = log_path(root, check_id(sid))
-    kind = special_kind(p)
-    if kind is not None:
-        raise MossError(f"{p} is {kind}, not a session log", kind="not_found")
-    events = []
     try:
-        with open(p, "rb") as f:
-            for n, raw in enumerate(f, 1):
-                line = raw.decode("utf-8", errors="replace").strip()
-                if not line:
-                    continue
-                try:
-                    event = loads(line)
-                except ValueError:  # JSONDecodeError is one
-                    event = None
-                events.append(event if isinstance(event, dict) else {"event": "unreadable_line", "line": n})
+        return read_lines(p, "session log")
     except FileNotFoundError:
         raise MossError(f"no log for session {sid!r}", kind="not_found") from None
     except IsADirectoryError:
         raise MossError(f"{p} is a directory, not a session log", kind="not_found") from None
-    return events
 
 
 ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no look-alikes (0/o, 1/l/i)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from ..errors import MossError
-from .session import ID_RE, agent_dir, write_atomic
+from ..storage import ID_RE, agent_dir, write_atomic
 
 
 def store_dir(root: Path) -> Path:
