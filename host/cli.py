@@ -311,6 +311,11 @@ def sessions_show(session_id):
     render(read_log(find_project_root(), session_id), session_id)
 
 
+from .runs_cli import runs  # noqa: E402  (moss runs list|show|logs|stop|alert)
+
+cli.add_command(runs)
+
+
 def _fail(message: str, code: int = 2) -> int:
     from .ui import error
 
