@@ -81,10 +81,22 @@ def package_files(root: Path) -> list[str]:
     return sorted(f for f in list_files(root) if not (f == ".moss" or f.startswith(".moss/")))
 
 
-def build_package(root: Path) -> tuple[str, bytes]:
+def fingerprint(root: Path, files: list[str]) -> tuple:
+    """Path, size and mtime of every file: unchanged, the package need not be rebuilt."""
+    out = []
+    for rel in files:
+        try:
+            st = (Path(root) / rel).stat()
+        except OSError:
+            continue
+        out.append((rel, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def build_package(root: Path, files: list[str] | None = None) -> tuple[str, bytes]:
     """(package name, zip bytes) for the project at `root`; the name is the content's hash."""
     root = Path(root)
-    files = package_files(root)
+    files = package_files(root) if files is None else files
     h = hashlib.sha1()
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, strict_timestamps=False) as zf:
@@ -119,6 +131,7 @@ class RayJobs:
         handlers = [urllib.request.ProxyHandler({})] if _loopback(host) else []
         self._opener = urllib.request.build_opener(*handlers)
         self._uploaded: set[str] = set()
+        self._last: tuple | None = None  # (root, fingerprint, name) of the last package
 
     # ---- HTTP ---------------------------------------------------------------------------------
     def _request(self, method: str, path: str, body=None, *, raw: bytes | None = None,
@@ -163,7 +176,12 @@ class RayJobs:
 
     def upload_project(self, root: Path) -> str:
         """Upload the project as a package unless the cluster has it; its gcs:// URI."""
-        name, data = build_package(root)
+        files = package_files(root)
+        fp = fingerprint(root, files)
+        if self._last and self._last[:2] == (str(root), fp) and self._last[2] in self._uploaded:
+            return f"gcs://{self._last[2]}"  # a sweep's runs share one package: zipped once
+        name, data = build_package(root, files)
+        self._last = (str(root), fp, name)
         if name not in self._uploaded:
             status, _ = self._request("GET", f"/api/packages/gcs/{name}", ok=(200, 404))
             if status != 200:
