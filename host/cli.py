@@ -434,6 +434,11 @@ def mcp_serve(http_port, project):
     serve(find_project_root(project.resolve() if project else None), http_port=http_port)
 
 
+from .runs_cli import runs  # noqa: E402  (moss runs list|show|logs|stop|alert)
+
+cli.add_command(runs)
+
+
 def _fail(message: str, code: int = 2) -> int:
     from .ui import error
 

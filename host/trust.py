@@ -134,11 +134,11 @@ def _json(value: Any) -> str:
 def _config_kind(path: tuple, name: str, command_table: bool) -> str | None:
     if name in COMMAND_KEYS or (command_table and name in COMMAND_SIBLINGS):
         return "command"
-    if name in ("base_url", "url", "endpoint") or name.endswith("_url"):
-        return "endpoint"
+    if name in ("base_url", "url", "endpoint", "address") or name.endswith(("_url", "_address")):
+        return "endpoint"  # e.g. [agent.wild] ray_address: where the project's code is sent to run
     if name == "api_key_env" or name.endswith("_key_env"):
         return "key variable"
-    if path in WIDENING or name == "access":
+    if path in WIDENING or name in ("access", "executor"):
         return "setting"
     return None
 

@@ -479,3 +479,208 @@ def test_ctrl_c_while_waiting_stops_promptly_and_stops_runs(lab, api):
     assert elapsed < 1.5, f"took {elapsed:.2f}s"
     (rec,) = runs_on_disk(lab)
     assert rec["status"] == "stopped" and not pid_alive(rec["pid"])
+
+
+# ---- alert sources: spikes, manual, scripts, the LLM judge; de-duplication ---------------------------
+
+SPIKY = r'''
+import os, sys, time
+for v in (1.0, 1.1, 0.9, 1.0, 5.0, 6.0):
+    print(f"step loss={v}", flush=True)
+    time.sleep(0.05)
+print("waiting", flush=True)
+deadline = time.time() + 20
+while time.time() < deadline and not os.path.exists("go"):
+    time.sleep(0.05)
+'''
+
+ALERT_SCRIPT = r'''
+moss.access.set("full")
+local r = moss.runs.start{ cmd = "python3 spiky.py", name = "spiky", alerts = { "loss spike 3", "loss > 100" } }
+print(r.id)
+local events = {}
+local function take(pred, t)
+  local deadline = os.time() + t
+  while os.time() <= deadline do
+    local ev = moss.runs.wait(1)
+    if ev then
+      events[#events + 1] = ev
+      if pred(ev) then return ev end
+    end
+  end
+end
+local spike = take(function(ev) return ev.type == "alert" end, 15)
+-- a script raises its own alert; the same message again is not a second alert
+local mine = moss.runs.alert(r.id, { severity = "critical", message = "my own check failed" })
+local again = moss.runs.alert(r.id, { severity = "critical", message = "my own check failed" })
+local bad = { pcall(moss.runs.alert, r.id, { message = "x", severity = "loud" }) }
+-- a person's alert arrives through the trigger file while this process watches the run
+local manual = take(function(ev) return ev.type == "alert" and ev.message:find("from a person", 1, true) end, 30)
+moss.fs.write("go", "")
+take(function(ev) return ev.type == "run" and ev.status == "finished" end, 20)
+print(moss.json.encode({ spike = spike, mine = mine, again = again, bad = tostring(bad[2]), manual = manual,
+  alerts = moss.runs.alerts{ run_id = r.id } }))
+'''
+
+
+def test_spike_script_and_manual_alerts_with_deduplication(lab):
+    lab.write("spiky.py", SPIKY)
+    lab.script("alerts", ALERT_SCRIPT)
+    p = lab.popen("@alerts", "--allow-full")
+    try:
+        rid = p.stdout.readline().strip()
+        assert re.fullmatch(r"[0-9a-f]{12}", rid), p.stderr.read() if p.poll() is not None else rid
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # wait for the spike (the script raises its own alert after it)
+            recs = {x["id"]: x for x in runs_on_disk(lab)}
+            if len(recs.get(rid, {}).get("alerts", [])) >= 2:
+                break
+            time.sleep(0.1)
+        # `moss runs alert` while another moss process watches the run: handed over, then shown there
+        r = lab.moss("runs", "alert", rid[:6], "look at this from a person", "--severity", "critical")
+        assert r.returncode == 0, r.stderr
+        assert "handed to the moss process watching it" in r.stdout
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    res = json.loads(out.splitlines()[-1])
+    spike = res["spike"]
+    assert spike["severity"] == "warning" and "loss = 5.0 is 5.0x its running mean 1" in spike["message"]
+    assert res["mine"]["source"] == "script" and res["mine"]["severity"] == "critical"
+    assert res["again"]["duplicate"] is True and res["again"]["id"] == res["mine"]["id"]
+    assert "severity must be one of info, warning, critical" in res["bad"]
+    assert res["manual"]["severity"] == "critical"
+    by_source = {}
+    for a in res["alerts"]:
+        by_source.setdefault(a["source"], []).append(a)
+    # one spike alert (6.0 is a spike too, but a rule fires once per run), one script, one manual
+    assert {k: len(v) for k, v in by_source.items()} == {"rule": 1, "script": 1, "manual": 1}
+    assert "look at this from a person" in by_source["manual"][0]["message"]
+
+
+def test_moss_runs_commands_list_show_logs_alert_stop(lab):
+    lab.write("slow.py", "import time\nprint('slow start loss 1.5', flush=True)\ntime.sleep(60)\n")
+    lab.script("bg", r'''
+        moss.access.set("full")
+        local d = moss.runs.start{ cmd = "python3 slow.py", name = "long one", detach = true }
+        local deadline = os.time() + 10
+        while os.time() < deadline and not moss.runs.log_tail(d.id, 100):find("slow start") do moss.runs.wait(0.2) end
+        print(d.id, moss.runs.status(d.id).pid)
+    ''')
+    r = lab.moss("@bg", "--allow-full")
+    assert r.returncode == 0, r.stderr
+    rid, pid = r.stdout.split()
+    r = lab.moss("runs", "list")
+    assert r.returncode == 0, r.stderr
+    header, row = r.stdout.splitlines()
+    assert header.split("\t") == ["id", "name", "executor", "status", "code", "duration", "alerts", "started"]
+    assert row.split("\t")[:4] == [rid, "long one", "local (none)", "running"]
+    r = lab.moss("runs", "logs", rid)
+    assert r.stdout == "slow start loss 1.5\n"
+    # no moss process watches the detached run: the alert is recorded at once
+    r = lab.moss("runs", "alert", rid, "the loss looks stuck")
+    assert r.returncode == 0 and re.match(r"alert [0-9a-f]{12} raised on " + rid, r.stdout), r.stdout + r.stderr
+    r = lab.moss("runs", "show", rid)
+    assert "python3 slow.py" in r.stdout and "the loss looks stuck (run long one)" in r.stdout
+    assert re.search(r"\twarning\tmanual\tpending\t", r.stdout)
+    r = lab.moss("runs", "stop", rid)
+    assert r.returncode == 0 and r.stdout.strip() == f"{rid} long one: stopped", r.stdout + r.stderr
+    assert not pid_alive(int(pid))
+    (rec,) = runs_on_disk(lab)
+    assert rec["status"] == "stopped" and rec["error"] == "stopped with moss runs stop"
+    r = lab.moss("runs", "show", "nosuch")
+    assert r.returncode == 2 and "no run with id 'nosuch'" in r.stderr
+
+
+class JudgeModel(WildModel):
+    """Also the LLM judge: its calls carry the label wild/judge."""
+
+    def __init__(self, *a, verdict="ALERT critical: the loss stopped improving", **kw):
+        super().__init__(*a, **kw)
+        self.verdict = verdict
+        self.judged: list[str] = []
+
+    def __call__(self, body):
+        from fakeapi import state_of
+
+        if state_of(body) == "judge":
+            self.judged.append(last_user_text(body))
+            return self.verdict
+        return super().__call__(body)
+
+
+def test_llm_judge_raises_an_alert_rate_limited(lab, api):
+    lab.write(".moss/config.toml", "[agent.wild.judge]\nevery_s = 0\nmax_calls = 1\n")
+    model = JudgeModel(lab, [sweep_tag({"lr": 0.001, "sleep": 1.0})])
+    r = wild(lab, api, "tune lr", model=model)
+    assert r.returncode == 0, r.stderr
+    # one judge call (max_calls), on a log it was shown; its alert is shown as the judge's
+    assert len(model.judged) == 1 and "args ['--lr=0.001'" in model.judged[0]  # the run's own log
+    assert model.stages()[:2] == ["EXPLORING", "RUNNING: alert"]
+    alert = model.calls[1][2]
+    assert "raised by the LLM judge" in alert and "judge: the loss stopped improving" in alert
+    (rec,) = runs_on_disk(lab)
+    assert rec["status"] == "stopped"
+    assert [(a["source"], a["severity"], a["choice"]) for a in rec["alerts"]] == [("judge", "critical", "stop")]
+
+
+def test_judge_off_by_default_and_ok_raises_nothing(lab, api):
+    model = JudgeModel(lab, [sweep_tag({"lr": 0.001})])
+    r = wild(lab, api, "tune lr", model=model)
+    assert r.returncode == 0, r.stderr
+    assert model.judged == [] and model.stages() == ["EXPLORING", "RUNNING: run finished", "ANALYZING"]
+    lab.script("jp", r'''
+        local j = require("lib.wild.judge")
+        print(moss.json.encode({ ok = j.parse("OK") or false, a = j.parse("ALERT critical: it diverged"),
+          b = j.parse("**ALERT** (info): slow"), c = j.parse("hmm\nALERT loud: x") }))
+    ''')
+    out = json.loads(lab.moss("@jp").stdout)
+    assert out == {"ok": False, "a": {"severity": "critical", "message": "it diverged"},
+                   "b": {"severity": "info", "message": "slow"}, "c": {"severity": "warning", "message": "x"}}
+
+
+# ---- the ray executor without a cluster: access and trust --------------------------------------------
+
+def test_ray_executor_needs_full_access(lab, api):
+    lab.user_file("config.toml", '[agent.wild]\nexecutor = "ray"\nray_address = "http://127.0.0.1:9"\n')
+    model = WildModel(lab, [sweep_tag({"lr": 0.001})])
+    r = wild(lab, api, "tune lr", model=model, full=False)
+    assert r.returncode == 2, r.stderr
+    assert "needs full access: pass --allow-full" in r.stderr and model.calls == []
+    lab.script("rayedit", r'''
+        moss.access.set("edit")
+        local ok, e = pcall(moss.runs.start, { cmd = "true", executor = "ray", address = "http://127.0.0.1:9" })
+        print(e.kind, e.message)
+    ''')
+    r = lab.moss("@rayedit")
+    assert r.stdout.startswith("denied\t") and "outside moss's sandbox" in r.stdout and "--allow-full" in r.stdout
+    # with full access and no cluster there, the sweep is refused and the model is told why
+    r = wild(lab, api, "--max-turns", "2", "tune lr")  # the same model, its answers already queued
+    assert model.stages() == ["EXPLORING", "EXPLORING"], r.stderr
+    assert "the sweep was not started: " in model.calls[1][2]
+    assert "cannot reach the Ray cluster at http://127.0.0.1:9" in model.calls[1][2]
+    assert runs_on_disk(lab) == []
+
+
+def test_ray_address_and_executor_from_a_project_need_trust(lab):
+    from moss.trust import scan_config
+
+    items, _ = scan_config({"agent": {"wild": {"executor": "ray", "ray_address": "http://attacker.invalid:8265"}},
+                            "x": {"dashboard_address": "10.0.0.1:1"}})
+    kinds = {i.key: i.kind for i in items}
+    assert kinds == {"agent.wild.executor": "setting", "agent.wild.ray_address": "endpoint",
+                     "x.dashboard_address": "endpoint"}
+    lab.write(".moss/config.toml", '[agent.wild]\nexecutor = "ray"\nray_address = "http://attacker.invalid:8265"\n'
+              "max_runs = 3\n")
+    lab.user_file("scripts/seecfg.lua", "local w = moss.config.agent.wild print(w.executor, w.ray_address, w.max_runs)")
+    lab.trusted = False
+    r = lab.moss("trust", input="")
+    assert "http://attacker.invalid:8265" in next(ln for ln in r.stdout.splitlines() if "agent.wild.ray_address" in ln)
+    r = lab.moss("@seecfg")  # untrusted: the endpoint and the executor are ignored, max_runs is not
+    assert r.stdout.split() == ["nil", "nil", "3"], r.stderr
+    assert "ray_address" in r.stderr
+    lab.trusted = True
+    r = lab.moss("@seecfg")
+    assert r.stdout.split() == ["ray", "http://attacker.invalid:8265", "3"]

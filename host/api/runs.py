@@ -10,7 +10,9 @@ from __future__ import annotations
 from ..errors import MossError
 from .session import ensure_dir
 
-START_KEYS = {"cmd", "name", "workdir", "alerts", "detach", "timeout", "meta", "env"}
+START_KEYS = {"cmd", "name", "workdir", "alerts", "detach", "timeout", "meta", "env", "executor", "address",
+              "resources", "results"}
+ALERT_KEYS = {"severity", "message", "choices", "source"}
 
 
 def functions(ctx):
@@ -35,7 +37,7 @@ def functions(ctx):
             spec = {"cmd": spec}
         if not isinstance(spec, dict):
             raise MossError("moss.runs.start expects {cmd=, name=, workdir=, alerts=, detach=, timeout=, "
-                            "meta=, env=}", kind="usage")
+                            "meta=, env=, executor=, address=, resources=, results=}", kind="usage")
         unknown = sorted(set(spec) - START_KEYS)
         if unknown:
             raise MossError(f"moss.runs.start: unknown field(s) {', '.join(map(str, unknown))}; known: "
@@ -62,6 +64,10 @@ def functions(ctx):
             meta=spec.get("meta"),
             env=env,
             setup=setup_from_config(ctx.user_config, ctx.config),
+            executor=spec.get("executor") or "local",
+            address=spec.get("address"),
+            resources=spec.get("resources") if isinstance(spec.get("resources"), dict) else None,
+            results=spec.get("results"),
         )
 
     def list_():
@@ -88,6 +94,21 @@ def functions(ctx):
     def resolve(alert_id, choice):
         return manager().resolve(alert_id, choice)
 
+    def alert(run_id, spec=None):
+        if isinstance(spec, str):
+            spec = {"message": spec}
+        if not isinstance(spec, dict):
+            raise MossError("moss.runs.alert(run_id, {message=, severity=, choices=, source=})", kind="usage")
+        unknown = sorted(set(spec) - ALERT_KEYS)
+        if unknown:
+            raise MossError(f"moss.runs.alert: unknown field(s) {', '.join(map(str, unknown))}; known: "
+                            + ", ".join(sorted(ALERT_KEYS)), kind="usage")
+        choices = spec.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            choices = [choices]
+        return manager().alert(run_id, spec.get("message"), severity=spec.get("severity") or "warning",
+                               choices=choices, source=spec.get("source") or "script")
+
     return {
         "runs.start": start,
         "runs.list": list_,
@@ -97,4 +118,5 @@ def functions(ctx):
         "runs.wait": wait,
         "runs.alerts": alerts,
         "runs.resolve": resolve,
+        "runs.alert": alert,
     }

@@ -36,6 +36,7 @@ import json
 import math
 import os
 import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -60,6 +61,10 @@ DEFAULT_CHOICES = ["continue", "stop"]
 STOP_CHOICE = re.compile(r"^\s*(stop|kill|terminate)\b", re.I)
 
 POLL = 0.1           # monitor tick: log tailing, exit and timeout checks
+RAY_POLL = 0.5       # seconds between status and log requests for one Ray job
+RAY_STOP_WAIT = 10.0  # Ray's own grace: SIGTERM, then SIGKILL after 3 s (RAY_JOB_STOP_WAIT_TIME_S)
+EXECUTORS = ("local", "ray")
+SOURCES = ("rule", "manual", "script", "judge")
 CANCEL_POLL = 0.25   # how often wait() looks at cancel()
 KILL_GRACE = 2.0     # SIGTERM -> SIGKILL
 MAX_LINE = 64 * 1024  # a longer "line" is checked in pieces
@@ -76,10 +81,12 @@ OPS = {
     "<=": lambda a, b: a <= b,
 }
 RULE_GRAMMAR = (
-    'an alert rule is "/REGEX/", "METRIC > NUMBER" (>, >=, <, <=), "METRIC is nan", or a table '
-    "{pattern=} | {metric=, op=, threshold=} | {metric=, nan=true}, with optional severity "
-    "(info, warning, critical), message, choices, name, once"
+    'an alert rule is "/REGEX/", "METRIC > NUMBER" (>, >=, <, <=), "METRIC is nan", "METRIC spike [K]", '
+    "or a table {pattern=} | {metric=, op=, threshold=} | {metric=, nan=true} | {metric=, spike=K, "
+    "min_points=}, with optional severity (info, warning, critical), message, choices, name, once"
 )
+DEFAULT_SPIKE = 3.0      # "loss spike": a value >= 3x the running mean of the values before it
+DEFAULT_MIN_POINTS = 3   # ... once that mean has at least this many values
 
 
 class Rule:
@@ -117,6 +124,10 @@ class Rule:
                 self.op = spec.get("op") or ">"
                 self.threshold = float(spec["threshold"])
                 self.compare = OPS[self.op]
+            if kind == "spike":
+                self.factor = float(spec["spike"])
+                self.min_points = int(spec.get("min_points") or DEFAULT_MIN_POINTS)
+                self.count, self.total = 0, 0.0  # the running mean, per run (one Rule per run)
 
     def check(self, line: str) -> tuple[str, str] | None:
         if self.kind == "pattern":
@@ -133,6 +144,16 @@ class Rule:
             if self.kind == "nan":
                 if math.isnan(value) or math.isinf(value):
                     return f"{self.metric} is {raw} (not a finite number)", raw
+            elif self.kind == "spike":
+                if math.isnan(value) or math.isinf(value):
+                    continue
+                mean = self.total / self.count if self.count else 0.0
+                hit = self.count >= self.min_points and mean > 0 and value >= self.factor * mean
+                self.count += 1
+                self.total += value
+                if hit:
+                    return (f"{self.metric} = {raw} is {value / mean:.1f}x its running mean {mean:.4g} "
+                            f"(spike rule: >= {self.factor:g}x)"), raw
             elif not math.isnan(value) and self.compare(value, self.threshold):
                 return f"{self.metric} = {raw} {self.op} {self.threshold:g}", raw
         return None
@@ -141,6 +162,7 @@ class Rule:
 _SHORT_THRESHOLD = re.compile(r"^\s*([\w./-]+)\s*(>=|<=|>|<)\s*(" + NUMBER + r")\s*$", re.I)
 _SHORT_NAN = re.compile(r"^\s*(?:([\w./-]+)\s+is\s+nan|nan\(\s*([\w./-]+)\s*\))\s*$", re.I)
 _SHORT_REGEX = re.compile(r"^/(.*)/(i?)$", re.S)
+_SHORT_SPIKE = re.compile(r"^\s*([\w./-]+)\s+spikes?(?:\s+(?:x\s*)?(\d+(?:\.\d*)?|\.\d+)\s*x?)?\s*$", re.I)
 
 
 def parse_rule(spec: Any) -> Rule:
@@ -153,14 +175,17 @@ def parse_rule(spec: Any) -> Rule:
         m = _SHORT_NAN.match(text)
         if m:
             return parse_rule({"metric": m.group(1) or m.group(2), "nan": True, "name": text})
+        m = _SHORT_SPIKE.match(text)
+        if m:
+            return parse_rule({"metric": m.group(1), "spike": float(m.group(2) or DEFAULT_SPIKE), "name": text})
         m = _SHORT_THRESHOLD.match(text)
         if m:
             return parse_rule({"metric": m.group(1), "op": m.group(2), "threshold": float(m.group(3)), "name": text})
         raise MossError(f"bad alert rule {spec!r}: {RULE_GRAMMAR}", kind="usage")
     if not isinstance(spec, dict):
         raise MossError(f"bad alert rule {spec!r}: {RULE_GRAMMAR}", kind="usage")
-    known = {"pattern", "ignore_case", "metric", "op", "threshold", "nan", "severity", "message", "choices",
-             "name", "once"}
+    known = {"pattern", "ignore_case", "metric", "op", "threshold", "nan", "spike", "min_points", "severity",
+             "message", "choices", "name", "once"}
     unknown = sorted(set(spec) - known)
     if unknown:
         raise MossError(f"alert rule: unknown field(s) {', '.join(unknown)}; {RULE_GRAMMAR}", kind="usage")
@@ -174,6 +199,16 @@ def parse_rule(spec: Any) -> Rule:
         raise MossError(f"bad alert rule {spec!r}: {RULE_GRAMMAR}", kind="usage")
     if spec.get("nan"):
         return Rule(spec, str(spec.get("name") or f"{metric} is nan"), "nan")
+    if spec.get("spike") is not None:
+        try:
+            spec["spike"] = float(spec["spike"])
+            spec["min_points"] = int(spec.get("min_points") or DEFAULT_MIN_POINTS)
+        except (TypeError, ValueError):
+            raise MossError(f"alert rule for {metric!r}: spike and min_points must be numbers", kind="usage") from None
+        if not spec["spike"] > 1 or spec["min_points"] < 1:
+            raise MossError(f"alert rule for {metric!r}: spike must be a factor above 1 (e.g. 3) and min_points "
+                            "at least 1", kind="usage")
+        return Rule(spec, str(spec.get("name") or f"{metric} spike {spec['spike']:g}"), "spike")
     if spec.get("threshold") is None:
         raise MossError(f"alert rule for {metric!r} needs threshold= (or nan=true); {RULE_GRAMMAR}", kind="usage")
     op = spec.get("op") or ">"
@@ -235,6 +270,12 @@ class _Live:
         self.killed = False
         self.deadline: float | None = None
         self.read_lock = threading.Lock()
+        self.ray = None           # moss.tools.ray_jobs.RayJobs for a run of the ray executor
+        self.ray_len = 0          # bytes of the job's log already copied to <id>.log
+        self.next_poll = 0.0      # monotonic time of the next status/log poll (ray)
+        self.poll_errors = 0
+        self.trigger_offset = 0   # bytes of <id>.alert (manual alerts) already read
+        self.poll_lock = threading.Lock()  # one status/log poll of a Ray job at a time
 
 
 class RunManager:
@@ -259,6 +300,7 @@ class RunManager:
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._closed = False
+        self._ray_clients: dict = {}
         self._load()
         atexit.register(self.close)
 
@@ -315,29 +357,16 @@ class RunManager:
         host_alive = bool(host) and host != me and _alive(host, rec.get("host_start"))
         if host_alive:
             return  # another moss process is watching it
+        if rec.get("executor") == "ray":
+            self._adopt(rec)  # a Ray job outlives moss: watch it again, wherever it got to
+            return
         if rec["status"] == "queued":
             self._set_status(rec, "stopped", error="moss exited before the run could start", emit=False)
             return
         pid, start = rec.get("pid"), rec.get("pid_start")
         if _alive(pid, start):
             if rec.get("detached"):
-                rules = []
-                for spec in rec.get("alert_rules") or []:
-                    try:
-                        rules.append(parse_rule(spec))
-                    except MossError:
-                        pass
-                live = _Live(rules)
-                try:
-                    live.offset = self._path(rec["id"], "log").stat().st_size
-                except OSError:
-                    live.offset = 0
-                if rec.get("timeout"):
-                    live.deadline = time.monotonic() + max(0.0, rec["started_at"] + rec["timeout"] - time.time())
-                self._live[rec["id"]] = live
-                rec["host_pid"], rec["host_start"] = me, _proc_start(me)
-                self._save(rec)
-                self._ensure_thread()
+                self._adopt(rec)
                 return
             # An attached run whose moss died without cleaning up (killed hard): runs do
             # not outlive moss unless detached, so finish the job.
@@ -351,6 +380,42 @@ class RunManager:
         else:
             self._set_status(rec, "failed", error="lost: the run ended while no moss process watched it "
                              "(exit code unknown)", emit=False)
+
+    def _adopt(self, rec: dict) -> None:
+        """Watch a run another (ended) moss process started: a detached local run whose
+        process is alive, or a Ray job. Log lines it wrote meanwhile are checked against the
+        rules only for a Ray job (copied from the cluster now); alerts already raised stay."""
+        rules = []
+        for spec in rec.get("alert_rules") or []:
+            try:
+                rules.append(parse_rule(spec))
+            except MossError:
+                pass
+        live = _Live(rules)
+        try:
+            live.offset = self._path(rec["id"], "log").stat().st_size
+        except OSError:
+            live.offset = 0
+        if rec.get("executor") == "ray":
+            live.ray = self._ray_client((rec.get("ray") or {}).get("address") or "")
+            live.ray_len = live.offset
+        if rec.get("timeout") and rec.get("started_at"):
+            live.deadline = time.monotonic() + max(0.0, rec["started_at"] + rec["timeout"] - time.time())
+        self._live[rec["id"]] = live
+        me = os.getpid()
+        rec["host_pid"], rec["host_start"] = me, _proc_start(me)
+        self._save(rec)
+        self._log("run_adopted", {"run": rec["id"], "name": rec["name"], "executor": rec.get("executor", "local"),
+                                  "status": rec["status"]})
+        self._ensure_thread()
+
+    def _ray_client(self, address: str):
+        from moss.tools.ray_jobs import RayJobs
+
+        client = self._ray_clients.get(address)
+        if client is None:
+            client = self._ray_clients[address] = RayJobs(address)
+        return client
 
     def _exit_code(self, rid: str) -> int | None:
         try:
@@ -402,22 +467,116 @@ class RunManager:
                                  "error": error})
 
     def _raise_alert(self, rec: dict, rule: Rule, default: str, line: str) -> None:
-        rid = rec["id"]
         for a in rec["alerts"]:
             if a.get("rule") == rule.key and (rule.once or a["status"] == "pending"):
                 return
+        self._add_alert(rec, key=rule.key, severity=rule.severity,
+                        message=f"{rule.message or default} (run {rec['name']})", choices=rule.choices,
+                        line=line, source="rule")
+
+    def _add_alert(self, rec: dict, *, key: str, severity: str, message: str, choices: list, line: str,
+                   source: str, trigger: str | None = None) -> dict:
+        """Record a pending alert and queue its event — unless the same message is already
+        pending on this run (de-duplication across rules and sources): then that one is returned."""
+        rid = rec["id"]
+        for a in rec["alerts"]:
+            if a["status"] == "pending" and a.get("message") == message:
+                if trigger:
+                    a.setdefault("triggers", []).append(trigger)
+                    self._save(rec)
+                return dict(a, duplicate=True)
         alert = {
-            "id": uuid.uuid4().hex[:12], "run_id": rid, "run_name": rec["name"], "rule": rule.key,
-            "severity": rule.severity, "message": f"{rule.message or default} (run {rec['name']})",
-            "choices": list(rule.choices), "status": "pending", "line": line[:500], "created_at": _now(),
+            "id": uuid.uuid4().hex[:12], "run_id": rid, "run_name": rec["name"], "rule": key,
+            "severity": severity, "message": message, "source": source,
+            "choices": list(choices), "status": "pending", "line": line[:500], "created_at": _now(),
         }
+        if trigger:
+            alert["triggers"] = [trigger]
         rec["alerts"].append(alert)
         self._save(rec)
         self._events.append({"type": "alert", **{k: alert[k] for k in (
             "id", "run_id", "run_name", "severity", "message", "choices", "status", "line")}, "alert_id": alert["id"]})
         self._cond.notify_all()
         self._log("run_alert", {"run": rid, "alert": alert["id"], "severity": alert["severity"],
-                                "message": alert["message"]})
+                                "message": alert["message"], "source": source})
+        return dict(alert)
+
+    # ---- alerts raised by people and scripts -----------------------------------------------------
+    def alert(self, rid: str, message: str, *, severity: str = "warning", choices: list | None = None,
+              source: str = "script") -> dict:
+        """Raise an alert on a run by hand (`moss runs alert`, moss.runs.alert, the LLM judge).
+        A run that another live moss process watches gets it through its trigger file
+        (``<id>.alert``), which that process reads on its next tick; otherwise it is recorded now.
+        Returns the alert (``duplicate=true`` when the same message was already pending), or
+        ``{queued=true, run_id, message}`` when it went to the trigger file."""
+        if not isinstance(message, str) or not message.strip():
+            raise MossError("runs.alert: a message is required", kind="usage")
+        if severity not in SEVERITIES:
+            raise MossError(f"runs.alert: severity must be one of {', '.join(SEVERITIES)}, got {severity!r}",
+                            kind="usage")
+        if source not in SOURCES:
+            raise MossError(f"runs.alert: source must be one of {', '.join(SOURCES)}", kind="usage")
+        if choices is not None and (not isinstance(choices, list) or not choices
+                                    or not all(isinstance(c, str) and c.strip() for c in choices)):
+            raise MossError("runs.alert: choices must be a non-empty list of strings", kind="usage")
+        message = " ".join(message.split())[:2000]
+        with self._lock:
+            rec = self._get(rid)
+            owner = rec.get("host_pid")
+            elsewhere = (rid not in self._live and rec["status"] not in TERMINAL and bool(owner)
+                         and owner != os.getpid() and _alive(owner, rec.get("host_start")))
+            if not elsewhere:
+                return self._add_alert(rec, key=f"{source}: {message}", severity=severity,
+                                       message=f"{message} (run {rec['name']})",
+                                       choices=choices or DEFAULT_CHOICES, line="", source=source)
+        entry = {"id": uuid.uuid4().hex[:12], "message": message, "severity": severity, "source": source,
+                 "choices": choices, "at": _now()}
+        self._ensure_dir()
+        with open(self._path(rid, "alert"), "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        return {"queued": True, "run_id": rid, "message": message, "severity": severity}
+
+    def _read_triggers(self, rid: str) -> None:
+        """Manual alerts appended to ``<id>.alert`` (a JSON object or plain text per line)."""
+        live = self._live[rid]
+        path = self._path(rid, "alert")
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(live.trigger_offset)
+                data = fh.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n")
+        if end < 0:
+            return
+        pos = live.trigger_offset
+        live.trigger_offset += end + 1
+        with self._lock:
+            rec = self._runs[rid]
+            seen = {t for a in rec["alerts"] for t in a.get("triggers", [])}
+            for raw in data[:end].split(b"\n"):
+                line_at, pos = pos, pos + len(raw) + 1
+                text = raw.decode("utf-8", "replace").strip()
+                if not text:
+                    continue
+                try:
+                    entry = json.loads(text)
+                    if not isinstance(entry, dict):
+                        raise ValueError
+                except ValueError:
+                    entry = {"message": text}
+                tid = str(entry.get("id") or f"byte{line_at}")
+                message = " ".join(str(entry.get("message") or "").split())[:2000]
+                if tid in seen or not message:
+                    continue
+                severity = entry.get("severity") if entry.get("severity") in SEVERITIES else "warning"
+                choices = entry.get("choices")
+                if not (isinstance(choices, list) and choices and all(isinstance(c, str) and c.strip() for c in choices)):
+                    choices = DEFAULT_CHOICES
+                source = entry.get("source") if entry.get("source") in SOURCES else "manual"
+                self._add_alert(rec, key=f"{source}: {message}", severity=severity,
+                                message=f"{message} (run {rec['name']})", choices=choices, line="",
+                                source=source, trigger=tid)
 
     # ---- the monitor thread ------------------------------------------------------------------
     def _ensure_thread(self) -> None:
@@ -484,6 +643,10 @@ class RunManager:
     def _tick(self, rid: str) -> None:
         live = self._live[rid]
         rec = self._runs[rid]
+        self._read_triggers(rid)
+        if live.ray is not None:
+            self._tick_ray(rid)
+            return
         if rec["status"] != "running":
             return
         self._drain(rid, final=False)
@@ -504,6 +667,104 @@ class RunManager:
             code = self._exit_code(rid)
         self._finish(rid, code)
 
+    # ---- Ray jobs -------------------------------------------------------------------------------
+    def _copy_ray_log(self, rid: str) -> None:
+        """Append what the job's log gained since last time to <id>.log (the log is the one
+        place metrics come back from the cluster)."""
+        live, rec = self._live[rid], self._runs[rid]
+        data = live.ray.logs(rec["ray"]["submission_id"]).encode("utf-8", "replace")
+        if len(data) > live.ray_len:
+            with open(self._path(rid, "log"), "ab") as fh:
+                fh.write(data[live.ray_len:])
+            live.ray_len = len(data)
+
+    def _tick_ray(self, rid: str, force: bool = False) -> None:
+        with self._live[rid].poll_lock:
+            self._poll_ray(rid, force)
+
+    def _poll_ray(self, rid: str, force: bool) -> None:
+        live, rec = self._live[rid], self._runs[rid]
+        if rec["status"] in TERMINAL:
+            return
+        now = time.monotonic()
+        if not force and now < live.next_poll:
+            return
+        live.next_poll = now + RAY_POLL
+        sid = rec["ray"]["submission_id"]
+        try:
+            info = live.ray.status(sid)
+            self._copy_ray_log(rid)
+            live.poll_errors = 0
+        except MossError as e:
+            live.poll_errors += 1
+            if e.kind == "not_found":
+                self._drain(rid, final=True)
+                with self._lock:
+                    self._set_status(rec, "failed", error=f"lost: the Ray job {sid} is gone from the cluster "
+                                     f"at {rec['ray']['address']}")
+                return
+            if live.poll_errors in (1, 10) or live.poll_errors % 100 == 0:
+                self._log("run_monitor_error", {"run": rid, "error": e.message, "tries": live.poll_errors})
+            live.next_poll = now + min(30.0, RAY_POLL * (2 ** min(live.poll_errors, 6)))
+            return
+        ray_status = str(info.get("status") or "")
+        from moss.tools.ray_jobs import RAY_TERMINAL, STATUS
+
+        status = STATUS.get(ray_status)
+        self._drain(rid, final=ray_status in RAY_TERMINAL)
+        with self._lock:
+            if rec["status"] in TERMINAL:
+                return
+            if status == "running" and rec["status"] == "queued":
+                start = info.get("start_time")
+                rec["started_at"] = round(start / 1000, 3) if isinstance(start, (int, float)) and start else _now()
+                if rec.get("timeout"):
+                    live.deadline = time.monotonic() + float(rec["timeout"])
+                self._set_status(rec, "running")
+                self._log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "executor": "ray",
+                                        "submission_id": sid, "address": rec["ray"]["address"]})
+            elif ray_status in RAY_TERMINAL:
+                code = info.get("driver_exit_code")
+                code = code if isinstance(code, int) else None
+                if not rec.get("started_at"):
+                    start = info.get("start_time")
+                    rec["started_at"] = round(start / 1000, 3) if isinstance(start, (int, float)) and start else None
+                reason = live.stop_reason or self._stop_marker(rid)
+                if status == "stopped" or reason:
+                    self._set_status(rec, "stopped", code=code, error=reason or info.get("message") or "stopped")
+                elif status == "finished":
+                    self._set_status(rec, "finished", code=0 if code is None else code)
+                else:
+                    self._set_status(rec, "failed", code=code, error=(info.get("message") or "the job failed")[:1000])
+                return
+            if live.deadline is not None and live.term_at is None and time.monotonic() >= live.deadline:
+                live.stop_reason = f"timeout after {rec.get('timeout'):g} s"
+                live.term_at = time.monotonic()
+        if live.term_at is not None and not live.killed:
+            live.killed = True  # one stop request; Ray escalates to SIGKILL itself
+            try:
+                live.ray.stop(sid)
+            except MossError as e:
+                live.killed = False
+                self._log("run_monitor_error", {"run": rid, "error": f"stop: {e.message}"})
+
+    def _stop_marker(self, rid: str) -> str | None:
+        """The reason `moss runs stop` left in <id>.stop for the process that watches the run."""
+        try:
+            return self._path(rid, "stop").read_text(encoding="utf-8").strip() or "stopped on request"
+        except OSError:
+            return None
+
+    def sync(self) -> None:
+        """Bring every watched Ray job up to date now (status and log), e.g. before a listing."""
+        with self._lock:
+            rids = [rid for rid, live in self._live.items() if live.ray is not None]
+        for rid in rids:
+            try:
+                self._tick_ray(rid, force=True)
+            except Exception as e:
+                self._log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
+
     def _finish(self, rid: str, code: int | None) -> None:
         self._drain(rid, final=True)  # alerts from the last lines come before the run event
         if self._live[rid].access in ("edit", "read-shell") and self._runs[rid]["status"] not in TERMINAL:
@@ -512,8 +773,9 @@ class RunManager:
             rec, live = self._runs[rid], self._live[rid]
             if rec["status"] in TERMINAL:
                 return
-            if live.stop_reason is not None:
-                self._set_status(rec, "stopped", code=code, error=live.stop_reason)
+            reason = live.stop_reason or self._stop_marker(rid)
+            if reason is not None:
+                self._set_status(rec, "stopped", code=code, error=reason)
             elif code == 0:
                 self._set_status(rec, "finished", code=0)
             elif code is None:
@@ -522,10 +784,11 @@ class RunManager:
                 self._set_status(rec, "failed", code=code)
 
     def _start_queued(self) -> None:
-        running = sum(1 for rid in self._live if self._runs[rid]["status"] == "running")
+        running = sum(1 for rid, live in self._live.items()
+                      if self._runs[rid]["status"] == "running" and live.ray is None)
         for rid, live in list(self._live.items()):
             rec = self._runs[rid]
-            if rec["status"] != "queued" or live.plan is None:
+            if rec["status"] != "queued" or live.plan is None or live.ray is not None:
                 continue
             if self.max_parallel and running >= self.max_parallel:
                 return
@@ -616,14 +879,23 @@ class RunManager:
     def start(self, cmd: str, *, access: str, allow_full: bool = False, unsandboxed_ok: bool = False,
               name: str | None = None, workdir: str | None = None, alerts: list | None = None,
               detach: bool = False, timeout: float | None = None, meta: Any = None,
-              env: dict | None = None, setup: Setup | None = None) -> dict:
+              env: dict | None = None, setup: Setup | None = None, executor: str = "local",
+              address: str | None = None, resources: dict | None = None, results: str | None = None) -> dict:
         """Start (or queue) a run; `env` is set inside the sandbox over the scrubbed
-        environment, `setup` is what the user's own config adds (see moss.tools.sandbox)."""
+        environment, `setup` is what the user's own config adds (see moss.tools.sandbox).
+        `executor="ray"` submits it as a Ray job to the cluster at `address` (else
+        $RAY_ADDRESS) with `resources` ({num_cpus, num_gpus}); `results` is where the run
+        should leave the files it returns (MOSS_RESULTS_DIR = RESULTS/<run id>)."""
         if not isinstance(cmd, str) or not cmd.strip():
             raise MossError("runs.start: cmd must be a non-empty command string", kind="usage")
         check_level(access)
+        if executor not in EXECUTORS:
+            raise MossError(f"runs.start: executor must be one of {', '.join(EXECUTORS)}, got {executor!r}",
+                            kind="usage")
         extra = check_env(env, "runs.start")
         require_write(access, "starting a run (runs write files)")
+        if results is not None and (not isinstance(results, str) or not results.strip()):
+            raise MossError("runs.start: results must be a path or URI string", kind="usage")
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise MossError(f"runs.start: timeout must be a positive number of seconds, got {timeout!r}",
                             kind="usage")
@@ -634,6 +906,12 @@ class RunManager:
             raise MossError(f"runs.start: workdir {workdir!r} is not a directory", kind="usage")
         rid = uuid.uuid4().hex[:12]
         extra = {"PYTHONUNBUFFERED": "1", "MOSS_RUN_ID": rid, **extra}
+        if results:
+            extra["MOSS_RESULTS_DIR"] = results.rstrip("/") + "/" + rid
+        if executor == "ray":
+            return self._start_ray(rid, cmd, access=access, allow_full=allow_full, name=name, root=real_root, wd=wd,
+                                   rules=rules, timeout=timeout, meta=meta, env=extra, address=address,
+                                   resources=resources, results=results)
 
         def plan(protect: list[str]):
             return command_plan(cmd, access=access, root=str(real_root), cwd=str(wd), allow_full=allow_full,
@@ -647,7 +925,8 @@ class RunManager:
             "detached": bool(detach), "created_at": _now(), "started_at": None, "ended_at": None,
             "timeout": timeout, "log": str(Path(".moss", "agent", "runs", f"{rid}.log")),
             "alert_rules": [r.spec for r in rules], "meta": meta, "host_pid": os.getpid(),
-            "host_start": _proc_start(os.getpid()), "alerts": [],
+            "host_start": _proc_start(os.getpid()), "alerts": [], "executor": "local",
+            "results": extra.get("MOSS_RESULTS_DIR"),
         }
         with self._lock:
             if self._closed:
@@ -662,9 +941,75 @@ class RunManager:
             self._ensure_thread()
             return self._public(rec)
 
+    def _start_ray(self, rid: str, cmd: str, *, access: str, allow_full: bool, name: str | None, root: Path,
+                   wd: Path, rules: list, timeout, meta, env: dict, address: str | None, resources: dict | None,
+                   results: str | None) -> dict:
+        """Submit one Ray job for the run: the project as its working directory, the command
+        as its entrypoint (from `wd`), at least one CPU so Ray queues rather than oversubscribes."""
+        from moss.tools.ray_jobs import resolve_address
+
+        if access != "full":
+            raise MossError("the ray executor runs each command as a Ray job on the cluster, outside moss's "
+                            f"sandbox, so it needs access full (the session has {access}): pass --allow-full "
+                            "or set [agent] allow_full = true in your user config", kind="denied")
+        if not allow_full:
+            raise MossError("the ray executor needs full access, which is not allowed: pass --allow-full",
+                            kind="denied")
+        res = dict(resources or {})
+        unknown = sorted(set(res) - {"num_cpus", "num_gpus"})
+        if unknown:
+            raise MossError(f"runs.start: unknown resource(s) {', '.join(map(str, unknown))}; known: num_cpus, "
+                            "num_gpus", kind="usage")
+        try:
+            cpus = max(1.0, float(res.get("num_cpus") or 1))
+            gpus = float(res.get("num_gpus") or 0)
+        except (TypeError, ValueError):
+            raise MossError("runs.start: num_cpus and num_gpus must be numbers", kind="usage") from None
+        cpus, gpus = (int(x) if float(x).is_integer() else x for x in (cpus, gpus))
+        addr = resolve_address(address)
+        client = self._ray_client(addr)
+        rel_wd = os.path.relpath(wd, root)
+        entry = cmd if rel_wd == "." else f"cd {shlex.quote(rel_wd)} && {cmd}"
+        sid = f"moss-{rid}"
+        rec = {
+            "id": rid, "name": name or (cmd if len(cmd) <= 60 else cmd[:59] + "…"), "cmd": cmd,
+            "workdir": rel_wd, "status": "queued", "access": access, "sandbox": "ray", "executor": "ray",
+            "detached": True, "created_at": _now(), "started_at": None, "ended_at": None, "timeout": timeout,
+            "log": str(Path(".moss", "agent", "runs", f"{rid}.log")), "alert_rules": [r.spec for r in rules],
+            "meta": meta, "host_pid": os.getpid(), "host_start": _proc_start(os.getpid()), "alerts": [],
+            "results": env.get("MOSS_RESULTS_DIR"),
+            "ray": {"address": addr, "submission_id": sid, "num_cpus": cpus, "num_gpus": gpus},
+        }
+        with self._lock:
+            if self._closed:
+                raise MossError("runs.start: moss is shutting down", kind="usage")
+        self._ensure_dir()
+        # submitted before it is recorded: a run that could not be submitted does not exist
+        uri = client.upload_project(root)
+        rec["ray"]["working_dir"] = uri
+        env_vars = {k: v for k, v in env.items() if v is not None}
+        metadata = {"moss_run_id": rid, "moss_run_name": rec["name"], "moss_project": str(root)}
+        client.submit(entry, sid, runtime_env={"working_dir": uri, "env_vars": env_vars}, metadata=metadata,
+                      num_cpus=cpus, num_gpus=gpus or None)
+        with self._lock:
+            self._runs[rid] = rec
+            live = _Live(rules)
+            live.ray = client
+            self._live[rid] = live
+            self._save(rec)
+            self._path(rid, "log").touch()
+            self._events.append({"type": "run", "id": rid, "name": rec["name"], "status": "queued",
+                                 "previous": None})
+            self._cond.notify_all()
+            self._log("run_submit", {"run": rid, "name": rec["name"], "cmd": cmd, "executor": "ray",
+                                     "submission_id": sid, "address": addr, "num_cpus": cpus, "num_gpus": gpus})
+            self._ensure_thread()
+            return self._public(rec)
+
     def _public(self, rec: dict) -> dict:
         out = {k: v for k, v in rec.items() if k not in ("pid_start", "host_start", "host_pid")}
         out["alerts"] = [dict(a) for a in rec["alerts"]]
+        out.setdefault("executor", "local")
         return out
 
     def _get(self, rid: str) -> dict:
@@ -706,19 +1051,31 @@ class RunManager:
         return data.decode("utf-8", "replace")[-chars:]
 
     def stop(self, rid: str, reason: str = "stopped on request", wait: float = KILL_GRACE + 1.0) -> dict:
-        """Stop a run (SIGTERM to its group, SIGKILL after 2 s); returns its record once it ended."""
+        """Stop a run (SIGTERM to its group, SIGKILL after 2 s; a Ray job through the cluster's
+        stop); returns its record once it ended."""
         with self._lock:
             rec = self._get(rid)
             if rec["status"] in TERMINAL:
                 return self._public(rec)
             live = self._live.get(rid)
-            if rec["status"] == "queued":
+            ray = live is not None and live.ray is not None
+            if ray:
+                pass  # below, without holding the lock over HTTP
+            elif rec["status"] == "queued" and rec.get("executor") != "ray":
                 self._set_status(rec, "stopped", error=reason)
                 return self._public(rec)
-            if live is None:  # owned by another live moss process
-                procs.signal_group(rec.get("pid"), signal.SIGTERM)
+            elif live is None:  # owned by another live moss process: it records the end
+                self._ensure_dir()
+                write_atomic(self._path(rid, "stop"), reason)
+                if rec.get("executor") == "ray":
+                    self._ray_client(rec["ray"]["address"]).stop(rec["ray"]["submission_id"])
+                else:
+                    procs.signal_group(rec.get("pid"), signal.SIGTERM)
                 return self._public(rec)
-            self._signal_stop(rid, reason)
+            else:
+                self._signal_stop(rid, reason)
+        if ray:
+            return self._stop_ray(rid, reason)
         end = time.monotonic() + wait
         while time.monotonic() < end:
             if live.proc is not None:
@@ -739,6 +1096,20 @@ class RunManager:
                 procs.signal_group(rec.get("pid"), signal.SIGKILL)
         with self._lock:
             return self._public(rec)
+
+    def _stop_ray(self, rid: str, reason: str) -> dict:
+        rec, live = self._runs[rid], self._live[rid]
+        if live.stop_reason is None:
+            live.stop_reason = reason
+        live.term_at = live.term_at or time.monotonic()
+        live.killed = True
+        live.ray.stop(rec["ray"]["submission_id"])
+        end = time.monotonic() + RAY_STOP_WAIT
+        while time.monotonic() < end and rec["status"] not in TERMINAL:
+            self._tick_ray(rid, force=True)
+            if rec["status"] not in TERMINAL:
+                time.sleep(0.2)
+        return self._public(rec)
 
     def wait(self, timeout: float | None = None, cancel: Callable[[], bool] | None = None) -> dict | None:
         """The next event, alerts first; None once `timeout` seconds pass without one."""
@@ -816,8 +1187,8 @@ class RunManager:
             targets = []
             for rid, live in self._live.items():
                 rec = self._runs[rid]
-                if rec.get("detached") and rec["status"] == "running":
-                    continue
+                if live.ray is not None or (rec.get("detached") and rec["status"] == "running"):
+                    continue  # Ray jobs outlive moss by nature; detached runs by request
                 if rec["status"] == "queued":
                     self._set_status(rec, "stopped", error="moss exited before the run could start", emit=False)
                 elif rec["status"] == "running":

@@ -14,11 +14,26 @@ local loop = require("lib.wild.loop")
 
 -- Runs write files, so the loop needs edit (runs under bubblewrap with the project
 -- writable) or, when full access is allowed, full; [agent.wild] access decides explicitly.
+-- The ray executor runs each command as a Ray job on the cluster, outside moss's sandbox:
+-- it needs full, and says so before anything starts.
 local function access()
   local cfg = loop.config()
-  if cfg.access then return cfg.access end
   local agent = moss.config.agent or {}
-  if (moss.options or {}).allow_full or agent.allow_full then return "full" end
+  local full_ok = (moss.options or {}).allow_full or agent.allow_full
+  local ex = loop.executor()
+  if ex ~= "local" and ex ~= "ray" then
+    moss.error("config", ('[agent.wild] executor must be "local" or "ray", not %q'):format(tostring(ex)), 0)
+  end
+  if ex == "ray" then
+    if not full_ok or (cfg.access and cfg.access ~= "full") then
+      moss.error("denied", "[agent.wild] executor = \"ray\" runs every command as a Ray job on the cluster, " ..
+        "outside moss's sandbox, so the Wild Loop needs full access: pass --allow-full (or set " ..
+        "[agent] allow_full = true in your user config)", 0)
+    end
+    return "full"
+  end
+  if cfg.access then return cfg.access end
+  if full_ok then return "full" end
   return "edit"
 end
 

@@ -420,7 +420,9 @@ function moss.mcp.call(server, tool, args, opts) end
 ---@field message string
 ---@field choices string[]
 ---@field status "pending"|"resolved"
----@field line string                  # the log line that raised it
+---@field line string                  # the log line that raised it ("" when raised by hand)
+---@field source "rule"|"manual"|"script"|"judge"  # who raised it
+---@field duplicate? boolean           # from moss.runs.alert: the same message was already pending
 ---@field created_at number
 ---@field choice? string               # once resolved
 ---@field resolved_at? number
@@ -436,7 +438,10 @@ function moss.mcp.call(server, tool, args, opts) end
 ---@field status moss.RunStatus
 ---@field code? integer                # exit code (negative: killed by that signal)
 ---@field error? string                # why it failed or was stopped
----@field sandbox string               # bwrap-project or none
+---@field sandbox string               # bwrap-project, none, or ray
+---@field executor "local"|"ray"
+---@field ray? {address: string, submission_id: string, working_dir: string, num_cpus: number, num_gpus: number}
+---@field results? string              # MOSS_RESULTS_DIR given to the run
 ---@field access string
 ---@field detached boolean
 ---@field created_at number
@@ -451,7 +456,7 @@ function moss.mcp.call(server, tool, args, opts) end
 ---@field alerts moss.Alert[]
 ---@field git? string[]               # git metadata the run created or changed (undone where possible)
 
----@alias moss.AlertRule string|{pattern?: string, ignore_case?: boolean, metric?: string, op?: ">"|">="|"<"|"<=", threshold?: number, nan?: boolean, severity?: "info"|"warning"|"critical", message?: string, choices?: string[], name?: string, once?: boolean}
+---@alias moss.AlertRule string|{pattern?: string, ignore_case?: boolean, metric?: string, op?: ">"|">="|"<"|"<=", threshold?: number, nan?: boolean, spike?: number, min_points?: integer, severity?: "info"|"warning"|"critical", message?: string, choices?: string[], name?: string, once?: boolean}
 
 ---@class moss.RunEvent
 ---@field type "run"|"alert"
@@ -474,7 +479,7 @@ function moss.mcp.call(server, tool, args, opts) end
 moss.runs = {}
 
 --- Start a background run (sh -c CMD in its own process group; needs access edit or full).
----@param spec string|{cmd: string, name?: string, workdir?: string, alerts?: moss.AlertRule[], detach?: boolean, timeout?: number, meta?: any, env?: table<string, string>}
+---@param spec string|{cmd: string, name?: string, workdir?: string, alerts?: moss.AlertRule[], detach?: boolean, timeout?: number, meta?: any, env?: table<string, string>, executor?: "local"|"ray", address?: string, resources?: {num_cpus?: number, num_gpus?: number}, results?: string}
 ---@return moss.Run
 function moss.runs.start(spec) end
 
@@ -513,6 +518,13 @@ function moss.runs.alerts(filter) end
 ---@param choice string
 ---@return moss.Alert
 function moss.runs.resolve(alert_id, choice) end
+
+--- Raise an alert on a run (a script's own check, the LLM judge); the same message already
+--- pending on the run is returned with duplicate=true instead of a second alert.
+---@param run_id string
+---@param spec string|{message: string, severity?: "info"|"warning"|"critical", choices?: string[], source?: "script"|"judge"|"manual"}
+---@return moss.Alert|{queued: true, run_id: string, message: string, severity: string}
+function moss.runs.alert(run_id, spec) end
 
 
 -- ---- child agents ------------------------------------------------------------------

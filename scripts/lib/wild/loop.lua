@@ -22,13 +22,14 @@ local context = require("lib.machine.context")
 local tags = require("lib.wild.tags")
 local grid = require("lib.wild.grid")
 local P = require("lib.wild.prompts")
+local judge = require("lib.wild.judge")
 
 local M = {}
 
 M.TERMINAL = { finished = true, failed = true, stopped = true }
 -- run transitions worth a turn of their own (as the original: a stop is not news)
 M.EVENT_STATUSES = { finished = true, failed = true }
-M.DEFAULT_ALERTS = { "loss is nan" }
+M.DEFAULT_ALERTS = { "loss is nan", "loss spike" } -- "loss spike" gets [agent.wild] spike_factor (3)
 
 local T0 = nil -- the first turn of this invocation: max_time_s is counted from here
 local OUT = nil      -- the output sink, once a handle has seen env
@@ -36,6 +37,13 @@ local OUT = nil      -- the output sink, once a handle has seen env
 function M.config()
   local agent = moss.config.agent or {}
   return type(agent.wild) == "table" and agent.wild or {}
+end
+
+--- Where the sweep's runs go: "local" (subprocesses, the default) or "ray" (one Ray job per run).
+function M.executor()
+  local ex = M.config().executor
+  if ex == nil or ex == "" then return "local" end
+  return ex
 end
 
 local function max_time()
@@ -235,7 +243,8 @@ function M.running_context(S, state)
       return M.present(S, W, { kind = "alert", alert = view.pending_alerts[1], reminder = true }, view)
     end
     local left = M.remaining()
-    moss.runs.wait(left and math.max(1, math.min(left, 30)) or 30)
+    local step = math.min(30, judge.tick(S, W, view, function(msg) note(W, msg) end) or 30)
+    moss.runs.wait(left and math.max(1, math.min(left, step)) or step)
   end
 end
 
@@ -276,16 +285,29 @@ function M.start_sweep(S, W, spec)
   local rules = {}
   local defaults = cfg.alerts
   if defaults == nil then defaults = M.DEFAULT_ALERTS end
-  for _, r in ipairs(defaults) do rules[#rules + 1] = r end
+  local k = tonumber(cfg.spike_factor)
+  for _, r in ipairs(defaults) do
+    -- a spike rule without its own factor takes [agent.wild] spike_factor
+    if k and type(r) == "string" and r:match("^%s*[%w./_-]+%s+spikes?%s*$") then r = r .. " " .. k end
+    rules[#rules + 1] = r
+  end
   for _, r in ipairs(spec.alerts or {}) do rules[#rules + 1] = r end
   local sw = { name = spec.name, base_command = spec.base_command, workdir = spec.workdir, total = total,
     iteration = W.iteration, runs = {} }
+  local ex = M.executor()
+  local resources = nil
+  if ex == "ray" then
+    local res = spec.resources or {}
+    resources = { num_cpus = tonumber(res.num_cpus or cfg.num_cpus) or 1,
+      num_gpus = tonumber(res.num_gpus or cfg.num_gpus) or 0 }
+  end
   for i, combo in ipairs(combos) do
     local cmd = grid.command(spec.base_command, combo)
     local ok, run = pcall(moss.runs.start, {
       cmd = cmd, name = spec.name .. " #" .. i, workdir = spec.workdir,
-      alerts = #rules > 0 and rules or nil, detach = cfg.detach == true,
-      timeout = tonumber(cfg.run_timeout_s),
+      alerts = #rules > 0 and rules or nil, detach = ex == "local" and cfg.detach == true or nil,
+      timeout = tonumber(cfg.run_timeout_s), executor = ex, address = ex == "ray" and cfg.ray_address or nil,
+      resources = resources, results = cfg.results,
       meta = { sweep = spec.name, iteration = W.iteration, params = grid.describe(combo), session = S.id },
     })
     if not ok then

@@ -15,6 +15,9 @@ M.SWEEP_TEMPLATE = [[
 }
 </sweep>]]
 
+-- who raised an alert (moss.runs' `source`), as the alert prompt says it; rules say nothing
+M.SOURCES = { manual = "raised by a person", script = "raised by a script", judge = "raised by the LLM judge" }
+
 M.ICONS = { finished = "✅", failed = "❌", stopped = "⏹", running = "🏃", queued = "⏳" }
 
 local context = require("lib.machine.context")
@@ -132,7 +135,11 @@ Study the project with commands if you need to, then define the experiments. Whe
 ready, reply with exactly one sweep tag, for example:]] .. "\n\n" .. M.SWEEP_TEMPLATE .. "\n\n" .. [[
 Each combination of parameter values becomes one run of `base_command --key=value ...`.
 If the goal is already reached, reply <promise>COMPLETE</promise> with your answer; if you
-need a person, <promise>NEEDS_HUMAN</promise> and what you need.]]
+need a person, <promise>NEEDS_HUMAN</promise> and what you need.]],
+    require("lib.wild.loop").executor() == "ray" and [[
+The runs go to a Ray cluster, one job per run with the project as its working directory. Add
+"resources": {"num_cpus": N, "num_gpus": M} to the sweep for what each run needs (default 1 CPU,
+no GPU); a run prints its metrics to its log, and files it must return go to $MOSS_RESULTS_DIR.]] or nil
   )
 end
 
@@ -144,8 +151,9 @@ function M.alert(S, W, a, view, o)
   return join(
     heading("RUNNING", W.iteration, o.reminder and "alert still pending" or "alert"),
     goal(S),
-    ("**Alert** `%s` — severity **%s** — run %s (`%s`)\n%s"):format(a.id, (a.severity or "warning"):upper(),
-      a.run_name or "?", a.run_id or "?", a.message or ""),
+    ("**Alert** `%s` — severity **%s** — run %s (`%s`)%s\n%s"):format(a.id, (a.severity or "warning"):upper(),
+      a.run_name or "?", a.run_id or "?", M.SOURCES[a.source] and (" — " .. M.SOURCES[a.source]) or "",
+      a.message or ""),
     a.line and a.line ~= "" and ("Log line:\n" .. fence(a.line)) or nil,
     o.reminder and "Every run has ended, but this alert is still pending: the loop cannot move on to the " ..
       "analysis until it is resolved." or nil,
@@ -217,6 +225,27 @@ function M.time_up(S, W, limit, o)
     ("The loop's time limit (%d s, [agent.wild] max_time_s) has passed: no more sweeps will start and " ..
       "this session ends after your reply. Write a short report: what was tried, what was learned, " ..
       "and what you would do next."):format(limit)
+  )
+end
+
+--- The LLM judge (lib/wild/judge.lua): its system prompt and the question about one run.
+M.JUDGE_SYSTEM = [[You watch a machine-learning training run for a research agent. You are shown the
+recent log of one run. Decide whether a person should look at it now: divergence, a loss that
+stopped improving or explodes, NaN/Inf, errors, stalls, resource trouble. Normal progress is not
+an alert.
+
+Answer with exactly one line:
+OK
+or
+ALERT <info|warning|critical>: <one sentence saying what is wrong>]]
+
+function M.judge(S, W, run, tail)
+  return join(
+    ("Run %s (`%s`) of the sweep %q, status %s."):format(run.name or "?", run.cmd or "?",
+      (W.sweep and W.sweep.name) or "?", run.status or "?"),
+    "**Goal of the research:** " .. (S.task or ""),
+    "Recent log:\n" .. fence(tail),
+    "Is there something wrong that needs attention now? One line: OK, or ALERT <severity>: <what>."
   )
 end
 

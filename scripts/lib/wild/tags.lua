@@ -1,6 +1,7 @@
 -- The Wild Loop's response grammar: XML-ish tags around JSON or a word.
 --
---   <sweep>{"name": ..., "base_command": ..., "parameters": {...}, "workdir": ..., "max_runs": N}</sweep>
+--   <sweep>{"name": ..., "base_command": ..., "parameters": {...}, "workdir": ..., "max_runs": N,
+--           "resources": {"num_cpus": 1, "num_gpus": 0}}</sweep>
 --   <resolve_alert>{"alert_id": "...", "choice": "..."}</resolve_alert>
 --   <promise>CONTINUE|COMPLETE|NEEDS_HUMAN</promise>      (<signal>...</signal> is an alias)
 --
@@ -88,9 +89,21 @@ function M.sweep(text)
   if alerts ~= nil and (type(alerts) ~= "table" or json.is_object(alerts)) then
     return nil, '<sweep> alerts must be a list of rules like ["loss is nan", "loss > 8"]'
   end
+  local resources = v.resources
+  if resources == json.null then resources = nil end
+  if resources ~= nil then
+    if type(resources) ~= "table" or not json.is_object(resources) then
+      return nil, '<sweep> resources must be an object like {"num_cpus": 2, "num_gpus": 1}'
+    end
+    for _, k in ipairs(json.keys(resources)) do
+      if (k ~= "num_cpus" and k ~= "num_gpus") or type(resources[k]) ~= "number" or resources[k] < 0 then
+        return nil, '<sweep> resources takes "num_cpus" and "num_gpus", each a number of at least 0 (per run)'
+      end
+    end
+  end
   return {
     name = v.name, base_command = v.base_command, parameters = params, workdir = workdir,
-    max_runs = max_runs, alerts = alerts, extra = #found - 1,
+    max_runs = max_runs, alerts = alerts, resources = resources, extra = #found - 1,
   }
 end
 
