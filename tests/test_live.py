@@ -157,3 +157,41 @@ def test_stream_json_input_controls_a_session(project, api):
 def test_say_without_a_running_session_says_so(project):
     r = project.moss("say", "hello")
     assert r.returncode == 2 and "no moss session is running" in r.stderr
+
+
+def test_pause_on_a_terminal_waits_for_go_on_and_carries_on(project, api):
+    import threading
+
+    resumed = threading.Event()  # a request may reach the server late (the SDK loads in the
+    # background): what it gets depends on whether the user already said "go on", not on order
+    api.push(*[lambda body: "$(answer built with make)" if resumed.is_set() else slow("$(view .)", SLOW)] * 4)
+    master, slave = pty.openpty()
+    env = {**project.env, **api.env()}
+    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1",
+                          "how is this project built?"], cwd=project.root, env=env, stdin=slave,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+
+    def read_until(text, limit):
+        seen, deadline = "", time.monotonic() + limit
+        while time.monotonic() < deadline and text not in seen:
+            ready, _, _ = select.select([p.stderr], [], [], 0.2)
+            if ready:
+                seen += os.read(p.stderr.fileno(), 4096).decode("utf-8", "replace")
+        return seen
+
+    try:
+        wait_for_running(project)
+        time.sleep(0.5)
+        os.write(master, b"pause\n")
+        assert "paused: type 'go on'" in read_until("paused: type 'go on'", SLOW - 1)
+        time.sleep(0.5)
+        assert p.poll() is None  # it waits for the user, in the same process
+        resumed.set()
+        os.write(master, b"go on\n")
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 0 and out.strip() == "built with make", err
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()

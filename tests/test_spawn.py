@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
@@ -329,6 +330,46 @@ def test_resume_of_a_tree_after_sigkill(project, api):
     ev = events(project, f"{root}-1")
     resumed = [e for e in ev if e["event"] == "session_resume"]
     assert resumed and resumed[0]["turn"] >= turn_at_kill  # it went on from its own checkpoint
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_whole_tree_and_leaves_it_resumable(project, api):
+    project.write("calc.py", calc_py(3))
+    task = "count the functions in calc.py"
+
+    def slow_child(body):
+        if task_of(body) == task:
+            return slow(f"$(view calc.py:1-{len(api.requests) % 7 + 2})", 1.0)
+        return parent_model(task)(body)
+
+    api.push(*[slow_child] * 30)
+    p = project.popen("@agent", "--spawn", "-n", "how many functions?", *ARGS, env=api.env())
+    deadline, child = time.monotonic() + 60, None
+    while time.monotonic() < deadline and child is None:
+        found = list((project.root / ".moss/agent").glob("session-*-1.json"))
+        if found and json.loads(found[0].read_text()).get("turn", 0) >= 1:
+            child = json.loads(found[0].read_text())
+        time.sleep(0.2)
+    assert child is not None
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err  # the whole tree stopped, as Ctrl-C does
+    assert time.monotonic() - t0 < 10
+    root = child["session_id"].rsplit("-", 1)[0]
+    parent = json.loads((project.root / f".moss/agent/session-{root}.json").read_text())
+    assert [c["id"] for c in parent["children"]] == [f"{root}-1"]
+    assert not [t for t in threading_names_alive(p.pid)]  # nothing of the tree is left running
+    api.replies.clear()
+    api.push(*[parent_model(task)] * 30)
+    r = project.moss("@agent", "--resume", root, "-n", *ARGS, env=api.env(), timeout=90)
+    assert r.returncode == 0 and r.stdout.startswith("the child found "), r.stderr
+
+
+def threading_names_alive(pid):
+    """Processes still running with `pid` as their parent (a killed tree leaves none)."""
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [x for x in out.split() if x.strip()]
 
 
 @pytest.mark.parametrize("name", ["spawn", "wait_any", "wait_all", "lock"])
