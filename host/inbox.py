@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .storage import agent_dir, append_line, check_id, ensure_dir
 from .errors import MossError
+from .tools.procs import alive
 
 CONTROL_ACTIONS = ("pause", "stop", "resume")
 MAX_TEXT = 20_000
@@ -89,14 +90,6 @@ def mark_stopped(root: Path, sid: str) -> None:
         pass
 
 
-def _alive(pid) -> bool:
-    try:
-        os.kill(int(pid), 0)
-        return True
-    except (OSError, ValueError, TypeError):
-        return False
-
-
 def running(root: Path) -> list[dict]:
     """Sessions whose process is alive, newest first: {id, pid, started, task}."""
     out = []
@@ -106,7 +99,7 @@ def running(root: Path) -> list[dict]:
             info = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(info, dict) and _alive(info.get("pid")):
+        if isinstance(info, dict) and alive(info.get("pid")):
             out.append({"id": p.stem, **info})
     out.sort(key=lambda r: -float(r.get("started") or 0))
     return out

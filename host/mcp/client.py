@@ -53,16 +53,9 @@ def clean(text: Any, limit: int = MAX_DESCRIPTION) -> str:
 
 
 def _depth(value, limit: int = 32) -> bool:
-    stack = [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if d > limit:
-            return False
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
-    return True
+    from ..storage import depth_ok
+
+    return depth_ok(value, limit)
 
 
 def _schema(raw: Any) -> tuple[dict, str]:

@@ -131,12 +131,9 @@ class LockTimeout(MossError):
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    from .procs import alive
+
+    return alive(pid)
     return True
 
 

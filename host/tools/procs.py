@@ -25,6 +25,19 @@ def start(plan, *, cwd: str, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, s
                                 start_new_session=True, close_fds=True, pass_fds=fds)
 
 
+def alive(pid) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts: it exists)."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
 def signal_group(pid: int | None, sig: int) -> None:
     """Send `sig` to the process group led by `pid`; a group already gone is not an error."""
     if not pid:

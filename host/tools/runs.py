@@ -235,14 +235,8 @@ def _proc_start(pid: int) -> str | None:
 
 
 def _alive(pid: int | None, start: str | None) -> bool:
-    if not pid:
+    if not pid or not procs.alive(pid):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     now = _proc_start(pid)
     if now is None:
         return not Path("/proc").is_dir()  # no /proc: trust kill(0)
