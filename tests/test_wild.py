@@ -481,6 +481,36 @@ def test_ctrl_c_while_waiting_stops_promptly_and_stops_runs(lab, api):
     assert rec["status"] == "stopped" and not pid_alive(rec["pid"])
 
 
+def test_moss_say_stop_while_waiting_for_runs_ends_the_loop_resumably(lab, api):
+    """Stopping the loop goes through the live-session inbox, also while RUNNING waits for runs."""
+    model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 30})])
+    api.push(*([model] * 5))
+    p = lab.popen("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full", "tune lr",
+                  env=api.env())
+    try:
+        deadline = time.monotonic() + 20
+        recs = []
+        while time.monotonic() < deadline:
+            recs = runs_on_disk(lab)
+            if recs and recs[0]["status"] == "running":
+                break
+            time.sleep(0.05)
+        assert recs and recs[0]["status"] == "running"
+        time.sleep(0.5)  # moss is now waiting for the run's next event
+        start = time.monotonic()
+        said = lab.moss("say", "stop")
+        assert said.returncode == 0, said.stderr
+        p.wait(timeout=15)
+        elapsed = time.monotonic() - start
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 3, p.stderr.read()  # stopped, as asked: resumable
+    assert elapsed < 5, f"took {elapsed:.2f}s"
+    sid = next((lab.root / ".moss/agent").glob("session-*.json")).stem[len("session-"):]
+    assert json.loads((lab.root / f".moss/agent/session-{sid}.json").read_text())["reason"] == "stopped"
+
+
 # ---- alert sources: spikes, manual, scripts, the LLM judge; de-duplication ---------------------------
 
 SPIKY = r'''

@@ -85,7 +85,20 @@ def functions(ctx):
     def wait(timeout=None):
         if timeout is not None and not isinstance(timeout, (int, float)):
             raise MossError("moss.runs.wait(timeout): timeout is a number of seconds (or nil)", kind="usage")
-        return manager().wait(timeout, cancel=ctx.cancelled)
+        said = {"stop": False}
+
+        def cancel():  # Ctrl-C, or the user asked the session to stop or pause (moss.inbox)
+            if ctx.cancelled():
+                return True
+            said["stop"] = ctx.user_interrupt()
+            return said["stop"]
+
+        try:
+            return manager().wait(timeout, cancel=cancel)
+        except MossError:
+            if said["stop"]:
+                raise MossError("stopped by the user while waiting for runs", kind="stopped") from None
+            raise
 
     def alerts(filter_=None):
         f = filter_ if isinstance(filter_, dict) else {}

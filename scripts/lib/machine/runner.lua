@@ -99,7 +99,9 @@ local function system_prompt(S, state, env)
 end
 
 local function llm_call(S, state, env, extra)
-  local user = context.build(S, state)
+  -- building a context may wait (the Wild Loop waits for its runs there): the user may stop it
+  local built, user = pcall(context.build, S, state)
+  if not built then return nil, user end
   if extra then
     if type(user) == "table" then
       user[#user].text = user[#user].text .. "\n\n" .. extra
