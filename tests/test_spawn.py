@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -406,3 +407,36 @@ def test_a_parents_rollback_covers_what_its_child_changed(project, api):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["child\tanswered", "restored\tcalc.py\tnote.txt\t0"]
     assert (project.root / "calc.py").read_text() == calc_py() and not (project.root / "note.txt").exists()
+
+
+def test_a_terminal_shows_a_live_panel_of_the_running_agents(project, api):
+    import pty
+    import select
+
+    project.write("calc.py", calc_py(2))
+    project.script("fan", FAN % 2)
+    api.push(*[editor(delay=1.0)] * 12)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "moss", "@fan", "--trust", *ARGS], cwd=project.root,
+                         env={**project.env, **api.env(), "TERM": "xterm"}, stdout=subprocess.PIPE,
+                         stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and p.poll() is None:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        p.wait(timeout=30)
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()
+    text = seen.decode("utf-8", "replace")
+    assert p.returncode == 0, text[-2000:]
+    # the panel: a table titled "agents" with each child's id and role while they run
+    assert "agents" in text and "fanroot1-1" in text and "fanroot1-2" in text and "refactorer" in text
+    assert "waiting on" in text
