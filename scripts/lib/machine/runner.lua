@@ -124,7 +124,11 @@ local function llm_call(S, state, env, extra)
       if env.out and env.out.info then
         env.out:info(("context compacted: %d → %d characters"):format(done.chars_before, done.chars_after))
       end
+      -- checkpointed as the end of the turn before (this one has not happened yet), so a
+      -- resume redoes this turn from the compacted context
+      S.turn = S.turn - 1
       M.save(S, env)
+      S.turn = S.turn + 1
     else
       if moss.error_kind(err) == "interrupted" then error(err, 0) end
       log(S, "compact_failed", { turn = S.turn, error = tostring(err) })
