@@ -218,6 +218,19 @@ do
   function moss.json.is_object(t) return ORDER[t] ~= nil end
 end
 
+-- moss.inbox.watch(handler): the host calls handler(records) while it waits for the model or
+-- a shell command; returning "interrupt" ends that wait (host/api/inbox.py).
+if moss.inbox then
+  local handler
+  function moss.inbox.watch(fn)
+    handler = fn
+    moss.inbox._watched(fn ~= nil)
+  end
+  function moss.inbox._dispatch(records, offset)
+    if handler then return handler(records, offset) end
+  end
+end
+
 --- Raise a moss error with a kind scripts can branch on. `level` 0 names no position (a
 -- configuration or usage problem that no line of Lua caused).
 function moss.error(kind, message, level)

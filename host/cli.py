@@ -327,6 +327,45 @@ def doctor(provider, model, base_url, timeout):
     raise SystemExit(1 if any(r.status == doc.FAIL for r in table) else 0)
 
 
+@cli.command("say")
+@click.argument("words", nargs=-1)
+@click.option("--session", "-s", "session_id", metavar="ID", help="The session to tell (default: the latest running).")
+@click.option("--stop", "action", flag_value="stop", help="Ask the session to stop (resumable).")
+@click.option("--pause", "action", flag_value="pause", help="Ask the session to pause.")
+@click.option("--resume", "action", flag_value="resume", help="Let a paused session go on.")
+def say(words, session_id, action):
+    """Tell a running agent something: moss say "also update the docs".
+
+    \b
+    moss say "stop"                        the latest running session stops after this step
+    moss say -s k3v9qz2m "use pathlib"     a given session; it sees the message next turn
+    moss say --pause                       control messages: --stop, --pause, --resume
+    The message lands in the session's inbox (.moss/agent/inbox/ID.jsonl) and is acknowledged
+    by the agent at once; a session that is not running reads it when resumed."""
+    from . import inbox
+    from .context import find_project_root
+
+    root = find_project_root()
+    if not words and not action:
+        raise click.UsageError('say what? moss say "message" (or --stop, --pause, --resume)')
+    if session_id is None and len(words) > (0 if action else 1) and _looks_like_id(words[0], root):
+        session_id, words = words[0], words[1:]
+    sid = session_id or inbox.latest_running(root)
+    if action:
+        inbox.post(root, sid, source="say", action=action)
+        click.echo(f"asked session {sid} to {action}", err=True)
+    else:
+        inbox.post(root, sid, " ".join(words), source="say")
+        click.echo(f"told session {sid}", err=True)
+
+
+def _looks_like_id(word: str, root) -> bool:
+    """`moss say ID message`: the first word names a saved session."""
+    from .api.session import ID_RE, checkpoint_path
+
+    return bool(ID_RE.match(word)) and checkpoint_path(root, word).exists()
+
+
 @cli.group()
 def sessions():
     """Saved agent sessions (.moss/agent/): list them, or show one as a timeline."""

@@ -91,3 +91,9 @@ class Context:
 
     def cancelled(self) -> bool:
         return bool(self.runtime and self.runtime.cancelled)
+
+    def user_interrupt(self) -> bool:
+        """Whether the user's latest message (moss.inbox, handled by the Lua policy) asks to
+        stop waiting for the model or a command."""
+        poll = getattr(self, "inbox_poll", None)
+        return bool(poll and poll())

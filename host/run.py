@@ -32,6 +32,7 @@ HOST_OPTIONS = {
     "--timeout": "timeout",
     "--seed": "seed",
     "--base-url": "base_url",
+    "--input-format": "input_format",
 }
 HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full", "--trust": "trust",
               "--include-partial": "include_partial"}
@@ -54,6 +55,8 @@ Host options (any script):
   --trust              trust this project's .moss/ (scripts, commands, endpoints) for
                        this run only, e.g. in CI for a checkout you vouch for
   --verbose            stream model output and show more detail
+  --input-format F     stream-json: read {"type":"user"|"control"|"answer",...} lines on stdin
+                       (messages, pause/stop/resume, answers to questions) while the agent works
   --include-partial    also write the model's text as it streams, as {"type": "partial"}
                        lines on stdout (with --output-format stream-json; docs/events.md)"""
 
@@ -89,6 +92,9 @@ def split_host_options(args: list[str]) -> tuple[dict, list[str]]:
         else:
             rest.append(word)
         i += 1
+    if options.get("input_format") not in (None, "text", "stream-json"):
+        raise MossError(f"--input-format must be text or stream-json, got {options['input_format']!r}",
+                        kind="usage")
     return options, rest
 
 

@@ -6,6 +6,7 @@ local dispatch = require("lib.agent.dispatch")
 local safety = require("lib.agent.safety")
 local messages = require("lib.machine.messages")
 local timeline = require("lib.agent.timeline")
+local inbox = require("lib.agent.inbox")
 local commands = require("lib.machine.commands")
 local children = require("lib.agent.children")
 
@@ -194,11 +195,18 @@ local function run_stage(o)
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
   if o.session and S.children then children.reattach(S) end
   if S.turn == 0 and role.prepare and not me.child then role.prepare(S, env, o) end
-  runner.run(machine, S, env)
+  local listening = inbox.setup(S, env, { terminal = not me.child })
+  if listening.terminal and o.out.info then
+    o.out:info("type a line and Enter to talk to the agent while it works (stop, pause, or a message)")
+  end
+  local ok, err = pcall(runner.run, machine, S, env)
+  moss.inbox.close()
+  if not ok then error(err, 0) end
   return S, machine
 end
 
 local run_main -- defined after main, which wraps it
+local settle_llm -- defined beside run_main
 
 
 local function exit_status(reason, machine) return output.reason(reason, machine).exit end
@@ -234,6 +242,7 @@ local function resume(opts, cfg, base, extra_words)
     base.out:finish(S)
     return 0
   end
+  settle_llm() -- once the checkpoint is known to be usable: a broken one is the first thing to fix
   local machine = load_module("machine", S.machine)
   reopen(S, machine, opts.max_turns, #extra_words > 0)
   if #extra_words > 0 then messages.say(S, "The user says: " .. table.concat(extra_words, " ")) end
@@ -320,7 +329,7 @@ end
 
 -- Which LLM (or why there is none: nothing configured and no local server found) is
 -- settled before any turn is shown; the message is the host's, without a Lua position.
-local function settle_llm()
+settle_llm = function()
   local ok, e = pcall(moss.llm.provider)
   if not ok then
     moss.error(type(e) == "table" and e.kind or "config",
@@ -340,10 +349,7 @@ run_main = function(opts, cfg, rest, out, format)
     spawn = opts.spawn or cfg.spawn or false,
     format = format,
   }
-  if opts.resume then
-    settle_llm()
-    return resume(opts, cfg, base, rest)
-  end
+  if opts.resume then return resume(opts, cfg, base, rest) end
 
   local task = table.concat(rest, " ")
   if opts.task_file then task = moss.fs.read(opts.task_file) end

@@ -79,6 +79,33 @@ def _context_window(config, model):
     return value
 
 
+def _chat_listening(ctx, svc, request):
+    """svc.chat in a worker thread while this (the Lua) thread keeps reading the session's
+    inbox, so a message is acknowledged before the model answers; a handler that asks to
+    interrupt ends the wait (kind "stopped"; the reply, when it comes, is dropped)."""
+    import threading
+
+    from ..errors import MossError
+
+    box: dict = {}
+
+    def work():
+        try:
+            box["result"] = svc.chat(request)
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name="moss-llm", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+        if worker.is_alive() and ctx.user_interrupt():
+            raise MossError("stopped by the user while waiting for the model", kind="stopped")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def functions(ctx):
     def chat(request):
         if not isinstance(request, dict):
@@ -89,7 +116,7 @@ def functions(ctx):
             label = request.get("label")
             svc.stream.label = label if isinstance(label, str) else None
         _stderr_stream.wrote = False
-        result = svc.chat(request)
+        result = _chat_listening(ctx, svc, request) if getattr(ctx, "inbox_poll", None) else svc.chat(request)
         if _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
             sys.stderr.write("\n")  # the streamed text ends its line
         return result

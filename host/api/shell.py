@@ -62,7 +62,7 @@ def functions(ctx):
                     env=env,
                     allow_full=ctx.allow_full,
                     unsandboxed_ok=ctx.unsandboxed_ok,
-                    cancel=ctx.cancelled,
+                    cancel=lambda: ctx.cancelled() or ctx.user_interrupt(),
                     stdin=opts.get("stdin"),
                     setup=setup_from_config(ctx.user_config, ctx.config),
                 )

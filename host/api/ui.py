@@ -25,16 +25,26 @@ def functions(ctx):
         return _interactive(ctx)
 
     def ask(question, opts=None):
-        """Ask the user; nil when nobody can answer (stdin is not a terminal)."""
+        """Ask the user; nil when nobody can answer (stdin is not a terminal), or when
+        `timeout` seconds pass without an answer (only while moss reads stdin in the
+        background for the session's inbox)."""
         if not _interactive(ctx):
             return None
         import sys
 
+        from .inbox import stdin_reader
+
+        opts = opts or {}
         c = ui.console()
-        c.print(f"[bold cyan]?[/] {ui.escape(ui.sanitize(str(question)))}")
-        for i, choice in enumerate((opts or {}).get("choices") or [], 1):
-            c.print(f"  {i}. {ui.escape(ui.sanitize(str(choice)))}")
-        c.print("[dim]answer>[/] ", end="")
+        if not opts.get("silent"):  # a wait that asks again and again says it once
+            c.print(f"[bold cyan]?[/] {ui.escape(ui.sanitize(str(question)))}")
+            for i, choice in enumerate(opts.get("choices") or [], 1):
+                c.print(f"  {i}. {ui.escape(ui.sanitize(str(choice)))}")
+            c.print("[dim]answer>[/] ", end="")
+        reader = stdin_reader()
+        if reader is not None:  # one reader owns stdin: the next line answers this question
+            timeout = opts.get("timeout")
+            return reader.ask(float(timeout) if timeout else None)
         line = sys.stdin.readline()
         if not line:
             return None
@@ -85,6 +95,6 @@ def _interactive(ctx) -> bool:
     import os
     import sys
 
-    if os.environ.get("MOSS_ASSUME_TTY") == "1":
+    if os.environ.get("MOSS_ASSUME_TTY") == "1" or ctx.options.get("input_format") == "stream-json":
         return True
     return bool(sys.stdin) and sys.stdin.isatty()

@@ -677,3 +677,25 @@ function moss.locks.release(id) end
 --- Every lock held in this project, by this process and others: {targets, session, role, pid, since}.
 ---@return table[]
 function moss.locks.list() end
+
+---@class moss.inbox
+---What the user says while a session works (docs/lua-api.md#mossinbox).
+moss.inbox = {}
+---@param session_id string
+---@param opts? {offset?: integer, task?: string, terminal?: boolean}
+---@return {offset: integer, listening: boolean, channels: string[]}
+function moss.inbox.open(session_id, opts) end
+---@param handler fun(records: table[], offset: integer): string|nil  # "interrupt" ends the wait
+function moss.inbox.watch(handler) end
+---@return {records: table[], offset: integer}
+function moss.inbox.read() end
+---@param session_id string
+---@param text string
+---@param opts? {source?: string}
+---@return table
+function moss.inbox.post(session_id, text, opts) end
+---@return boolean
+function moss.inbox.close() end
+---Internal: the host's note that a handler is registered (moss.inbox.watch calls it).
+---@param on boolean
+function moss.inbox._watched(on) end

@@ -32,6 +32,7 @@ end
 local function task_block(S)
   local parts = { "**Task:** " .. S.task }
   if S.context_note and S.context_note ~= "" then parts[#parts + 1] = S.context_note end
+  for _, said in ipairs(S.user_adds or {}) do parts[#parts + 1] = "**The user adds:** " .. said end
   return table.concat(parts, "\n\n")
 end
 

@@ -16,6 +16,8 @@ local REASONS = {
   budget = { text = "stopped: the LLM budget is spent", exit = 1 },
   blocked = { text = "blocked: the agent needs an answer from you", exit = 3 },
   checkpoint = { text = "saved a checkpoint and stopped", exit = 1 },
+  stopped = { text = "stopped, as you asked", exit = 3 },
+  paused = { text = "paused, as you asked", exit = 3 },
   error = { text = "stopped on an error", exit = 1 },
   cancelled = { text = "cancelled by its parent agent", exit = 1 },
 }
@@ -130,6 +132,20 @@ end
 
 function Text:info(text) moss.ui.print(text, { style = "dim" }) end
 
+-- What the user said while the agent worked: acknowledged at once, with how it was read.
+local ACK = { stop = "will stop after this step", pause = "will pause after this step",
+  resume = "going on", related = "noted for the task: the agent sees it from its next turn",
+  unrelated = "not about the task: answered apart" }
+function Text:input(S, rec, class)
+  moss.ui.print(("› got it (%s): %s — %s"):format(class, one_line(rec.text or rec.action or "", 60),
+    ACK[class] or class), { style = "cyan" })
+end
+function Text:aside(S, question, answer)
+  moss.ui.print("── aside: " .. one_line(question, 80), { style = "bold cyan" })
+  moss.ui.print(answer)
+  moss.ui.print("──", { style = "bold cyan" })
+end
+
 -- json --------------------------------------------------------------------------------
 local Json = setmetatable({}, { __index = Text })
 Json.__index = Json
@@ -137,6 +153,8 @@ function Json:turn() end
 function Json:command() end
 function Json:llm() end
 function Json:info() end
+function Json:input() end
+function Json:aside() end
 function Json:finish(S) print(moss.json.encode(result(S), { sort_keys = true })) end
 
 -- stream-json -----------------------------------------------------------------------
@@ -153,6 +171,13 @@ function Stream:command(S, out)
     output = out.content }
 end
 function Stream:info(text) moss.ui.event { type = "info", text = text } end
+function Stream:input(S, rec, class)
+  moss.ui.event { type = "input_received", session_id = S.id, turn = S.turn, id = rec.id, source = rec.source,
+    text = rec.text, action = rec.action, class = class }
+end
+function Stream:aside(S, question, answer)
+  moss.ui.event { type = "aside", session_id = S.id, question = question, answer = answer }
+end
 function Stream:start(S)
   moss.ui.event { type = "session_start", schema = M.SCHEMA, session_id = S.id, task = S.task, machine = S.machine,
     role = S.role, resumed = S.turn > 0, turn = S.turn }

@@ -169,6 +169,10 @@ function M.run(machine, S, env)
     log(S, "session_resume", { session_id = S.id, turn = S.turn, state = S.state })
   end
   while true do
+    if env.before_turn then -- what the user said meanwhile (lib/agent/inbox.lua): may end the session
+      local reason = env.before_turn(S)
+      if reason then return finish(S, env, reason) end
+    end
     if S.turn >= S.max_turns then
       log(S, "max_turns", { turn = S.turn })
       return finish(S, env, "max_turns")
@@ -193,6 +197,7 @@ function M.run(machine, S, env)
       local kind = moss.error_kind(err)
       S.turn = S.turn - 1
       if kind == "budget" then return finish(S, env, "budget", nil, { detail = err.message }) end
+      if kind == "stopped" and env.before_turn then goto continue end -- the user spoke: see before_turn
       if kind == "config" or kind == "usage" or kind == "interrupted" then error(err, 0) end
       log(S, "error", { message = tostring(err), kind = kind })
       return finish(S, env, "error", nil, { detail = tostring(err) })
@@ -237,6 +242,7 @@ function M.run(machine, S, env)
     if type(nxt) == "function" then nxt = nxt(S, verdict) end
     S.state = nxt or S.state
     M.save(S, env)
+    ::continue::
   end
 end
 

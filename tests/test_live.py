@@ -1,0 +1,159 @@
+"""Talking to a running agent: moss say, a line typed on its terminal, stream-json on stdin.
+
+Each test runs a real `moss @agent` against the fake API server with a slow reply, speaks to
+it while it waits, and checks what a user would see: the acknowledgement, the session's end,
+and what the model's next request contains."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+from fakeapi import FakeAPI, last_user_text, slow, state_of
+
+SLOW = 6  # seconds the model takes on the turn we talk over
+
+
+def start(project, api, *args, **kw):
+    return project.popen("@agent", "--provider", "anthropic", "--v1", "-n", "--output-format", "stream-json",
+                         *args, "how is this project built?", env=api.env(), **kw)
+
+
+def wait_for_running(project, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = list((project.root / ".moss/agent/running").glob("*.json")) \
+            if (project.root / ".moss/agent/running").is_dir() else []
+        if running:
+            return running[0].stem
+        time.sleep(0.05)
+    raise AssertionError("the session never started running")
+
+
+def events_of(stdout: str) -> list[dict]:
+    return [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
+
+
+def model(replies_by_state):
+    """A model that answers by the label of the request: agent turns, inbox classification, asides."""
+    turns = {"n": 0}
+
+    def reply(body):
+        state = state_of(body)
+        if state in replies_by_state:
+            r = replies_by_state[state]
+            return r(body) if callable(r) else r
+        turns["n"] += 1
+        return replies_by_state["turns"][min(turns["n"], len(replies_by_state["turns"])) - 1](body)
+    return reply
+
+
+def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, api):
+    api.push(slow("$(view .)", SLOW))
+    p = start(project, api)
+    sid = wait_for_running(project)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    said = project.moss("say", "stop")
+    assert said.returncode == 0 and sid in said.stderr
+    out, err = p.communicate(timeout=30)
+    assert time.monotonic() - t0 < SLOW - 2  # the in-flight call was not waited for
+    assert p.returncode == 3, err  # stopped: needs the user, resumable
+    ev = events_of(out)
+    kinds = [e["type"] for e in ev]
+    assert kinds.index("input_received") < kinds.index("result")
+    assert ev[kinds.index("input_received")]["class"] == "stop"
+    assert ev[-1]["reason"] == "stopped" and ev[-1]["session_id"] == sid
+    ckpt = json.loads((project.root / f".moss/agent/session-{sid}.json").read_text())
+    assert ckpt["turn"] == 0 and ckpt["reason"] == "stopped"
+    assert not (project.root / f".moss/agent/running/{sid}.json").exists()
+    with FakeAPI() as api2:
+        api2.push("$(answer built with cargo)")
+        r = project.moss("@agent", "--provider", "anthropic", "--resume", sid, "-n", "go on", env=api2.env())
+    assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
+
+
+def test_a_related_message_joins_the_next_request(project, api):
+    api.push(*[model({"inbox": "RELATED", "turns": [
+        lambda b: slow("$(view .)", SLOW),
+        lambda b: "$(answer ok)"]})] * 4)
+    p = start(project, api)
+    wait_for_running(project)
+    time.sleep(0.5)
+    assert project.moss("say", "the build script is make.sh").returncode == 0
+    out, err = p.communicate(timeout=40)
+    assert p.returncode == 0, err
+    agent_turns = [r.body for r in api.requests if state_of(r.body) == "agent"]
+    assert "make.sh" not in last_user_text(agent_turns[0])
+    assert "The user adds:** the build script is make.sh" in last_user_text(agent_turns[1])
+    received = [e for e in events_of(out) if e["type"] == "input_received"]
+    assert received and received[0]["class"] == "related"
+
+
+def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(project, api):
+    api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [
+        lambda b: slow("$(view .)", SLOW),
+        lambda b: "$(answer ok)"]})] * 5)
+    p = start(project, api)
+    wait_for_running(project)
+    time.sleep(0.5)
+    assert project.moss("say", "by the way, what is the capital of France?").returncode == 0
+    out, err = p.communicate(timeout=40)
+    assert p.returncode == 0, err
+    asides = [e for e in events_of(out) if e["type"] == "aside"]
+    assert asides and asides[0]["answer"] == "Paris." and "capital of France" in asides[0]["question"]
+    for r in api.requests:
+        if state_of(r.body) == "agent":
+            assert "capital of France" not in json.dumps(r.body)
+
+
+def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(project, api):
+    api.push(slow("$(view .)", SLOW), "$(answer ok)")
+    master, slave = pty.openpty()
+    env = {**project.env, **api.env()}
+    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", "-n",
+                          "how is this project built?"], cwd=project.root, env=env, stdin=slave,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    try:
+        wait_for_running(project)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        os.write(master, b"stop\n")
+        seen, deadline = "", time.monotonic() + SLOW - 1
+        while time.monotonic() < deadline and "got it (stop)" not in seen:
+            ready, _, _ = select.select([p.stderr], [], [], 0.2)
+            if ready:
+                seen += os.read(p.stderr.fileno(), 4096).decode("utf-8", "replace")
+        assert "got it (stop)" in seen, seen
+        assert time.monotonic() - t0 < SLOW - 1  # acknowledged while the model was still answering
+        p.wait(timeout=30)
+        assert p.returncode == 3
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()
+
+
+def test_stream_json_input_controls_a_session(project, api):
+    api.push(slow("$(view .)", SLOW))
+    p = start(project, api, "--input-format", "stream-json", stdin=subprocess.PIPE)
+    wait_for_running(project)
+    time.sleep(0.5)
+    p.stdin.write(json.dumps({"type": "control", "action": "stop"}) + "\n")
+    p.stdin.flush()
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 3, err
+    ev = events_of(out)
+    assert any(e["type"] == "input_received" and e["action"] == "stop" and e["source"] == "stream-json" for e in ev)
+    assert ev[-1]["reason"] == "stopped"
+
+
+def test_say_without_a_running_session_says_so(project):
+    r = project.moss("say", "hello")
+    assert r.returncode == 2 and "no moss session is running" in r.stderr
