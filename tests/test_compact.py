@@ -117,3 +117,14 @@ def test_compaction_off_and_bad_settings(project, api):
         r = project.moss("@agent", "--provider", "anthropic", "-n", "q", env=api.env(), timeout=60)
         assert r.returncode == 2, r.stderr
         assert says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_window_is_known_for_default_models_and_configurable(project, api):
+    project.script("window", "print(moss.llm.provider().context_window)")
+    r = project.moss("@window", "--provider", "anthropic", env=api.env())
+    assert r.returncode == 0 and r.stdout == "200000\n", r.stderr  # claude-sonnet-5-5
+    r = project.moss("@window", "--provider", "openai", "--model", "some-unknown-model", env=api.env())
+    assert r.stdout == "nil\n"  # unknown: no compaction unless [llm] context_window says
+    project.write(".moss/config.toml", "[llm]\ncontext_window = 32768\n")
+    r = project.moss("@window", "--provider", "openai", "--model", "some-unknown-model", env=api.env())
+    assert r.stdout == "32768\n"

@@ -130,7 +130,9 @@ local function llm_call(S, state, env, extra)
       M.save(S, env)
       S.turn = S.turn + 1
     else
-      if moss.error_kind(err) == "interrupted" then error(err, 0) end
+      local kind = moss.error_kind(err)
+      if kind == "interrupted" then error(err, 0) end
+      if kind == "stopped" then return nil, err end -- the user spoke meanwhile: as for the turn's own call
       log(S, "compact_failed", { turn = S.turn, error = tostring(err) })
     end
   end
