@@ -384,6 +384,74 @@ def sessions_show(session_id):
     _run_lua("agent", ["--show-session", session_id])
 
 
+@cli.group("memory")
+def memory_group():
+    """The project's long-term memory, .moss/memory/*.md: list, search, forget, organize.
+
+    \b
+    The agent writes memories with $(memorize ...) and starts each session with the ones
+    that share words with its task. These commands are the same memory for people; the
+    files are plain Markdown you may also edit by hand and keep in git. What they do is
+    Lua (scripts/memory.lua; copy it to .moss/scripts/ to change it)."""
+
+
+@memory_group.command("list")
+def memory_list():
+    """Every memory: kind, text and file:line (a table on a terminal, tab-separated otherwise)."""
+    _run_lua("memory", ["list"])
+
+
+@memory_group.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--limit", type=click.IntRange(1), default=10, show_default=True, help="Show at most this many.")
+def memory_search(query, limit):
+    """The memories sharing the most words with QUERY, best first (the agent's recall).
+
+    Exit status 1 when none matches."""
+    _run_lua("memory", ["search", "--limit", str(limit), "--", *query])
+
+
+@memory_group.command("forget")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--yes", "-y", is_flag=True, help="Forget every match without asking.")
+def memory_forget(text, yes):
+    """Remove the memories containing TEXT (case-insensitive) and say how many.
+
+    More than one match asks first (without a terminal: lists them and exits 3, unless
+    --yes). Exit status 1 when nothing matches."""
+    _run_lua("memory", ["forget", *(["--yes"] if yes else []), "--", *text])
+
+
+ORGANIZE_HELP = """Have the LLM merge duplicate memories and group them under headings.
+
+\b
+It sees every .moss/memory/*.md file and answers each one's new content; moss shows the
+diff (on stdout) and writes only after you say yes, or with --yes. Without a terminal and
+without --yes it shows the diff, writes nothing and exits 3. A reply that is cut off, not
+in the expected form, or would delete every memory is refused (exit 1). Files the reply
+leaves out are kept as they are.
+
+\b
+The LLM is chosen as for `moss @agent`; host options pass through, e.g.
+  moss memory organize --provider anthropic --model claude-sonnet-5-5 --max-cost 0.05
+The prompt and the reading of the reply are Lua: scripts/memory.lua.
+"""
+
+
+@memory_group.command("organize", help=ORGANIZE_HELP,
+                      context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--yes", "-y", is_flag=True, help="Write the changes without asking.")
+@click.argument("host_options", nargs=-1, type=click.UNPROCESSED)
+def memory_organize(yes, host_options):
+    from .run import split_host_options
+
+    _, rest = split_host_options(list(host_options))
+    if rest:
+        raise SystemExit(_fail(f"moss memory organize: unexpected {' '.join(rest)!r} "
+                               f"(it takes --yes and host options such as --provider, --model)"))
+    _run_lua("memory", ["organize", *(["--yes"] if yes else []), *host_options])
+
+
 def _run_lua(name: str, words: list[str]) -> None:
     """What these commands show is the agent's policy: they run its Lua (like @agent does)."""
     from .run import run_script

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import threading
+import time
 from functools import lru_cache
+
+
+def no_color() -> bool:
+    """NO_COLOR (https://no-color.org) set to anything: plain text, no escape sequences."""
+    return bool(os.environ.get("NO_COLOR"))
 
 
 @lru_cache(maxsize=1)
 def console():
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    # color_system=None renders no styles at all: with NO_COLOR a terminal gets plain text
+    # (rich's own no_color drops colours but still sends bold and dim)
+    extra = {"color_system": None} if no_color() else {}
+    return Console(stderr=True, highlight=False, soft_wrap=True, **extra)
 
 
 def stderr_is_tty() -> bool:
@@ -53,3 +64,93 @@ def sanitize(text: str) -> str:
     terminal (set its title, clear it, hide what came before). Logs, JSON and stream-json
     output keep the raw text; only what is shown to a person passes through here."""
     return _UNSAFE.sub(_visible, text) if _UNSAFE.search(text) else text
+
+
+# -- the live status line ----------------------------------------------------------------
+# One line at the bottom of a terminal while moss waits (moss.ui.live): a spinner, the
+# caller's text, seconds since it started, and the tokens an LLM reply has streamed so far
+# (characters / 4, so "~"). Only on a terminal without NO_COLOR: it redraws itself with
+# escape sequences. Never on stdout.
+
+class _LiveLine:
+    def __init__(self):
+        from rich.spinner import Spinner
+
+        self.spinner = Spinner("dots", style="cyan")
+        self.text = ""
+        self.t0 = time.monotonic()
+        self.chars = 0
+        self.tail = ""
+
+    def __rich_console__(self, console, options):
+        from rich.text import Text
+
+        line = Text(self.text)
+        line.append(f" · {int(time.monotonic() - self.t0)}s", style="dim")
+        if self.chars:
+            line.append(f" · ~{(self.chars + 3) // 4} tokens", style="dim")
+            tail = " ".join(self.tail.split())[-60:]
+            if tail:
+                line.append(f" · {tail}", style="italic dim")
+        line.truncate(max(options.max_width - 3, 10), overflow="ellipsis")
+        self.spinner.text = line
+        yield self.spinner.render(console.get_time())
+
+
+_live_lock = threading.Lock()
+_live = None  # (rich Live, _LiveLine) while a status line shows
+
+
+def live_start(text: str) -> bool:
+    """Show (or retitle, restarting its clock) the status line; False where none can show."""
+    global _live
+    c = console()
+    if not c.is_terminal or no_color() or c.is_dumb_terminal:
+        return False
+    with _live_lock:
+        if _live is not None:
+            _live[1].text, _live[1].t0, _live[1].chars, _live[1].tail = sanitize(text), time.monotonic(), 0, ""
+            return True
+        from rich.live import Live
+
+        line = _LiveLine()
+        line.text = sanitize(text)
+        live = Live(line, console=c, refresh_per_second=8, transient=True,
+                    redirect_stdout=False, redirect_stderr=False)
+        try:
+            live.start()
+        except Exception:  # another live display (the child agents' panel) owns the terminal
+            return False
+        _live = (live, line)
+        return True
+
+
+def live_feed(delta: str) -> bool:
+    """Count a streamed LLM delta on the status line; False when none shows (the caller
+    then writes the text itself)."""
+    with _live_lock:
+        if _live is None:
+            return False
+        line = _live[1]
+        line.chars += len(delta)
+        line.tail = (line.tail + sanitize(delta))[-200:]
+        return True
+
+
+def live_stop() -> bool:
+    """Clear the status line; True when one was showing."""
+    global _live
+    with _live_lock:
+        current, _live = _live, None
+    if current is None:
+        return False
+    try:
+        current[0].stop()
+    except Exception:
+        pass
+    return True
+
+
+import atexit  # noqa: E402
+
+atexit.register(live_stop)  # an error or Ctrl-C never leaves the terminal mid-redraw

@@ -54,10 +54,29 @@ def _partial_stream(ctx, also=None):
 
 
 def _stderr_stream(delta: str) -> None:
-    from ..ui import sanitize
+    from .. import ui
 
-    sys.stderr.write(sanitize(delta))  # the model's text must not drive the terminal
+    if ui.live_feed(delta):  # a live status line (moss.ui.live) counts the deltas instead
+        return
+    _stderr_stream.wrote = True
+    sys.stderr.write(ui.sanitize(delta))  # the model's text must not drive the terminal
     sys.stderr.flush()
+
+
+_stderr_stream.wrote = False
+
+
+def _context_window(config, model):
+    """[llm] context_window, else the known window of the model (host/llm/models.py), else None."""
+    from ..errors import ConfigError
+    from ..llm.models import context_window
+
+    value = (config.get("llm") or {}).get("context_window")
+    if value is None:
+        return context_window(model)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"[llm] context_window must be a whole number of tokens, got {value!r}")
+    return value
 
 
 def _chat_listening(ctx, svc, request):
@@ -96,10 +115,10 @@ def functions(ctx):
         if partial:
             label = request.get("label")
             svc.stream.label = label if isinstance(label, str) else None
+        _stderr_stream.wrote = False
         result = _chat_listening(ctx, svc, request) if getattr(ctx, "inbox_poll", None) else svc.chat(request)
-        on_stderr = svc.stream is not None and (not partial or bool(ctx.options.get("verbose")) or sys.stderr.isatty())
-        if on_stderr and result.get("text") and not result.get("text", "").endswith("\n"):
-            sys.stderr.write("\n")
+        if _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
+            sys.stderr.write("\n")  # the streamed text ends its line
         return result
 
     def usage():
@@ -114,7 +133,7 @@ def functions(ctx):
         script fails before its first turn rather than in it."""
         p = _service(ctx).provider()
         return {"name": p.name, "model": p.model, "base_url": p.base_url, "is_local": bool(p.local),
-                "detected": p.detected}
+                "detected": p.detected, "context_window": _context_window(ctx.config, p.model)}
 
     def budget():
         svc = ctx.services.get("llm")

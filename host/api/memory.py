@@ -99,4 +99,31 @@ def functions(ctx):
     def all_():
         return entries(ctx.root)
 
-    return {"memory.memorize": memorize, "memory.recall": recall, "memory.forget": forget, "memory.all": all_}
+    def files():
+        """Every memory file, whole: [{kind, file, text}] (organising rewrites whole files)."""
+        return [{"kind": k, "file": f".moss/memory/{k}.md",
+                 "text": _file(ctx.root, k).read_text(encoding="utf-8", errors="replace")} for k in kinds(ctx.root)]
+
+    def write(kind, text, opts=None):
+        """Replace a kind's whole file with `text` (atomically); {file, changed, diff}. With
+        {dry_run=true} only the unified diff is computed."""
+        import difflib
+
+        p = _file(ctx.root, kind)
+        text = str(text if text is not None else "")
+        if text and not text.endswith("\n"):
+            text += "\n"
+        old = p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
+        rel = f".moss/memory/{kind}.md"
+        shown = old if not old or old.endswith("\n") else old + "\n"  # a diff line per line
+        diff = "".join(difflib.unified_diff(shown.splitlines(keepends=True), text.splitlines(keepends=True),
+                                            "/dev/null" if not p.exists() else f"a/{rel}", f"b/{rel}"))
+        changed = old != text or not p.exists()
+        if changed and not (opts or {}).get("dry_run"):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(p, text)
+            ctx.log("memory_write", {"kind": kind, "chars": len(text)})
+        return {"file": rel, "changed": changed, "diff": diff}
+
+    return {"memory.memorize": memorize, "memory.recall": recall, "memory.forget": forget, "memory.all": all_,
+            "memory.files": files, "memory.write": write}

@@ -79,7 +79,15 @@ def functions(ctx):
              row_styles=styles if any(styles) else None)
         return True
 
-    return {"ui.table": table, "ui.print": print_, "ui.status": status, "ui.is_terminal": is_terminal, "ui.ask": ask,
+    def live(text):
+        """A live status line on stderr (spinner, text, seconds, tokens streamed) until
+        live_stop(); false where it cannot show (not a terminal, NO_COLOR)."""
+        return ui.live_start(str(text))
+
+    def live_stop():
+        return ui.live_stop()
+
+    return {"ui.live": live, "ui.live_stop": live_stop, "ui.table": table, "ui.print": print_, "ui.status": status, "ui.is_terminal": is_terminal, "ui.ask": ask,
             "ui.confirm": confirm, "ui.interactive": interactive, "ui.event": event}
 
 

@@ -31,3 +31,32 @@ def rejects_temperature(model: str | None) -> bool:
     if m.group(1) in ("fable", "mythos"):
         return True
     return (int(m.group(2)), int(m.group(3) or 0)) >= (4, 7)
+
+
+# Context windows (input + output, in tokens) of model families moss ships defaults for, by
+# name prefix of the bare model name (provider prefix and dots removed, lower case); the
+# first match wins. `[llm] context_window` overrides; unknown models get None (no automatic
+# compaction unless configured). Local servers are left out on purpose: the window they run
+# with is the server's setting (Ollama's num_ctx, llama-server's -c), not the model's.
+CONTEXT_WINDOWS: list[tuple[str, int]] = [
+    ("claude-", 200_000),             # Claude Opus/Sonnet/Haiku (the 1M beta is opt-in)
+    ("gpt-4o", 128_000),
+    ("gpt-4-1", 1_047_576),
+    ("gpt-5", 400_000), ("gpt-6", 400_000),
+    ("o1", 200_000), ("o3", 200_000), ("o4", 200_000),
+    ("gpt-oss", 131_072),
+    ("gemini-", 1_048_576),
+    ("deepseek-", 128_000),
+    ("mistral-large", 128_000),
+    ("grok-4", 256_000),
+    ("llama-3-3", 131_072),
+]
+
+
+def context_window(model: str | None) -> int | None:
+    """The context window of a known model (tokens), else None."""
+    name = _base(model or "")
+    for prefix, size in CONTEXT_WINDOWS:
+        if name.startswith(prefix):
+            return size
+    return None

@@ -100,6 +100,18 @@ function moss.ui.table(rows, opts) end
 ---@param event table
 function moss.ui.event(event) end
 
+--- A live status line on stderr until live_stop(): a spinner, `text`, seconds since it
+--- started and the tokens an LLM reply has streamed so far. Calling it again retitles it and
+--- restarts its clock. False (and nothing shown) when stderr is not a terminal or NO_COLOR is set.
+---@param text string
+---@return boolean
+function moss.ui.live(text) end
+
+--- Clear the live status line; true when one was showing (an LLM reply was then counted on
+--- it, not printed).
+---@return boolean
+function moss.ui.live_stop() end
+
 ---@class moss.Usage
 ---@field input_tokens integer
 ---@field output_tokens integer
@@ -145,7 +157,8 @@ function moss.llm.budget() end
 --- OpenAI-compatible server found running (Ollama, llama.cpp, LM Studio, vLLM) is chosen and
 --- stderr says which. Raises kind "config" (saying what was tried) when there is none, so a
 --- script can fail before its first turn.
----@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?}
+--- context_window: [llm] context_window, else the known window of the model (tokens), else nil.
+---@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?, context_window: integer?}
 function moss.llm.provider() end
 
 ---@class moss.code
@@ -357,6 +370,17 @@ function moss.memory.forget(text) end
 --- Every memory.
 ---@return moss.MemoryEntry[]
 function moss.memory.all() end
+
+--- Every memory file, whole (headings included).
+---@return {kind: string, file: string, text: string}[]
+function moss.memory.files() end
+
+--- Replace a kind's whole file (atomically); with {dry_run=true} only compute the diff.
+---@param kind string
+---@param text string
+---@param opts? {dry_run?: boolean}
+---@return {file: string, changed: boolean, diff: string}
+function moss.memory.write(kind, text, opts) end
 
 ---@class moss.store
 moss.store = {}

@@ -72,6 +72,11 @@ M.EVENTS = {
   ask = { "cyan", function(e) return short(e.question, 60) .. " → " .. short(e.answer, 40) end },
   loop_detected = { "red", function(e) return "repeated: " .. short(e.cmd) end },
   done = { "bold green", function(e) return short(e.answer) end },
+  compacted = { "bold magenta", function(e)
+    return ("context compacted at turn %s: %d → %d characters (summary %d)"):format(short(e.turn),
+      num(e.chars_before) or 0, num(e.chars_after) or 0, num(e.summary_chars) or 0)
+  end },
+  compact_failed = { "yellow", function(e) return "could not compact: " .. short(e.error, 80) end },
   child_start = { "cyan", function(e) return ("child %s (%s): %s"):format(short(e.child or e.id), short(e.role), short(e.task, 70)) end },
   child_end = { "cyan", function(e) return ("child %s ended %s"):format(short(e.child or e.id), short(e.reason)) end },
   session_end = { "bold", function(e)

@@ -53,11 +53,40 @@ end
 local Text = {}
 Text.__index = Text
 
-function Text:turn(S, state)
-  moss.ui.status(("Turn %d/%d (%s)"):format(S.turn, S.max_turns, S.state))
+-- On a terminal: a live status line while the model is asked (moss.ui.live: spinner,
+-- seconds, tokens streamed), the model's own text set apart once it lands, and a closing
+-- line with turns, tokens, cost and the commands to inspect or go on. Elsewhere (a pipe,
+-- NO_COLOR) plain progress lines only; stdout carries the answer and nothing else.
+local function provider_label(self)
+  if self.provider_label == nil then
+    local ok, p = pcall(moss.llm.provider)
+    self.provider_label = ok and ((p.model or "?") .. " (" .. p.name .. ")") or false
+  end
+  return self.provider_label or nil
 end
 
+function Text:turn(S, state)
+  moss.ui.status(("Turn %d/%d (%s)"):format(S.turn, S.max_turns, S.state))
+  local who = provider_label(self)
+  moss.ui.live("waiting for " .. (S.role and (S.role .. "/") or "") .. S.state .. (who and (" · " .. who) or ""))
+end
+
+M.SHOWN_LINES = 30 -- of a reply, on a terminal
+
 function Text:llm(S, state, text)
+  if moss.ui.live_stop() then
+    -- the status line counted the reply instead of printing it: show it now, set apart
+    -- from moss's own lines by a gutter
+    local lines = {}
+    for line in ((text or ""):gsub("%s+$", "") .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+    local n = #lines
+    if n > M.SHOWN_LINES then
+      lines = { table.unpack(lines, 1, M.SHOWN_LINES) }
+      lines[#lines + 1] = ("… %d more lines (moss sessions show %s has them all)"):format(n - M.SHOWN_LINES, S.id)
+    end
+    for _, line in ipairs(lines) do moss.ui.print("  │ " .. line, { style = "italic" }) end
+    return
+  end
   if self.verbose and not moss.ui.is_terminal() then moss.ui.print(text, { style = "dim" }) end
 end
 
@@ -65,15 +94,40 @@ function Text:command(S, out)
   moss.ui.status("  " .. (out.ok and "✓ " or "✗ ") .. one_line(out.cmd, 100))
 end
 
+local function thousands(n)
+  local s = tostring(math.floor(n))
+  while true do
+    local t, k = s:gsub("^(%d+)(%d%d%d)", "%1,%2")
+    s = t
+    if k == 0 then return s end
+  end
+end
+
+--- The closing line on a terminal: what the session cost and how to look at it again.
+function M.closing(S, machine)
+  if not moss.ui.is_terminal() then return end
+  local u = S.usage or {}
+  local tokens = (u.input_tokens or 0) + (u.output_tokens or 0) + (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0)
+  local cost = (u.cost_known == false or type(u.cost_usd) ~= "number") and "cost unknown"
+    or ("$%.4f"):format(u.cost_usd)
+  moss.ui.print(("%s · %d turn%s · %s tokens · %s · session %s"):format(M.reason(S.reason, machine).text, S.turn,
+    S.turn == 1 and "" or "s", thousands(tokens), cost, S.id), { style = "dim" })
+  moss.ui.print(("inspect: moss sessions show %s · go on: moss @agent --resume %s \"...\""):format(S.id, S.id),
+    { style = "dim" })
+end
+
 function Text:finish(S)
+  moss.ui.live_stop()
   if S.reason == "answered" then
     print(S.answer)
+    M.closing(S, self.machine)
     return
   end
   moss.ui.print(M.reason(S.reason, self.machine).text, { style = "yellow" })
   if S.detail then moss.ui.print(tostring(S.detail), { style = "dim" }) end
   if S.questions and S.questions ~= "" then moss.ui.print("Open questions: " .. S.questions) end
   moss.ui.print("Resume with: moss @agent --resume " .. S.id, { style = "dim" })
+  M.closing(S, self.machine)
 end
 
 function Text:info(text) moss.ui.print(text, { style = "dim" }) end
@@ -139,7 +193,7 @@ local function failure(err)
   return { answer = moss.json.null, success = false, reason = "error", error_kind = moss.error_kind(err),
     detail = tostring(err.message or err) }
 end
-function Text:failed() end
+function Text:failed() moss.ui.live_stop() end
 function Json:failed(err) print(moss.json.encode(failure(err), { sort_keys = true })) end
 function Stream:failed(err)
   local r = failure(err)
@@ -150,7 +204,7 @@ end
 -- quiet: a pipeline stage in text/json mode (progress only; the pipeline reports at the end)
 local Quiet = setmetatable({}, { __index = Text })
 Quiet.__index = Quiet
-function Quiet:finish() end
+function Quiet:finish() moss.ui.live_stop() end
 
 -- child: a child agent's progress goes to the host (live panel; stream-json events with
 -- the child's id), never to stdout directly; its result goes back to its parent as data
@@ -192,16 +246,19 @@ end
 
 function Text:pipeline(stages, n)
   local r = pipeline_result(stages, n)
+  local last = stages[#stages]
+  local closing = { reason = r.reason, turn = r.turns, usage = r.usage, id = last.id }
   if r.success then
     print(r.answer)
+    M.closing(closing, self.machine)
   else
     if r.answer ~= "" then moss.ui.print(r.answer) end
-    local last = stages[#stages]
     moss.ui.print("pipeline stopped at " .. last.role .. ": " .. M.reason(r.reason, self.machine).text,
       { style = "yellow" })
     if last.questions and last.questions ~= "" then moss.ui.print("Open questions: " .. last.questions) end
     moss.ui.print("Resume that step with: moss @agent --resume " .. last.id ..
       " (the steps after it are not resumed; rerun the pipeline for them)", { style = "dim" })
+    M.closing(closing, self.machine)
   end
   return r.reason
 end

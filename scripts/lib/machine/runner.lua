@@ -20,6 +20,7 @@ local commands = require("lib.machine.commands")
 local prompts = require("lib.machine.prompts")
 local messages = require("lib.machine.messages")
 local output = require("lib.machine.output")
+local compact = require("lib.machine.compact")
 
 local M = {}
 
@@ -98,10 +99,8 @@ local function system_prompt(S, state, env)
   return prompts.system(env.role, state.role_prompt or S.state, state)
 end
 
-local function llm_call(S, state, env, extra)
-  -- building a context may wait (the Wild Loop waits for its runs there): the user may stop it
-  local built, user = pcall(context.build, S, state)
-  if not built then return nil, user end
+local function build_request(S, state, env, extra)
+  local user = context.build(S, state)
   if extra then
     if type(user) == "table" then
       user[#user].text = user[#user].text .. "\n\n" .. extra
@@ -109,8 +108,36 @@ local function llm_call(S, state, env, extra)
       user = user .. "\n\n" .. extra
     end
   end
-  local request = { system = system_prompt(S, state, env), messages = { { role = "user", content = user } },
-    max_tokens = env.max_tokens or 4096, label = (S.role and (S.role .. "/") or "") .. S.state }
+  return { system = system_prompt(S, state, env), messages = { { role = "user", content = user } },
+    max_tokens = env.max_tokens or 4096, label = (S.role and (S.role .. "/") or "") .. S.state }, user
+end
+
+local function llm_call(S, state, env, extra)
+  -- building a context may wait (the Wild Loop waits for its runs there): the user may stop it
+  local built, request, user = pcall(build_request, S, state, env, extra)
+  if not built then return nil, request end
+  if compact.due(S, request, env, env.machine) then
+    -- the context is filling up: summarise, checkpoint, and go on (lib/machine/compact.lua)
+    local done, err = compact.run(S, state, env, request)
+    if done then
+      request, user = build_request(S, state, env, extra)
+      done.turn, done.state, done.chars_after = S.turn, S.state, compact.chars(request)
+      log(S, "compacted", done)
+      if env.out and env.out.info then
+        env.out:info(("context compacted: %d → %d characters"):format(done.chars_before, done.chars_after))
+      end
+      -- checkpointed as the end of the turn before (this one has not happened yet), so a
+      -- resume redoes this turn from the compacted context
+      S.turn = S.turn - 1
+      M.save(S, env)
+      S.turn = S.turn + 1
+    else
+      local kind = moss.error_kind(err)
+      if kind == "interrupted" then error(err, 0) end
+      if kind == "stopped" then return nil, err end -- the user spoke meanwhile: as for the turn's own call
+      log(S, "compact_failed", { turn = S.turn, error = tostring(err) })
+    end
+  end
   log(S, "turn_start", { turn = S.turn, state = S.state, context_chars = #context.text(user),
     working_memory = #S.mem.items,
     pending = #S.mem.pending })
@@ -124,6 +151,7 @@ end
 -- env: { out = output sink, interactive = bool, loop_limit = 3, max_tokens = N }
 function M.run(machine, S, env)
   env = env or {}
+  env.machine = machine
   if env.out then env.out.machine = machine end
   local names = {}
   for name, st in pairs(machine.states) do if st.concludes then names[#names + 1] = name end end
