@@ -110,4 +110,30 @@ function M.run(S, state, env, request)
   return { chars_before = before, summary_chars = #summary }
 end
 
+--- The runner's compaction step, before a turn's call: when `request` is due, summarise,
+-- log `compacted`, checkpoint (as the end of the turn before, so a resume redoes this turn
+-- from the compacted context) and return { request, user } rebuilt by `rebuild()`. Returns
+-- nil when nothing was done; (nil, err) when the user stopped it meanwhile.
+function M.step(S, state, env, request, rebuild, save)
+  if not M.due(S, request, env, env.machine) then return nil end
+  local done, err = M.run(S, state, env, request)
+  if not done then
+    local kind = moss.error_kind(err)
+    if kind == "interrupted" then error(err, 0) end
+    if kind == "stopped" then return nil, err end -- the user spoke meanwhile: as for the turn's own call
+    moss.session.log(S.id, "compact_failed", { turn = S.turn, error = tostring(err) })
+    return nil
+  end
+  local new_request, user = rebuild()
+  done.turn, done.state, done.chars_after = S.turn, S.state, M.chars(new_request)
+  moss.session.log(S.id, "compacted", done)
+  if env.out and env.out.info then
+    env.out:info(("context compacted: %d → %d characters"):format(done.chars_before, done.chars_after))
+  end
+  S.turn = S.turn - 1
+  save()
+  S.turn = S.turn + 1
+  return { new_request, user }
+end
+
 return M

@@ -19,6 +19,7 @@ local context = require("lib.machine.context")
 local commands = require("lib.machine.commands")
 local prompts = require("lib.machine.prompts")
 local messages = require("lib.machine.messages")
+local usage = require("lib.machine.usage")
 local output = require("lib.machine.output")
 local compact = require("lib.machine.compact")
 
@@ -55,24 +56,8 @@ function M.new_session(t)
   }
 end
 
-local USAGE_KEYS = { "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "calls" }
-
--- This session's usage: what earlier runs of it (before a resume) used, plus what this
--- process used since the session (or this pipeline stage) started here.
-local function session_usage(S, env)
-  local now, start, prior = moss.llm.usage(), env.usage_start or {}, S.usage_prior or {}
-  local u = moss.dict()
-  for _, k in ipairs(USAGE_KEYS) do
-    local v = (prior[k] or 0) + (now[k] or 0) - (start[k] or 0)
-    if k == "cost_usd" then v = math.floor(v * 1e6 + 0.5) / 1e6 end
-    u[k] = v
-  end
-  u.cost_known = now.cost_known ~= false and prior.cost_known ~= false
-  return u
-end
-
 function M.save(S, env)
-  S.usage = session_usage(S, env or {})
+  S.usage = usage.of_session(S, env or {})
   moss.session.save(S.id, S)
 end
 
@@ -116,28 +101,11 @@ local function llm_call(S, state, env, extra)
   -- building a context may wait (the Wild Loop waits for its runs there): the user may stop it
   local built, request, user = pcall(build_request, S, state, env, extra)
   if not built then return nil, request end
-  if compact.due(S, request, env, env.machine) then
-    -- the context is filling up: summarise, checkpoint, and go on (lib/machine/compact.lua)
-    local done, err = compact.run(S, state, env, request)
-    if done then
-      request, user = build_request(S, state, env, extra)
-      done.turn, done.state, done.chars_after = S.turn, S.state, compact.chars(request)
-      log(S, "compacted", done)
-      if env.out and env.out.info then
-        env.out:info(("context compacted: %d → %d characters"):format(done.chars_before, done.chars_after))
-      end
-      -- checkpointed as the end of the turn before (this one has not happened yet), so a
-      -- resume redoes this turn from the compacted context
-      S.turn = S.turn - 1
-      M.save(S, env)
-      S.turn = S.turn + 1
-    else
-      local kind = moss.error_kind(err)
-      if kind == "interrupted" then error(err, 0) end
-      if kind == "stopped" then return nil, err end -- the user spoke meanwhile: as for the turn's own call
-      log(S, "compact_failed", { turn = S.turn, error = tostring(err) })
-    end
-  end
+  -- the context is filling up: summarise, checkpoint, and go on (lib/machine/compact.lua)
+  local rebuilt, err = compact.step(S, state, env, request, function() return build_request(S, state, env, extra) end,
+    function() M.save(S, env) end)
+  if err then return nil, err end
+  if rebuilt then request, user = rebuilt[1], rebuilt[2] end
   log(S, "turn_start", { turn = S.turn, state = S.state, context_chars = #context.text(user),
     working_memory = #S.mem.items,
     pending = #S.mem.pending })
