@@ -53,7 +53,8 @@ Exit status: 0 answered, 1 no answer (turn limit, loop, cycle limit, budget, err
 
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
 .moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,
-role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on.]]
+role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on,
+compact_at, spawn; [llm] context_window. While it works, type to it, or: moss say "...".]]
 end
 
 local function copy(t)
