@@ -39,6 +39,16 @@ def events_of(stdout: str) -> list[dict]:
     return [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
 
 
+def read_until(stream, text, limit):
+    """What `stream` (a pipe) printed until `text` appeared or `limit` seconds passed."""
+    seen, deadline = "", time.monotonic() + limit
+    while time.monotonic() < deadline and text not in seen:
+        ready, _, _ = select.select([stream], [], [], 0.2)
+        if ready:
+            seen += os.read(stream.fileno(), 4096).decode("utf-8", "replace")
+    return seen
+
+
 def model(replies_by_state):
     """A model that answers by the label of the request: agent turns, inbox classification, asides."""
     turns = {"n": 0}
@@ -125,11 +135,7 @@ def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(p
         time.sleep(0.5)
         t0 = time.monotonic()
         os.write(master, b"stop\n")
-        seen, deadline = "", time.monotonic() + SLOW - 1
-        while time.monotonic() < deadline and "got it (stop)" not in seen:
-            ready, _, _ = select.select([p.stderr], [], [], 0.2)
-            if ready:
-                seen += os.read(p.stderr.fileno(), 4096).decode("utf-8", "replace")
+        seen = read_until(p.stderr, "got it (stop)", SLOW - 1)
         assert "got it (stop)" in seen, seen
         assert time.monotonic() - t0 < SLOW - 1  # acknowledged while the model was still answering
         p.wait(timeout=30)
@@ -172,19 +178,11 @@ def test_pause_on_a_terminal_waits_for_go_on_and_carries_on(project, api):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     os.close(slave)
 
-    def read_until(text, limit):
-        seen, deadline = "", time.monotonic() + limit
-        while time.monotonic() < deadline and text not in seen:
-            ready, _, _ = select.select([p.stderr], [], [], 0.2)
-            if ready:
-                seen += os.read(p.stderr.fileno(), 4096).decode("utf-8", "replace")
-        return seen
-
     try:
         wait_for_running(project)
         time.sleep(0.5)
         os.write(master, b"pause\n")
-        assert "paused: type 'go on'" in read_until("paused: type 'go on'", SLOW - 1)
+        assert "paused: type 'go on'" in read_until(p.stderr, "paused: type 'go on'", SLOW - 1)
         time.sleep(0.5)
         assert p.poll() is None  # it waits for the user, in the same process
         resumed.set()

@@ -453,21 +453,29 @@ def test_max_turns_limits_iterations(lab, api):
     assert len(model.calls) == 2
 
 
-def test_ctrl_c_while_waiting_stops_promptly_and_stops_runs(lab, api):
+def start_waiting_loop(lab, api):
+    """A Wild Loop whose one run sleeps: returns the moss process once it waits for that run."""
     model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 30})])
     api.push(*([model] * 5))
     p = lab.popen("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full", "tune lr",
                   env=api.env())
+    deadline = time.monotonic() + 20
+    recs = []
+    while time.monotonic() < deadline:
+        recs = runs_on_disk(lab)
+        if recs and recs[0]["status"] == "running":
+            break
+        time.sleep(0.05)
+    if not (recs and recs[0]["status"] == "running"):
+        p.kill()
+        raise AssertionError(p.stderr.read() if p.poll() is not None else recs)
+    time.sleep(0.5)  # moss is now waiting for the run's next event
+    return p
+
+
+def test_ctrl_c_while_waiting_stops_promptly_and_stops_runs(lab, api):
+    p = start_waiting_loop(lab, api)
     try:
-        deadline = time.monotonic() + 20
-        recs = []
-        while time.monotonic() < deadline:
-            recs = runs_on_disk(lab)
-            if recs and recs[0]["status"] == "running":
-                break
-            time.sleep(0.05)
-        assert recs and recs[0]["status"] == "running", p.stderr.read() if p.poll() is not None else recs
-        time.sleep(0.5)  # moss is now waiting for the run's next event
         start = time.monotonic()
         p.send_signal(signal.SIGINT)
         p.wait(timeout=10)
@@ -483,20 +491,8 @@ def test_ctrl_c_while_waiting_stops_promptly_and_stops_runs(lab, api):
 
 def test_moss_say_stop_while_waiting_for_runs_ends_the_loop_resumably(lab, api):
     """Stopping the loop goes through the live-session inbox, also while RUNNING waits for runs."""
-    model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 30})])
-    api.push(*([model] * 5))
-    p = lab.popen("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full", "tune lr",
-                  env=api.env())
+    p = start_waiting_loop(lab, api)
     try:
-        deadline = time.monotonic() + 20
-        recs = []
-        while time.monotonic() < deadline:
-            recs = runs_on_disk(lab)
-            if recs and recs[0]["status"] == "running":
-                break
-            time.sleep(0.05)
-        assert recs and recs[0]["status"] == "running"
-        time.sleep(0.5)  # moss is now waiting for the run's next event
         start = time.monotonic()
         said = lab.moss("say", "stop")
         assert said.returncode == 0, said.stderr
