@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from fakeapi import last_user_text, slow, state_of
+from fakeapi import last_user_text, role_of, slow, state_of
 
 FUNCS = 8
 ARGS = ("--provider", "anthropic", "--model", "claude-test")
@@ -440,3 +440,55 @@ def test_a_terminal_shows_a_live_panel_of_the_running_agents(project, api):
     # the panel: a table titled "agents" with each child's id and role while they run
     assert "agents" in text and "fanroot1-1" in text and "fanroot1-2" in text and "refactorer" in text
     assert "waiting on" in text
+
+
+def test_refactorer_scout_maps_the_code_first_and_its_answer_is_a_note(project, api):
+    """[agent] scout = true: an explorer child maps the code; the refactorer starts with its map."""
+    project.write("calc.py", calc_py(2))
+    project.write(".moss/config.toml", "[agent]\nscout = true\nvalidate_on = \"never\"\n")
+
+    def reply(body):
+        if role_of(body) == "explorer":  # the scout child
+            return "$(answer f1 is at calc.py:1, f2 at calc.py:5)"
+        if state_of(body) == "planner":
+            return "1. Change f1.\nReady to refactor."
+        return "$(answer done)" if "Map of the code" in last_user_text(body) else "$(answer no map)"
+
+    api.push(*[reply] * 10)
+    r = project.moss("@agent", "--refactor", "--v1", "-n", "--output-format", "json", "make f1 return 10",
+                     *ARGS, env=api.env())
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["answer"] == "done"
+    scout = [e for e in events(project, out["session_id"]) if e["event"] == "scout"]
+    assert scout and scout[0]["child"] == out["session_id"] + "-1" and "calc.py:5" in scout[0]["answer"]
+
+
+def test_auditor_fans_out_one_read_only_child_per_directory(project, api):
+    """[agent] fan_out = 2: one auditor child per top-level directory; their findings are notes.
+    (That children never get more access than asked is test_access_never_escalates.)"""
+    for d in ("alpha", "beta", "gamma"):
+        project.write(f"{d}/mod.py", f"# {d}\nimport os\nos.system(input())\n")
+    project.write(".moss/config.toml", "[agent]\nfan_out = 2\n")
+
+    def reply(body):
+        user = last_user_text(body)
+        m = re.search(r"Audit only the directory (\w+)/", user)
+        if m:  # a child
+            return f"$(answer HIGH {m.group(1)}/mod.py:3 os.system on input)"
+        if state_of(body) == "planner":
+            return "1. Merge the findings.\nReady to audit."
+        found = sorted(set(re.findall(r"HIGH (\w+)/mod.py:3", user)))
+        return "$(answer " + ",".join(found) + ")"
+
+    api.push(*[reply] * 20)
+    r = project.moss("@agent", "--audit", "--v1", "-n", "--output-format", "json", "check for command injection",
+                     *ARGS, env=api.env())
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["answer"] == "alpha,beta,gamma"  # each child's findings reached the parent
+    fan = [e for e in events(project, out["session_id"]) if e["event"] == "fan_out"]
+    assert sorted(e["dir"] for e in fan) == ["alpha", "beta", "gamma"]
+    for e in fan:
+        child = json.loads((project.root / f".moss/agent/session-{e['child']}.json").read_text())
+        assert child["role"] == "auditor" and child["reason"] == "answered"
