@@ -104,12 +104,12 @@ function M.check(S, why)
   elseif not st.rolled_back and st.writes and st.good_snapshot then
     local ok, res = pcall(moss.shadow.restore, st.good_snapshot)
     st.rolled_back = true -- the next failure of this step goes straight to step 3
-    st.dirty = false -- the tree is back at its last validated state (or the session's start)
     if not ok then
       report = report .. ("\n\n[rollback] `%s` kept failing after %d retries, but the rollback failed: %s")
         :format(key, st.max_retries, tostring(res.message or res))
       log(S, "rollback_failed", { step = key, snapshot = st.good_snapshot, error = tostring(res.message or res) })
     else
+      st.dirty = false -- the tree is back at its last validated state (or the session's start)
       report = report .. ("\n\n[rollback] `%s` kept failing after %d retries: the project was restored to " ..
         "the last state where validation passed.\n%s\nTake a different approach."):format(key, st.max_retries,
         M.describe_restore(res))
