@@ -39,6 +39,17 @@ def events_of(stdout: str) -> list[dict]:
     return [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
 
 
+def say_while_it_waits(project, api, message, timeout=40):
+    """Start a session, tell it `message` with `moss say` while its model answers; (process, stdout, stderr)."""
+    p = start(project, api)
+    wait_for_running(project)
+    time.sleep(0.5)
+    said = project.moss("say", message)
+    assert said.returncode == 0, said.stderr
+    out, err = p.communicate(timeout=timeout)
+    return p, out, err
+
+
 def read_until(stream, text, limit):
     """What `stream` (a pipe) printed until `text` appeared or `limit` seconds passed."""
     seen, deadline = "", time.monotonic() + limit
@@ -92,11 +103,7 @@ def test_a_related_message_joins_the_next_request(project, api):
     api.push(*[model({"inbox": "RELATED", "turns": [
         lambda b: slow("$(view .)", SLOW),
         lambda b: "$(answer ok)"]})] * 4)
-    p = start(project, api)
-    wait_for_running(project)
-    time.sleep(0.5)
-    assert project.moss("say", "the build script is make.sh").returncode == 0
-    out, err = p.communicate(timeout=40)
+    p, out, err = say_while_it_waits(project, api, "the build script is make.sh")
     assert p.returncode == 0, err
     agent_turns = [r.body for r in api.requests if state_of(r.body) == "agent"]
     assert "make.sh" not in last_user_text(agent_turns[0])
@@ -109,11 +116,7 @@ def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(proje
     api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [
         lambda b: slow("$(view .)", SLOW),
         lambda b: "$(answer ok)"]})] * 5)
-    p = start(project, api)
-    wait_for_running(project)
-    time.sleep(0.5)
-    assert project.moss("say", "by the way, what is the capital of France?").returncode == 0
-    out, err = p.communicate(timeout=40)
+    p, out, err = say_while_it_waits(project, api, "by the way, what is the capital of France?")
     assert p.returncode == 0, err
     asides = [e for e in events_of(out) if e["type"] == "aside"]
     assert asides and asides[0]["answer"] == "Paris." and "capital of France" in asides[0]["question"]
