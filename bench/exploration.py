@@ -179,13 +179,11 @@ def same_output_command(step, moss_bin: Path) -> str:
 # --------------------------------------------------------------------------- the moss model
 
 def _state(body) -> str:
-    from fakeapi import system_text
+    """The machine state that asked, from the label moss sends with each request (never
+    from prompt wording, which users may edit)."""
+    from fakeapi import state_of
 
-    s = system_text(body)
-    for name in ("EXPLORER", "EVALUATOR"):
-        if f"You are an {name}" in s or f"You are the {name}" in s:
-            return name.lower()
-    return "agent"
+    return state_of(body)
 
 
 class MossModel:

@@ -45,7 +45,7 @@ class Model:
         if state == "planner":
             return "1. Find the definition with a text search.\n2. View it and count.\nReady to explore."
         if state == "explorer":
-            return self.explore(user, section(user, "Last results"))
+            return self.explore(user, section(user, "New results"))
         if state == "evaluator":
             return self.evaluate(section(user, "New results") + section(user, "Working memory"))
         seen = section(user, "Results") + section(user, "New results") + section(user, "Working memory")

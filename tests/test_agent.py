@@ -45,19 +45,25 @@ def test_v2_counts_provider_variants_with_explorer_evaluator_split(crate, api):
     assert model.calls == ["explorer", "evaluator", "explorer", "evaluator"]
     reqs = bodies(api)
     explorer1, evaluator1, explorer2, evaluator2 = (last_user_text(b) for b in reqs)
-    # The explorer sees the task and only the last outputs, never working memory.
-    assert "Last results" not in explorer1 and "Working memory" not in explorer1
-    assert "Working memory" not in explorer2
-    assert "enum Provider" in section(explorer2, "Last results")
-    assert "we need to see the enum itself" in explorer2  # the evaluator's remarks reach it
     # The evaluator sees numbered new results, and what it kept is in working memory next time.
+    assert "New results" not in explorer1 and "Working memory" not in explorer1
     assert "**New results**" in evaluator1 and "[1] `text-search" in evaluator1
     assert "Working memory" in evaluator2
     assert "text-search" in section(evaluator2, "Working memory")
     assert "pub enum Provider {" in section(evaluator2, "New results")
-    # Both states are told only about the commands they may use.
-    assert "$(view" in system_text(reqs[0]) and "$(answer" not in system_text(reqs[0])
-    assert "$(answer" in system_text(reqs[1]) and "$(run" not in system_text(reqs[1])
+    # The explorer then sees what the evaluator saw (the results of its own commands
+    # included) and the evaluator's remarks...
+    assert "enum Provider" in section(explorer2, "New results")
+    assert "we need to see the enum itself" in explorer2
+    # ...byte for byte: one system prompt for both states, and the explorer's message starts
+    # with the evaluator's blocks up to a cache breakpoint, so a provider's prompt cache bills
+    # the results in full once and serves them to the explorer as a cache read.
+    assert system_text(reqs[0]) == system_text(reqs[1]) == system_text(reqs[2])
+    seen, then = reqs[1]["messages"][0]["content"], reqs[2]["messages"][0]["content"]
+    shared = len(seen) - 1  # everything but the evaluator's own closing instruction
+    assert [b["text"] for b in then[:shared]] == [b["text"] for b in seen[:shared]]
+    assert "cache_control" in seen[shared - 1] and "cache_control" in then[shared - 1]
+    assert "$(view" in system_text(reqs[0]) and "$(answer" in system_text(reqs[0])
     # Nothing ignored by git reached the model.
     assert "target/debug" not in "".join(last_user_text(b) for b in reqs)
 

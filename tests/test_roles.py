@@ -176,7 +176,7 @@ def test_refactorer_edits_until_the_test_passes(app, api):
                 return ("$(answer ## Changes\n- `app/calc.py` — add() returned a - b; now a + b\n"
                         "## Validation\npython3 test_calc.py: passed)")
             return "The add function still needs fixing."
-        last = section(user, "Last results")
+        last = section(user, "New results")
         if "return a - b" in last:
             return ('$(edit app/calc.py/add replace def add(a, b):\n    """Add two numbers."""\n    return a + b) '
                     "$(run python3 test_calc.py)")

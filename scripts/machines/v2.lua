@@ -1,6 +1,9 @@
 -- V2: explorer -> evaluator -> explorer ... Only the evaluator concludes; it never runs commands.
--- The explorer sees only the last outputs (tactical); the evaluator sees working memory and
--- the numbered new results (strategic) and decides what to keep.
+-- The evaluator sees working memory and the numbered new results (strategic) and decides
+-- what to keep; the explorer then sees exactly what the evaluator saw, plus its remarks
+-- (tactical: the results of its own last commands are there). Both states share one system
+-- prompt and one prompt prefix, so each result is billed in full once and read back from
+-- the provider's cache by the other state.
 local planner = require("lib.machine.planner")
 
 return {
@@ -8,26 +11,29 @@ return {
   start = "explorer",
   max_turns = 16,
   max_stale = 5, -- evaluator turns without new evidence before a forced answer
+  shared_system = { "explorer", "evaluator" },
   states = {
     planner = planner("explorer"),
     explorer = {
       role_prompt = "explorer",
-      context = "last_outputs",
+      context = "after_evaluator",
       commands = { "tools", "note", "ask", "wait", "checkpoint" },
       concludes = false,
       next = "evaluator",
-      footer = "Suggest the next commands. Do not answer: the evaluator decides when we know enough.",
+      footer = "**You are the EXPLORER now.** Suggest the next commands. Do not answer: the " ..
+        "evaluator decides when we know enough.",
     },
     evaluator = {
       role_prompt = "evaluator",
       context = "working_memory",
+      share_prefix = true,
       commands = { "note", "keep", "drop", "forget", "memorize", "answer", "wait", "checkpoint" },
       concludes = true,
       judges = true,
       feedback_to = "explorer",
       next = "explorer",
-      footer = "Keep what matters ($(keep N)), note findings ($(note ...)), then $(answer ...) " ..
-        "or say exactly what is still missing.",
+      footer = "**You are the EVALUATOR now.** Keep what matters ($(keep N)), note findings " ..
+        "($(note ...)), then $(answer ...) or say exactly what is still missing.",
     },
   },
 }

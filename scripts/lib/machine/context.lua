@@ -7,12 +7,18 @@
 --   all_outputs     task, notes, every output of the session grouped by turn (unbounded)
 --   working_memory  task, working memory (notes and kept results, oldest first), and the
 --                   numbered new results (shown once)
+--   after_evaluator what the evaluator saw last turn, then its remarks (for the explorer of
+--                   a machine whose states share a prefix: see `share_prefix` below)
 --
--- A mode answers a string, or { stable = {part, ...}, volatile = text }: the stable parts
+-- A mode answers a string, or { stable = {part, ...}, shown = {part, ...}, volatile = text }:
+-- the stable parts
 -- only ever grow at their end from one turn to the next (the task, then memory in the order
 -- it was kept), so providers that cache prompt prefixes bill them as cache reads; what
 -- changes every turn comes after. Each stable part becomes its own content block, so a
 -- provider that caches at block boundaries (Anthropic) still finds last turn's prefix.
+-- `shown` parts come next, with a breakpoint of their own: a state with `share_prefix = true`
+-- (v2's evaluator) puts its new results there, and the next state's call starts with the
+-- very same blocks, so the results are billed in full once and then read from the cache.
 --
 -- Add a mode by assigning `require("lib.machine.context").modes.my_mode = function(S, state) ... end`.
 local M = {}
@@ -128,14 +134,59 @@ function M.modes.all_outputs(S, state)
   }
 end
 
+local function plan_part(S) return S.plan and ("**Plan:**\n" .. S.plan) or nil end
+
+local NEW_RESULTS = "**New results** (shown once; $(keep N) to keep):"
+
+-- The parts a `share_prefix` state was last shown, per session table. Kept out of the
+-- session (and its checkpoint): after a resume the next state builds the same layout
+-- afresh, which costs one cache miss and nothing else.
+local shared = setmetatable({}, { __mode = "k" })
+
+--- Forget what the next state would continue from (after a compaction rewrote the context).
+function M.forget_shared(S) shared[S] = nil end
+
 function M.modes.working_memory(S, state)
   local pending = S.mem.pending
+  local results = #pending > 0 and M.outputs_block(NEW_RESULTS, pending) or nil
+  local stable = parts(task_block(S), (state.show_plan or state.share_prefix) and plan_part(S) or nil, memory_parts(S))
+  if state.share_prefix then
+    -- what the next state (after_evaluator) starts from, byte for byte, so that it reads
+    -- this call's prompt from the provider's cache
+    shared[S] = { turn = S.turn, key = join(task_block(S), plan_part(S)), stable = stable, shown = results }
+  end
   return {
-    stable = parts(task_block(S), state.show_plan and S.plan and ("**Plan:**\n" .. S.plan) or nil, memory_parts(S)),
+    stable = stable,
+    shown = state.share_prefix and results or nil,
     volatile = join(
       messages_block(S),
       any_failed(pending) and "**Warning:** some commands failed; consider other approaches." or nil,
-      #pending > 0 and M.outputs_block("**New results** (shown once; $(keep N) to keep):", pending) or nil,
+      not state.share_prefix and results or nil,
+      state.footer
+    ),
+  }
+end
+
+-- The explorer's view in a machine whose states share one prompt prefix (v2): exactly what
+-- the evaluator was shown last turn (task, plan, working memory, the new results), then the
+-- evaluator's remarks. The results are thus billed once in full and read back from the
+-- cache. Before the first evaluation, or when the task has changed since (the user added
+-- to it), the same layout is built afresh.
+function M.modes.after_evaluator(S, state)
+  local p, stable, shown = shared[S], nil, nil
+  if p and p.turn == S.turn - 1 and p.key == join(task_block(S), plan_part(S)) then
+    stable, shown = p.stable, p.shown
+  else
+    stable = parts(task_block(S), plan_part(S), memory_parts(S))
+    shown = #S.last_outputs > 0 and M.outputs_block(NEW_RESULTS, S.last_outputs) or nil
+  end
+  return {
+    stable = stable,
+    shown = shown,
+    volatile = join(
+      S.feedback and S.feedback ~= "" and ("**Evaluator's remarks:**\n" .. S.feedback) or nil,
+      messages_block(S),
+      any_failed(S.last_outputs) and "Some commands failed; try another way." or nil,
       state.footer
     ),
   }
@@ -149,12 +200,18 @@ function M.build(S, state)
   if not f then moss.error("usage", "unknown context mode '" .. tostring(mode) .. "'") end
   local c = f(S, state)
   if type(c) ~= "table" then return c end
-  local stable = type(c.stable) == "table" and c.stable or parts(c.stable)
   local blocks = {}
-  for i, p in ipairs(stable) do
+  local function add(p)
     -- a heading ("**Notes:**") runs into its first entry; parts are separated by a blank line
     local heading = p:sub(1, 2) == "**" and not p:find("\n") and (p:sub(-1) == ":" or p:sub(-3) == ":**")
-    blocks[i] = { type = "text", text = p .. (heading and "\n" or "\n\n") }
+    blocks[#blocks + 1] = { type = "text", text = p .. (heading and "\n" or "\n\n") }
+  end
+  -- stable parts, then what is shown once but read again by the next state (`shown`); each
+  -- group's last block is a cache breakpoint
+  for _, group in ipairs({ c.stable or false, c.shown or false }) do
+    local list = type(group) == "table" and group or parts(group)
+    for _, p in ipairs(list) do add(p) end
+    if #list > 0 then blocks[#blocks].cache = true end
   end
   if (c.volatile or "") == "" then
     if #blocks == 0 then return "" end
@@ -163,8 +220,6 @@ function M.build(S, state)
     blocks[#blocks + 1] = { type = "text", text = c.volatile }
   end
   if #blocks == 1 then return blocks[1].text end
-  local last_stable = #blocks - ((c.volatile or "") == "" and 0 or 1)
-  if last_stable >= 1 then blocks[last_stable].cache = true end
   return blocks
 end
 

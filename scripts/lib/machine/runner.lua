@@ -81,6 +81,7 @@ local function system_prompt(S, state, env)
   local p = state.prompt
   if type(p) == "function" then return p(S, env) end
   if p then return p end
+  if prompts.is_shared(env.machine, S.state) then return prompts.shared(env.role, env.machine) end
   return prompts.system(env.role, state.role_prompt or S.state, state)
 end
 
