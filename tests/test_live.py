@@ -112,6 +112,29 @@ def test_a_related_message_joins_the_next_request(project, api):
     assert received and received[0]["class"] == "related"
 
 
+def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_next(project, api):
+    """v2's explorer starts from what the evaluator saw (a shared, cached prefix); a task the
+    user added to meanwhile must not be hidden behind that reused prefix."""
+    api.push(*[model({"inbox": "RELATED",
+                      "explorer": "$(view .)",
+                      "evaluator": lambda b: slow("Not yet.", SLOW) if "make.sh" not in last_user_text(b)
+                      else "$(answer ok)"})] * 6)
+    p = project.popen("@agent", "--provider", "anthropic", "--v2", "-n", "--output-format", "stream-json",
+                      "how is this project built?", env=api.env())
+    wait_for_running(project)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any(state_of(r.body) == "evaluator" for r in api.requests):
+        time.sleep(0.05)
+    said = project.moss("say", "the build script is make.sh")
+    assert said.returncode == 0, said.stderr
+    out, err = p.communicate(timeout=40)
+    assert p.returncode == 0, err
+    states = [state_of(r.body) for r in api.requests if state_of(r.body) in ("explorer", "evaluator")]
+    assert states[:3] == ["explorer", "evaluator", "explorer"]
+    explorer2 = [r.body for r in api.requests if state_of(r.body) == "explorer"][1]
+    assert "The user adds:** the build script is make.sh" in last_user_text(explorer2)
+
+
 def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(project, api):
     api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [
         lambda b: slow("$(view .)", SLOW),
