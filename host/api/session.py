@@ -466,13 +466,19 @@ def functions(ctx):
     def list_():
         return list_checkpoints(ctx.root)
 
+    paths: dict = {}  # sid -> its log's path (checked once)
+
     def log(sid, event, data=None):
         record = {"event": str(event), "ts": round(time.time(), 3)}
         if isinstance(data, dict):
             record.update(data)
         record["session"] = sid  # every line names its agent and that agent's parent
         record["parent"] = ctx.parent_id if sid == ctx.session_id else record.get("parent")
-        append_line(log_path(ctx.root, check_id(sid)), record)
+        p = paths.get(sid) if isinstance(sid, str) else None
+        if p is None:
+            p = log_path(ctx.root, check_id(sid))
+            paths[sid] = p
+        append_line(p, record)
         return True
 
     def bind(sid, opts=None):
