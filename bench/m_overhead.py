@@ -155,7 +155,10 @@ def _child(root: str, script: str, steps: int, out: str) -> None:
     def functions(ctx):
         fns = orig_functions(ctx)
         timed = {}
+        import functools
+
         for name, fn in fns.items():
+            @functools.wraps(fn)  # keeps a primitive's marks (session.save takes its table unconverted)
             def t(*a, _fn=fn, _name=name):
                 t0 = pc()
                 try:
@@ -212,6 +215,7 @@ def _child(root: str, script: str, steps: int, out: str) -> None:
 
     agent_dir = Path(root) / ".moss" / "agent"
     ckpt = sorted(agent_dir.glob("session-*.json"))
+    journals = sorted(agent_dir.glob("session-*.journal"))
     logs = sorted((agent_dir / "logs").glob("*.jsonl"))
     ckpt_bytes = ckpt[-1].stat().st_size if ckpt else None
     log_bytes = logs[-1].stat().st_size if logs else None
@@ -243,7 +247,7 @@ def _child(root: str, script: str, steps: int, out: str) -> None:
     import pstats
     import sysconfig
 
-    for p in agent_dir.glob("session-*.json"):
+    for p in [*agent_dir.glob("session-*.json"), *agent_dir.glob("session-*.journal")]:
         p.unlink()
     prof = cProfile.Profile()
     sys.stdout = devnull

@@ -11,6 +11,7 @@ made with ``moss.dict()`` (or carries the marker metatable), which converts to `
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import re
 from typing import Any
@@ -24,6 +25,9 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Lone surrogates (from a JSON "\ud800" escape) have no UTF-8 form; those in the
 # surrogateescape range stand for undecodable bytes of a file name and stay bytes.
 _LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+_NO = object()
 
 
 class RangeError(MossError, ValueError):
@@ -45,6 +49,96 @@ def utf8(text: str) -> bytes:
         return _LONE_SURROGATE.sub("\ufffd", text).encode("utf-8", errors="surrogateescape")
 
 
+# Lua -> Python for a whole table in one crossing: Lua writes the table as JSON text (one
+# string), Python parses it with the C json module. Walking a table from Python costs a
+# bridge crossing per entry; this costs one, which is what makes a checkpoint of a long
+# session or a prompt of hundreds of blocks cheap to hand over. It covers plain data (string
+# keys, or exactly the keys 1..n; strings, numbers, booleans, moss.json.null, nested to
+# max_depth) and answers nil for anything else (a mixed table, a function, too deep), which
+# then takes the entry-by-entry path below, with its errors. Compiled before the sandbox
+# strips the globals, so it keeps its own references to the library functions it uses.
+_ENCODER = rb"""
+local max_depth = ...
+local next, type, rawlen, rawget = next, type, rawlen, rawget
+local mtype, concat, format, find, gsub = math.type, table.concat, string.format, string.find, string.gsub
+local huge = math.huge
+local ESC = { ['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+for i = 0, 31 do local c = string.char(i); ESC[c] = ESC[c] or format('\\u%04x', i) end
+ESC['\127'] = '\\u007f'
+return function(is_object, is_null)
+  local out, n
+  local enc
+  local function str(s)
+    n = n + 1
+    if find(s, '[%c"\\]') then out[n] = '"' .. gsub(s, '[%c"\\]', ESC) .. '"'
+    else out[n] = '"' .. s .. '"' end
+  end
+  local function num(x)
+    n = n + 1
+    if mtype(x) == "integer" then out[n] = format("%d", x)
+    elseif x ~= x then out[n] = "NaN"
+    elseif x == huge then out[n] = "Infinity"
+    elseif x == -huge then out[n] = "-Infinity"
+    else
+      local t = format("%.17g", x)
+      if not find(t, "[.eEn]") then t = t .. ".0" end
+      out[n] = t
+    end
+  end
+  enc = function(v, depth)
+    local tv = type(v)
+    if tv == "string" then str(v) return true end
+    if tv == "number" then num(v) return true end
+    if tv == "boolean" then n = n + 1; out[n] = v and "true" or "false" return true end
+    if tv ~= "table" then return false end
+    if is_null(v) then n = n + 1; out[n] = "null" return true end
+    if depth > max_depth then return false end
+    local k1 = next(v)
+    if k1 == nil then
+      n = n + 1; out[n] = is_object(v) and "{}" or "[]"
+      return true
+    end
+    local len = rawlen(v)
+    if len > 0 and mtype(k1) == "integer" then
+      -- a list when its keys are exactly 1..len
+      local count = 0
+      for k in next, v do
+        if mtype(k) ~= "integer" or k < 1 or k > len then return false end
+        count = count + 1
+      end
+      if count ~= len then return false end
+      n = n + 1; out[n] = "["
+      for i = 1, len do
+        if i > 1 then n = n + 1; out[n] = "," end
+        if not enc(rawget(v, i), depth + 1) then return false end
+      end
+      n = n + 1; out[n] = "]"
+      return true
+    end
+    n = n + 1; out[n] = "{"
+    local first = true
+    for k, x in next, v do
+      if type(k) ~= "string" then return false end
+      if not first then n = n + 1; out[n] = "," end
+      first = false
+      str(k)
+      n = n + 1; out[n] = ":"
+      if not enc(x, depth + 1) then return false end
+    end
+    n = n + 1; out[n] = "}"
+    return true
+  end
+  return function(v)
+    out, n = {}, 0
+    local ok = enc(v, 0)
+    local text = ok and concat(out) or nil
+    out = nil
+    return text
+  end
+end
+"""
+
+
 class Converter:
     """Converts values for one runtime (tables cannot cross runtimes)."""
 
@@ -55,6 +149,8 @@ class Converter:
         self._is_null = None
         self.null = None  # moss.json.null, for None inside lists (a nil would leave a hole)
         self.max_depth = max_depth
+        self._make_encoder = lua.execute(_ENCODER, max_depth)
+        self._encode = None  # made once is_object/is_null are known (after the bootstrap)
 
     # ---- Python -> Lua -------------------------------------------------------------
     def to_lua(self, value: Any, _depth: int = 0):
@@ -105,6 +201,10 @@ class Converter:
                 return None
             if _depth > self.max_depth:
                 raise ValueError("table nested too deeply (or a cycle) to pass to Python")
+            if _depth == 0:
+                fast = self._via_json(value)
+                if fast is not _NO:
+                    return fast
             return self._table_to_py(value, _depth)
         if kind == "function":
             raise TypeError("a Lua function cannot be passed to a moss primitive here")
@@ -113,6 +213,21 @@ class Converter:
         if isinstance(value, str):
             return value
         raise TypeError(f"unexpected value of type {type(value).__name__}")
+
+    def _via_json(self, t):
+        """The whole table in one crossing (see _ENCODER), or _NO when it needs the slow path."""
+        enc = self._encode
+        if enc is None:
+            if self._is_object_table is None or self._is_null is None:
+                return _NO
+            enc = self._encode = self._make_encoder(self._is_object_table, self._is_null)
+        try:
+            text = enc(t)
+        except lua54.LuaError:  # out of memory, or the cancellation hook fired: do it the long way
+            return _NO
+        if text is None:
+            return _NO
+        return json.loads(text.decode("utf-8", errors="replace"))
 
     def _table_to_py(self, t, depth):
         items = list(t.items())

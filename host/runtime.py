@@ -122,10 +122,12 @@ class Runtime:
     def _wrap_primitive(self, name: str, fn: Callable[..., Any]):
         conv = self.conv
 
+        raw = getattr(fn, "lua_args", False)  # the primitive converts (or diffs) its tables itself
+
         def primitive(*args):
             self._in_primitive += 1
             try:
-                py_args = [conv.to_py(a) for a in args]
+                py_args = list(args) if raw else [conv.to_py(a) for a in args]
                 result = fn(*py_args)
                 if isinstance(result, tuple):
                     return (True, *(conv.to_lua(r) for r in result))

@@ -56,12 +56,22 @@ def dumps(value, **kw) -> str:
     return text
 
 
+_ensured: set = set()  # folders this process has made sure of (ensure_dir costs two syscalls)
+
+
 def append_line(path: Path, record: dict) -> None:
     from .redact import value as redacted
 
-    ensure_dir(path.parent)
     line = (dumps(redacted(record)) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    parent = path.parent
+    if parent not in _ensured:
+        ensure_dir(parent)
+        _ensured.add(parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except FileNotFoundError:  # the folder went away meanwhile: make it again
+        ensure_dir(parent)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)
     finally:

@@ -8,6 +8,8 @@ script and through $(mcp ...) in an agent session.
 
 from __future__ import annotations
 
+from moss.api.session import read_checkpoint  # noqa: E402
+
 import http.client
 import json
 import os
@@ -236,7 +238,7 @@ def test_cancelling_run_agent_interrupts_the_agent_and_the_session_resumes(crate
 
     anyio.run(main)
     sid = seen["sid"]
-    checkpoint = json.loads((crate.root / ".moss" / "agent" / f"session-{sid}.json").read_text())
+    checkpoint = read_checkpoint((crate.root / ".moss" / "agent" / f"session-{sid}.json"))  # base + journal
     assert checkpoint["turn"] == 1 and not checkpoint.get("done")
     # `--resume` goes on from the checkpoint and answers.
     api.replies.clear()

@@ -74,7 +74,10 @@ def events(project, sid):
 
 
 def checkpoint(project, sid):
-    return json.loads((project.root / f".moss/agent/session-{sid}.json").read_text())
+    """A session's saved state: its base file with the journal of later saves applied."""
+    from moss.api.session import read_checkpoint
+
+    return read_checkpoint(project.root / f".moss/agent/session-{sid}.json")
 
 
 # ---- checkpoints, crash safety and resume -----------------------------------------------
@@ -91,7 +94,7 @@ def test_sigkill_then_resume_reaches_the_same_answer(crate, api):
         while time.monotonic() < deadline:
             files = list((crate.root / ".moss/agent").glob("session-*.json"))
             if files:
-                ckpt = json.loads(files[0].read_text())
+                ckpt = checkpoint(crate, files[0].stem[len("session-"):])
                 if ckpt["turn"] == 2 and len(api.requests) == 3:
                     break
             time.sleep(0.05)

@@ -7,6 +7,8 @@ the task in the request, never by prompt wording."""
 
 from __future__ import annotations
 
+from moss.api.session import read_checkpoint  # noqa: E402
+
 import itertools
 import json
 import os
@@ -310,7 +312,7 @@ def test_resume_of_a_tree_after_sigkill(project, api):
     while time.monotonic() < deadline:
         found = [f for f in (project.root / ".moss/agent").glob("session-*-1.json")]
         if found:
-            data = json.loads(found[0].read_text())
+            data = read_checkpoint(found[0])  # base + journal
             if data.get("turn", 0) >= 2:
                 child = data
                 break
@@ -319,7 +321,7 @@ def test_resume_of_a_tree_after_sigkill(project, api):
     os.kill(p.pid, signal.SIGKILL)
     p.communicate()
     root = child["session_id"].rsplit("-", 1)[0]
-    parent = json.loads((project.root / f".moss/agent/session-{root}.json").read_text())
+    parent = read_checkpoint((project.root / f".moss/agent/session-{root}.json"))  # base + journal
     assert [c["id"] for c in parent["children"]] == [f"{root}-1"]  # the parent's checkpoint records it
     turn_at_kill = child["turn"]
 
@@ -348,8 +350,8 @@ def test_ctrl_c_stops_the_whole_tree_and_leaves_it_resumable(project, api):
     deadline, child = time.monotonic() + 60, None
     while time.monotonic() < deadline and child is None:
         found = list((project.root / ".moss/agent").glob("session-*-1.json"))
-        if found and json.loads(found[0].read_text()).get("turn", 0) >= 1:
-            child = json.loads(found[0].read_text())
+        if found and read_checkpoint(found[0]).get("turn", 0) >= 1:
+            child = read_checkpoint(found[0])  # base + journal
         time.sleep(0.2)
     assert child is not None
     t0 = time.monotonic()
@@ -358,7 +360,7 @@ def test_ctrl_c_stops_the_whole_tree_and_leaves_it_resumable(project, api):
     assert p.returncode == 130, err  # the whole tree stopped, as Ctrl-C does
     assert time.monotonic() - t0 < 10
     root = child["session_id"].rsplit("-", 1)[0]
-    parent = json.loads((project.root / f".moss/agent/session-{root}.json").read_text())
+    parent = read_checkpoint((project.root / f".moss/agent/session-{root}.json"))  # base + journal
     assert [c["id"] for c in parent["children"]] == [f"{root}-1"]
     assert not [t for t in threading_names_alive(p.pid)]  # nothing of the tree is left running
     api.replies.clear()

@@ -106,6 +106,17 @@ def _chat_listening(ctx, svc, request):
     return box["result"]
 
 
+def _answers_at_once(svc, request) -> bool:
+    """An offline provider (--script, --replay) answers without waiting: no thread to listen to
+    the inbox meanwhile (starting one cost more than the whole answer)."""
+    if request.get("provider") or request.get("model"):
+        return False
+    try:
+        return svc.provider().api in ("script", "replay")
+    except Exception:
+        return False  # svc.chat says what is wrong
+
+
 def functions(ctx):
     def chat(request):
         if not isinstance(request, dict):
@@ -116,7 +127,8 @@ def functions(ctx):
             label = request.get("label")
             svc.stream.label = label if isinstance(label, str) else None
         _stderr_stream.wrote = False
-        result = _chat_listening(ctx, svc, request) if getattr(ctx, "inbox_poll", None) else svc.chat(request)
+        listen = getattr(ctx, "inbox_poll", None) and not _answers_at_once(svc, request)
+        result = _chat_listening(ctx, svc, request) if listen else svc.chat(request)
         if _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
             sys.stderr.write("\n")  # the streamed text ends its line
         return result

@@ -1,8 +1,20 @@
 """moss.session: checkpoints and append-only JSONL event logs under .moss/agent/.
 
-Checkpoints are written atomically (temp file, fsync, rename) so a session killed at any
-moment leaves either the previous checkpoint or the new one, never half of one. Log lines
-are appended with one write each and never truncated.
+A checkpoint is a base document, session-ID.json, written atomically (temp file, fsync,
+rename), plus a journal, session-ID.journal: the changes of each later save, one JSON line
+per save, appended with one write. Saving a turn costs what the turn changed, not the size of
+the session: the Lua side compares the session table with a copy of what was last saved
+(a walk of Lua tables, no conversion) and only the changes cross into Python.
+
+The journal's first line names the base it extends ({"base": saved_at}); a journal whose base
+was since replaced is ignored, and a line that is not whole (a write cut short) ends it. The
+base is rewritten (compacted) on a session's first save in a process, when it ends (done), and
+every JOURNAL_MAX_SAVES saves or JOURNAL_MAX_SECONDS, so a reader of session-ID.json alone sees
+every finished session as before. Durability: a killed process (SIGKILL) loses nothing that
+was saved, since appended lines are in the kernel's page cache the moment the write returns;
+journal lines are not fsynced, so a power cut or kernel crash can lose the saves since the last
+compaction (the base itself is fsynced, so it is never lost or torn). Log lines are appended
+with one write each and never truncated.
 """
 
 from __future__ import annotations
@@ -10,6 +22,8 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+
+from lupa.lua54 import lua_type
 
 from ..errors import MossError
 
@@ -21,6 +35,15 @@ from ..storage import (  # noqa: F401  (re-exported: the session API's own names
 
 def checkpoint_path(root: Path, sid: str) -> Path:
     return agent_dir(root) / f"session-{sid}.json"
+
+
+def journal_path(root: Path, sid: str) -> Path:
+    return agent_dir(root) / f"session-{sid}.journal"
+
+
+JOURNAL_MAX_SAVES = 64  # then the base is rewritten (and fsynced) and the journal starts again
+JOURNAL_MAX_SECONDS = 30.0
+JOURNAL_MAX_BYTES = 4 << 20
 
 
 def log_path(root: Path, sid: str) -> Path:
@@ -70,7 +93,81 @@ def read_checkpoint(path: Path) -> dict:
         raise CorruptCheckpoint(path, f"a JSON {_json_kind(state)} where a checkpoint is an object")
     if not depth_ok(state):
         raise CorruptCheckpoint(path, f"nested more than {MAX_DEPTH} levels deep")
+    return _with_journal(path, state)
+
+
+def _with_journal(path: Path, state: dict) -> dict:
+    """`state` with the saves journaled after it (session-ID.journal next to the base)."""
+    jpath = path.with_suffix(".journal")
+    try:
+        with open(jpath, "rb") as f:
+            lines = f.read().split(b"\n")
+    except OSError:
+        return state  # no journal (an old checkpoint, or none since the last compaction)
+    try:
+        header = loads(lines[0].decode("utf-8"))
+    except ValueError:
+        return state
+    if not isinstance(header, dict) or header.get("base") != state.get("saved_at"):
+        return state  # the journal of an earlier base: the base already holds it
+    for raw in lines[1:]:
+        if not raw.endswith(b"}"):
+            break  # the end, or a line cut short: what follows it was never saved
+        try:
+            record = loads(raw.decode("utf-8", errors="replace"))
+            state = apply_ops(state, record["ops"])
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            break
+    if not isinstance(state, dict) or not depth_ok(state):
+        raise CorruptCheckpoint(jpath, "its journal does not apply to it")
     return state
+
+
+def _json_key(k):
+    """A key as JSON writes it (json.dumps turns dict keys into strings this way)."""
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if k is None:
+        return "null"
+    if isinstance(k, float):
+        return repr(k)
+    return str(k)
+
+
+def apply_ops(doc, ops):
+    """Apply one save's changes, as the Lua differ (_DIFF) writes them, to a JSON document:
+    ["s", path, value] sets, ["d", path] deletes, ["a", path, values] appends to a list. A path
+    is a list of keys; an integer key into a list is 1-based (Lua's)."""
+    for op in ops:
+        kind, path = op[0], op[1]
+        if not path:
+            doc = op[2]
+            continue
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k - 1] if isinstance(parent, list) else parent[_json_key(k)]
+        k = path[-1]
+        if kind == "s":
+            if isinstance(parent, list):
+                if k == len(parent) + 1:
+                    parent.append(op[2])
+                else:
+                    parent[k - 1] = op[2]
+            else:
+                parent[_json_key(k)] = op[2]
+        elif kind == "d":
+            if isinstance(parent, list):
+                del parent[k - 1]
+            else:
+                parent.pop(_json_key(k), None)
+        elif kind == "a":
+            target = parent[k - 1] if isinstance(parent, list) else parent[_json_key(k)]
+            target.extend(op[2])
+        else:
+            raise ValueError(f"unknown journal operation {kind!r}")
+    return doc
 
 
 def _json_kind(value) -> str:
@@ -91,6 +188,10 @@ def list_checkpoints(root: Path) -> list[dict]:
             mtime = p.lstat().st_mtime
         except OSError:
             continue  # deleted while we listed
+        try:
+            mtime = max(mtime, p.with_suffix(".journal").lstat().st_mtime)  # saved since the base
+        except OSError:
+            pass
         row = {"id": sid, "mtime": mtime}
         try:
             data = read_checkpoint(p)
@@ -133,6 +234,182 @@ def read_log(root: Path, sid: str) -> list[dict]:
         raise MossError(f"{p} is a directory, not a session log", kind="not_found") from None
 
 
+def _write_base(p: Path, sid: str, state: dict, now: float) -> None:
+    """A whole checkpoint (fsynced, renamed into place), then a new journal that extends it.
+    Killed between the two, the old journal names the old base and is ignored."""
+    state.setdefault("session_id", sid)
+    state["saved_at"] = now
+    write_atomic(p, dumps(state, separators=(",", ":")))
+    jpath = p.with_suffix(".journal")
+    from ..tools.atomic import write_atomic as replace_file
+
+    replace_file(jpath, dumps({"base": now}) + "\n")
+
+
+class Journal:
+    """The saves of one session since its base: appended lines, never fsynced (see the module)."""
+
+    def __init__(self, path: Path, shadow, base_time: float):
+        self.path, self.shadow, self.base_time = path, shadow, base_time
+        self.saves = 0
+        self.bytes = 0
+
+    def due(self, now: float) -> bool:
+        return (self.saves >= JOURNAL_MAX_SAVES or now - self.base_time >= JOURNAL_MAX_SECONDS
+                or self.bytes >= JOURNAL_MAX_BYTES)
+
+    def append(self, ops: list) -> None:
+        line = (dumps({"ops": ops}, separators=(",", ":")) + "\n").encode("utf-8")
+        import os
+
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)  # the base wrote it: never created here
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        self.saves += 1
+        self.bytes += len(line)
+
+
+# The Lua half of incremental checkpoints. copy(t) is a deep copy of the session table (the
+# "shadow" of what was saved); diff(shadow, t) brings the shadow up to date with t and returns
+# the operations that did it (see apply_ops), or nil when nothing changed. A table's kind is
+# what it converts to: "list" (keys exactly 1..n), "map", or empty; a change of kind replaces
+# the value. A list that only grew is an append; one whose elements changed a lot is replaced.
+_DIFF = b"""
+local is_object, is_null = ...
+local next, type, rawget, rawset, rawlen, rawequal, ipairs = next, type, rawget, rawset, rawlen, rawequal, ipairs
+local mtype = math.type
+local setmetatable, getmetatable = setmetatable, getmetatable
+local KIND = setmetatable({}, { __mode = "k" })
+
+local function kind(t)
+  local len = rawlen(t)
+  if len == 0 then
+    if next(t) == nil then return is_object(t) and "{}" or "[]" end
+    return "map"
+  end
+  local c = 0
+  for k in next, t do
+    if mtype(k) ~= "integer" or k < 1 or k > len then return "map" end
+    c = c + 1
+  end
+  return c == len and "list" or "map"
+end
+
+local function copy(t, depth)
+  if type(t) ~= "table" or depth > 220 or is_null(t) then return t end
+  local c = {}
+  for k, v in next, t do rawset(c, k, copy(v, depth + 1)) end
+  local mt = getmetatable(t)
+  if mt ~= nil and type(mt) == "table" then setmetatable(c, mt) end
+  KIND[c] = kind(t)
+  return c
+end
+
+-- `path` is one array shared by the whole walk: path[1..depth] leads to the node in hand;
+-- an operation takes a copy of it (most nodes are visited and found unchanged)
+local function path_of(path, depth, k)
+  local p = {}
+  for i = 1, depth do p[i] = path[i] end
+  if k ~= nil then p[depth + 1] = k end
+  return p
+end
+
+local diff_node
+
+-- the value `nv` at `key` of the shadow node `old` (whose value there is `ov`)
+local function diff_value(old, key, ov, nv, path, depth, ops)
+  local tn = type(nv)
+  if tn == "table" then
+    if rawequal(ov, nv) then return end -- moss.json.null (the only table shared with the shadow)
+    if type(ov) == "table" and not is_null(ov) and not is_null(nv) then
+      path[depth + 1] = key
+      if diff_node(ov, nv, path, depth + 1, ops) then return end
+    end
+    rawset(old, key, copy(nv, 0))
+    ops[#ops + 1] = { "s", path_of(path, depth, key), nv }
+    return
+  end
+  if tn == type(ov) and ov == nv then
+    if tn ~= "number" then return end
+    -- 1 and 1.0, 0.0 and -0.0 are equal in Lua but not in JSON
+    if mtype(ov) == mtype(nv) and (nv ~= 0 or 1 / nv == 1 / ov) then return end
+  end
+  rawset(old, key, nv)
+  if nv == nil then ops[#ops + 1] = { "d", path_of(path, depth, key) }
+  else ops[#ops + 1] = { "s", path_of(path, depth, key), nv } end
+end
+
+-- brings `old` (at path[1..depth]) up to `new` in place, emitting ops; false when it must
+-- be replaced whole (nothing emitted for it then)
+diff_node = function(old, new, path, depth, ops)
+  if depth > 220 then return false end
+  local k_old, k_new = KIND[old], kind(new)
+  if k_old ~= k_new then return false end
+  if k_new == "{}" or k_new == "[]" then return true end
+  if k_new == "list" then
+    local n_old, n_new = rawlen(old), rawlen(new)
+    if n_new < n_old then return false end
+    local mark = #ops
+    for i = 1, n_old do
+      diff_value(old, i, rawget(old, i), rawget(new, i), path, depth, ops)
+      if #ops - mark > n_new // 2 + 4 then
+        for j = #ops, mark + 1, -1 do ops[j] = nil end
+        return false
+      end
+    end
+    if n_new > n_old then
+      local tail = {}
+      for i = n_old + 1, n_new do
+        local v = rawget(new, i)
+        tail[#tail + 1] = v
+        rawset(old, i, copy(v, 0))
+      end
+      ops[#ops + 1] = { "a", path_of(path, depth), tail }
+    end
+    return true
+  end
+  for k, nv in next, new do diff_value(old, k, rawget(old, k), nv, path, depth, ops) end
+  local gone
+  for k in next, old do
+    if rawget(new, k) == nil then gone = gone or {}; gone[#gone + 1] = k end
+  end
+  if gone then
+    for _, k in ipairs(gone) do
+      rawset(old, k, nil)
+      ops[#ops + 1] = { "d", path_of(path, depth, k) }
+    end
+  end
+  return true
+end
+
+local M = {}
+function M.copy(t) return copy(t, 0) end
+function M.diff(shadow, t)
+  local ops = {}
+  if not diff_node(shadow, t, {}, 0, ops) then return false end -- replaced whole: a new base
+  if #ops == 0 then return nil end
+  return ops
+end
+return M
+"""
+
+
+class _Differ:
+    def __init__(self, rt):
+        m = rt.lua.execute(_DIFF, rt.conv._is_object_table, rt.conv._is_null)
+        self.copy = m[b"copy"]
+        self.diff = m[b"diff"]
+
+
+def _differ(rt) -> _Differ:
+    d = getattr(rt, "_session_differ", None)  # one per Lua state: tables cannot cross runtimes
+    if d is None:
+        d = rt._session_differ = _Differ(rt)
+    return d
+
+
 ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no look-alikes (0/o, 1/l/i)
 
 
@@ -150,13 +427,38 @@ def functions(ctx):
         """A fresh session id (never from Lua's math.random, which --seed makes repeatable)."""
         return new_session_id(ctx.root)
 
+    saved: dict = {}  # sid -> Journal: what this process last saved of that session
+
     def save(sid, state):
+        if isinstance(sid, bytes):
+            sid = sid.decode("utf-8", errors="replace")
         p = checkpoint_path(ctx.root, check_id(sid))
-        state = dict(state or {})
-        state.setdefault("session_id", sid)
-        state["saved_at"] = time.time()
-        write_atomic(p, dumps(state, separators=(",", ":")))
+        now = time.time()
+        rt = ctx.runtime
+        if rt is None or lua_type(state) != "table":  # a Python caller, or nil: nothing to diff
+            state = rt.conv.to_py(state) if rt is not None and not isinstance(state, dict) else state
+            if state is not None and not isinstance(state, dict):
+                raise ValueError(f"moss.session.save: the state must be a table, got {type(state).__name__}")
+            saved.pop(sid, None)
+            _write_base(p, sid, dict(state or {}), now)
+            return str(p)
+        differ = _differ(rt)
+        j = saved.pop(sid, None)  # back only once this save is written: a failure starts a new base
+        ops = False
+        if j is not None and not j.due(now) and state[b"done"] is not True:
+            ops = differ.diff(j.shadow, state)
+        if ops is False:  # the first save in this process, compaction time, the end, or a new root
+            shadow = differ.copy(state)
+            _write_base(p, sid, rt.conv.to_py(shadow), now)
+            saved[sid] = Journal(p.with_suffix(".journal"), shadow, now)
+            return str(p)
+        ops = rt.conv.to_py(ops) if ops is not None else []
+        ops.append(["s", ["saved_at"], now])
+        j.append(ops)
+        saved[sid] = j
         return str(p)
+
+    save.lua_args = True  # the session table stays in Lua: only what changed is converted
 
     def load(sid=None):
         return load_checkpoint(ctx.root, sid)
@@ -164,13 +466,19 @@ def functions(ctx):
     def list_():
         return list_checkpoints(ctx.root)
 
+    paths: dict = {}  # sid -> its log's path (checked once)
+
     def log(sid, event, data=None):
         record = {"event": str(event), "ts": round(time.time(), 3)}
         if isinstance(data, dict):
             record.update(data)
         record["session"] = sid  # every line names its agent and that agent's parent
         record["parent"] = ctx.parent_id if sid == ctx.session_id else record.get("parent")
-        append_line(log_path(ctx.root, check_id(sid)), record)
+        p = paths.get(sid) if isinstance(sid, str) else None
+        if p is None:
+            p = log_path(ctx.root, check_id(sid))
+            paths[sid] = p
+        append_line(p, record)
         return True
 
     def bind(sid, opts=None):

@@ -128,7 +128,7 @@ class LLM:
         if p.base_url_source:
             detail["base_url_source"] = p.base_url_source
         self._emit("llm_request", **fields, base_url=p.base_url, messages=len(req["messages"]),
-                   chars=sum(len(str(m["content"])) for m in req["messages"]) + len(req["system"] or ""),
+                   chars=sum(_chars(m["content"]) for m in req["messages"]) + len(req["system"] or ""),
                    max_tokens=req["max_tokens"], stream=self.stream is not None, **detail)
         self._announce(p)
         start = time.monotonic()
@@ -268,3 +268,11 @@ class LLM:
                                                  f"output = ... (USD per million tokens).")
         self.session.add(usage)
         return usage
+
+
+def _chars(content) -> int:
+    """The characters of a message's text (a list of blocks: their texts; never a repr of the
+    list, which cost O(prompt) on every call)."""
+    if isinstance(content, str):
+        return len(content)
+    return sum(len(b["text"]) if isinstance(b.get("text"), str) else len(str(b)) for b in content)

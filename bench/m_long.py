@@ -1,0 +1,83 @@
+"""3. Long sessions: host time per turn near turn 10 and near turn 300, zero-latency model.
+
+moss runs `moss @agent --v2|--v1 -n --provider script` (answers from a list, no HTTP) for
+300 LLM calls (turns): the V2 script is m_overhead's (explorer views five lines, evaluator
+notes it), the V1 one views and notes in one call. Per-turn times come from the session's own
+JSONL log: the `turn_start` event's timestamp of every turn, so the time of turns A..B is
+ts(B) - ts(A) over B - A turns (a mean over the window; the log's millisecond timestamps make
+a single turn too coarse to time alone). The windows are turns 5-15 and the last ten; the
+figure is the best of the repetitions for each window (the least disturbed by the machine).
+
+What grows with a session is what a turn carries: the session table a checkpoint saves, the
+working memory a V1 prompt shows, the history a context keeps. A ratio of 1.0 means a turn
+costs the same at turn 300 as at turn 10. Quick mode runs 60 turns (windows 5-15 and 50-60).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from common import Settings, clean_sessions, moss_env, stdlib_tree
+from m_overhead import TASK, moss_script
+
+NAME = "long"
+
+
+def _run(s: Settings, root: Path, machine: str, turns: int) -> dict[int, float]:
+    steps = turns // 2 if machine == "v2" else turns
+    script = s.work / f"long-{machine}-{turns}.json"
+    script.write_text(json.dumps(moss_script(machine, steps)))
+    clean_sessions(root)
+    r = subprocess.run([str(s.moss_bin), "@agent", f"--{machine}", "-n", "--max-turns", str(turns + 5),
+                        "--provider", "script", "--script", str(script), TASK], cwd=root, env=moss_env(),
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode != 0 or r.stdout.strip() != "done":
+        raise RuntimeError(f"moss {machine} long session failed ({r.returncode}): {r.stderr[-2000:]}")
+    (log,) = (root / ".moss" / "agent" / "logs").glob("*.jsonl")
+    ts = {}
+    for line in log.read_text().splitlines():
+        e = json.loads(line)
+        if e.get("event") == "turn_start":
+            ts[e["turn"]] = e["ts"]
+    return ts
+
+
+def run(s: Settings) -> dict:
+    root = stdlib_tree(s)
+    turns = 60 if s.quick else 300
+    reps = 1 if s.quick else 3
+    early = (5, 15)
+    late = (turns - 10, turns)
+    res = {"turns": turns, "reps": reps, "early": early, "late": late, "agents": {}}
+    samples: dict = {m: {"early": [], "late": []} for m in ("v2", "v1")}
+    for _ in range(reps):
+        for machine in ("v2", "v1"):  # alternating, so the machine's noise falls on both
+            ts = _run(s, root, machine, turns)
+            for name, (a, b) in (("early", early), ("late", late)):
+                samples[machine][name].append((ts[b] - ts[a]) / (b - a))
+    for machine, label in (("v2", "moss V2"), ("v1", "moss V1")):
+        e, l = min(samples[machine]["early"]), min(samples[machine]["late"])
+        res["agents"][label] = {"early": e, "late": l, "ratio": l / e if e else None,
+                                "samples": samples[machine]}
+    return res
+
+
+def tables(res: dict) -> list[dict]:
+    from common import fmt_s
+
+    (a1, b1), (a2, b2) = res["early"], res["late"]
+    rows = [[name, fmt_s(r["early"]), fmt_s(r["late"]), f"{r['ratio']:.2f}" if r["ratio"] else "—"]
+            for name, r in res["agents"].items()]
+    return [{"title": f"3. Long session: host time per turn, zero-latency model, {res['turns']} turns "
+                      f"(mean of the window, best of {res['reps']})",
+             "columns": ["agent", f"turns {a1}-{b1}", f"turns {a2}-{b2}", f"ratio {b2} / {b1}"], "rows": rows}]
+
+
+def summary_rows(res: dict) -> list[list[str]]:
+    from common import fmt_s
+
+    (_, b1), (_, b2) = res["early"], res["late"]
+    return [[f"long session: {name}, per turn at turn {b2} / at turn {b1}", f"{r['ratio']:.2f}",
+             f"{fmt_s(r['late'])} vs {fmt_s(r['early'])}"] for name, r in res["agents"].items() if r["ratio"]]
