@@ -9,8 +9,14 @@ a single turn too coarse to time alone). The windows are turns 5-15 and the last
 figure is the best of the repetitions for each window (the least disturbed by the machine).
 
 What grows with a session is what a turn carries: the session table a checkpoint saves, the
-working memory a V1 prompt shows, the history a context keeps. A ratio of 1.0 means a turn
+working memory a prompt shows, the history a context keeps. A ratio of 1.0 means a turn
 costs the same at turn 300 as at turn 10. Quick mode runs 60 turns (windows 5-15 and 50-60).
+
+Each machine runs twice: its model notes every step and keeps every note ("memory grows":
+at turn 300 the V1 prompt shows 300 notes, so each turn has more to build, send and save),
+and the same model also forgets the note of 20 steps before ("memory bounded": the prompt
+at turn 300 is the size it was at turn 25). The second isolates what moss's own machinery
+(checkpoints, logs, history) adds as a session grows from what a growing prompt costs.
 """
 
 from __future__ import annotations
@@ -25,10 +31,24 @@ from m_overhead import TASK, moss_script
 NAME = "long"
 
 
-def _run(s: Settings, root: Path, machine: str, turns: int) -> dict[int, float]:
+KEEP_NOTES = 20  # "memory bounded": the model forgets the note it wrote this many steps before
+
+
+def bounded_script(machine: str, steps: int) -> list[str]:
+    """m_overhead's script, whose notes also forget the note of KEEP_NOTES steps before."""
+    out = moss_script(machine, steps)
+    for i, reply in enumerate(out):
+        k = i // 2 + 1 if machine == "v2" else i  # the step this reply's note is about
+        if "$(note" in reply and k > KEEP_NOTES:
+            old = f"step {k - KEEP_NOTES}: saw" if machine == "v2" else f"step {k - KEEP_NOTES} seen"
+            out[i] = f'$(forget "{old}") ' + reply
+    return out
+
+
+def _run(s: Settings, root: Path, machine: str, turns: int, bounded: bool = False) -> dict[int, float]:
     steps = turns // 2 if machine == "v2" else turns
-    script = s.work / f"long-{machine}-{turns}.json"
-    script.write_text(json.dumps(moss_script(machine, steps)))
+    script = s.work / f"long-{machine}-{turns}{'-bounded' if bounded else ''}.json"
+    script.write_text(json.dumps((bounded_script if bounded else moss_script)(machine, steps)))
     clean_sessions(root)
     r = subprocess.run([str(s.moss_bin), "@agent", f"--{machine}", "-n", "--max-turns", str(turns + 5),
                         "--provider", "script", "--script", str(script), TASK], cwd=root, env=moss_env(),
@@ -51,16 +71,17 @@ def run(s: Settings) -> dict:
     early = (5, 15)
     late = (turns - 10, turns)
     res = {"turns": turns, "reps": reps, "early": early, "late": late, "agents": {}}
-    samples: dict = {m: {"early": [], "late": []} for m in ("v2", "v1")}
+    variants = [(f"moss {m.upper()}, memory {'bounded' if b else 'grows'}", m, b)
+                for b in (False, True) for m in ("v2", "v1")]
+    samples: dict = {label: {"early": [], "late": []} for label, _, _ in variants}
     for _ in range(reps):
-        for machine in ("v2", "v1"):  # alternating, so the machine's noise falls on both
-            ts = _run(s, root, machine, turns)
+        for label, machine, bounded in variants:  # taking turns, so the machine's noise falls on all
+            ts = _run(s, root, machine, turns, bounded)
             for name, (a, b) in (("early", early), ("late", late)):
-                samples[machine][name].append((ts[b] - ts[a]) / (b - a))
-    for machine, label in (("v2", "moss V2"), ("v1", "moss V1")):
-        e, l = min(samples[machine]["early"]), min(samples[machine]["late"])
-        res["agents"][label] = {"early": e, "late": l, "ratio": l / e if e else None,
-                                "samples": samples[machine]}
+                samples[label][name].append((ts[b] - ts[a]) / (b - a))
+    for label, _, _ in variants:
+        e, l = min(samples[label]["early"]), min(samples[label]["late"])
+        res["agents"][label] = {"early": e, "late": l, "ratio": l / e if e else None, "samples": samples[label]}
     return res
 
 
