@@ -5,12 +5,12 @@ moss runs `moss @agent --v2|--v1 -n --provider script` (answers from a list, no 
 notes it), the V1 one views and notes in one call. Per-turn times come from the session's own
 JSONL log: the `turn_start` event's timestamp of every turn, so the time of turns A..B is
 ts(B) - ts(A) over B - A turns (a mean over the window; the log's millisecond timestamps make
-a single turn too coarse to time alone). The windows are turns 5-15 and the last ten; the
+a single turn too coarse to time alone). The windows are turns 5-25 and the last twenty; the
 figure is the best of the repetitions for each window (the least disturbed by the machine).
 
 What grows with a session is what a turn carries: the session table a checkpoint saves, the
 working memory a prompt shows, the history a context keeps. A ratio of 1.0 means a turn
-costs the same at turn 300 as at turn 10. Quick mode runs 60 turns (windows 5-15 and 50-60).
+costs the same at turn 300 as at turn 10. Quick mode runs 60 turns (windows 5-25 and 40-60).
 
 Each machine runs twice: its model notes every step and keeps every note ("memory grows":
 at turn 300 the V1 prompt shows 300 notes, so each turn has more to build, send and save),
@@ -67,9 +67,9 @@ def _run(s: Settings, root: Path, machine: str, turns: int, bounded: bool = Fals
 def run(s: Settings) -> dict:
     root = stdlib_tree(s)
     turns = 60 if s.quick else 300
-    reps = 1 if s.quick else 3
-    early = (5, 15)
-    late = (turns - 10, turns)
+    reps = 1 if s.quick else 5
+    early = (5, 25)
+    late = (turns - 20, turns)
     res = {"turns": turns, "reps": reps, "early": early, "late": late, "agents": {}}
     variants = [(f"moss {m.upper()}, memory {'bounded' if b else 'grows'}", m, b)
                 for b in (False, True) for m in ("v2", "v1")]

@@ -147,3 +147,28 @@ def test_sigkill_mid_session_resumes_from_the_last_finished_turn(project):
         assert json.loads(r.stdout)["turns"] == 41
         # what the model sees on resuming: the notes of all forty turns
         assert "step 40" in json.dumps(api2.requests[0].body) and "step 1\\n" in json.dumps(api2.requests[0].body)
+
+
+def test_a_long_session_with_bounded_memory_keeps_a_checkpoint_of_bounded_size(project):
+    """Loop and progress detection remember recent commands only: a session of 300 turns whose
+    model keeps its memory small saves about what a session of 100 turns saves, not three times."""
+    (project.root / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 1301)))
+
+    def run(turns):
+        replies = []
+        for k in range(1, turns + 1):
+            forget = f'$(forget "step {k - 5} seen") ' if k > 5 else ""
+            replies.append(f'{forget}$(note "step {k} seen") $(view big.txt:{k * 4}-{k * 4 + 3})')
+        replies.append("$(answer done)")
+        script = project.root / f"answers-{turns}.json"
+        script.write_text(json.dumps(replies))
+        r = project.moss("@agent", "--v1", "-n", "--max-turns", str(turns + 5), "--provider", "script",
+                         "--script", str(script), "--output-format", "json", "read big.txt", timeout=120)
+        assert r.returncode == 0, r.stderr
+        sid = json.loads(r.stdout)["session_id"]
+        state = read_checkpoint(checkpoint_path(project.root, sid))
+        assert state["turn"] == turns + 1 and len(state["mem"]["items"]) == 5
+        return len(checkpoint_path(project.root, sid).read_bytes())
+
+    short, long = run(100), run(300)
+    assert long < 1.25 * short, (short, long)

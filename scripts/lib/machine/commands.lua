@@ -160,13 +160,28 @@ local function signature(text)
   return ("%d:%08x"):format(#text, h)
 end
 
+-- Loop and progress detection remember the commands and outputs of the last RECENT turns
+-- only, so a long session's state (and so each checkpoint) stays the size of a short one's.
+local RECENT = 64
+
+local function forget_old(S)
+  if S.turn % 16 ~= 0 then return end
+  local horizon = S.turn - RECENT
+  for key, r in pairs(S.repeats) do
+    if (r.turn or 0) < horizon then S.repeats[key] = nil end
+  end
+  for sig, turn in pairs(S.seen) do
+    if type(turn) ~= "number" or turn < horizon then S.seen[sig] = nil end
+  end
+end
+
 -- The same command with the same output again and again is a loop; the same command with
 -- new output (tests after an edit) is progress. Returns the output to show, or "loop".
 local function watch_repeats(S, env, tool, out)
   local key, sig = tool.key, signature(out.content or "")
   local seen = S.repeats[key]
   local n = (seen and seen.sig == sig) and seen.n + 1 or 1
-  S.repeats[key] = { sig = sig, n = n }
+  S.repeats[key] = { sig = sig, n = n, turn = S.turn }
   local limit = env.loop_limit or 3
   if n > limit then
     log(S, "loop_detected", { cmd = key, count = n, turn = S.turn })
@@ -246,9 +261,11 @@ function M.handle(S, state, text, env)
     if env.out then env.out:command(S, o) end
     if o.ok then
       local sig = signature(o.content or "")
-      if not S.seen[sig] then S.seen[sig] = true; S.new_evidence = true end
+      if not S.seen[sig] then S.new_evidence = true end
+      S.seen[sig] = S.turn
     end
   end
+  forget_old(S)
   return { outputs = outputs }
 end
 
