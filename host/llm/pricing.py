@@ -81,6 +81,12 @@ def override_for(model: str, config: Mapping | None) -> Mapping | None:
     return None
 
 
+# (model, provider) -> the (name, provider_id) genai-prices knows it by, or None when it
+# does not: looking a model up tries several spellings and each miss raises, which cost
+# about half a millisecond a call for a model it does not know.
+_known: dict[tuple, tuple | None] = {}
+
+
 def _genai_calc(usage: Mapping, model: str, provider: str | None):
     """genai-prices' PriceCalculation for this usage, or None when it does not know the model."""
     gp = _genai()
@@ -91,13 +97,20 @@ def _genai_calc(usage: Mapping, model: str, provider: str | None):
     # genai-prices counts cached and cache-written tokens inside input_tokens; moss apart.
     u = gp.Usage(input_tokens=fresh + read + write, cache_read_tokens=read, cache_write_tokens=write,
                  output_tokens=int(usage.get("output_tokens") or 0))
+    key = (model, provider)
+    if key in _known:
+        found = _known[key]
+        return None if found is None else gp.calc_price(u, found[0], provider_id=found[1])
     pid = GENAI_PROVIDER.get(provider or "")
     for name in dict.fromkeys(_candidates(model)):
         for provider_id in dict.fromkeys((pid, None)):
             try:
-                return gp.calc_price(u, name, provider_id=provider_id)
+                calc = gp.calc_price(u, name, provider_id=provider_id)
             except LookupError:
                 continue
+            _known[key] = (name, provider_id)
+            return calc
+    _known[key] = None
     return None
 
 
