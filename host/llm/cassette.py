@@ -12,7 +12,8 @@ import hashlib
 import json
 import os
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import MossError
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Mapping
+from collections.abc import Mapping
 
 FIELDS = ("input", "output", "cache_read", "cache_write")
 TOKENS = {"input": "input_tokens", "output": "output_tokens", "cache_read": "cache_read_tokens",
