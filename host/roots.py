@@ -81,6 +81,7 @@ class ScriptRoots:
         roots.append(Root("user", user_config_dir(env) / "scripts"))
         roots.append(Root("built-in", builtin or builtin_scripts_dir()))
         self.roots = roots
+        self._reals: dict[str, Path] = {}
 
     def _candidates(self, name: str):
         parts = name.split(".")
@@ -97,13 +98,11 @@ class ScriptRoots:
                 "(no '..', slashes or absolute paths)",
                 kind="denied",
             )
-        looked = []
         for root, candidate in self._candidates(name):
-            looked.append(display_path(candidate))
             if not candidate.is_file():
                 continue
             real = candidate.resolve()
-            root_real = root.path.resolve()
+            root_real = self._real(root)
             if not real.is_relative_to(root_real):
                 raise MossError(
                     f"{what} {name!r} refused: {display_path(candidate)} is a symlink "
@@ -111,7 +110,16 @@ class ScriptRoots:
                     kind="denied",
                 )
             return real, display_path(candidate)
+        looked = [display_path(candidate) for _, candidate in self._candidates(name)]
         raise MossError(f"{what} {name!r} not found; looked in:\n  " + "\n  ".join(looked), kind="not_found")
+
+    def _real(self, root: Root) -> Path:
+        """The root's real path, resolved once: a root that later turns into a symlink to
+        elsewhere then refuses every module under it (stricter, never looser)."""
+        real = self._reals.get(root.name)
+        if real is None:
+            real = self._reals[root.name] = root.path.resolve()
+        return real
 
     def origin_of(self, name: str) -> str | None:
         """Which root `name` would load from ("project", "user", "built-in"), or None."""

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 from ..errors import MossError
 from . import cassette
 from .models import rejects_temperature
-from . import pricing
+from . import pricing, warm
 from .providers import Provider, resolve_provider
 from .request import normalise_request
 from .retry import Failure, backoff, final_error, MAX_SERVER_WAIT
@@ -39,6 +39,20 @@ def _num(value, cast, what: str):
         raise MossError(f"{what} must be a number, got {value!r}", kind="config") from None
 
 
+def timeout_of(config: Mapping | None, options: Mapping | None) -> float:
+    """The request timeout: --timeout, else [llm] timeout, else DEFAULT_TIMEOUT."""
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    cfg = (config or {}).get("llm") or {}
+    return _num(options.get("timeout", cfg.get("timeout", DEFAULT_TIMEOUT)), float, "[llm] timeout")
+
+
+def _scan(*args, **kwargs):
+    """detect.scan, imported only when a local server is looked for (http.client, email: ~20 ms)."""
+    from .detect import scan
+
+    return scan(*args, **kwargs)
+
+
 class LLM:
     def __init__(self, config: Mapping | None, options: Mapping | None, env: Mapping = os.environ,
                  on_event: Callable[[str, dict], None] | None = None,
@@ -58,13 +72,13 @@ class LLM:
         self.on_event = on_event
         self.stream = stream
         cfg = self.config.get("llm") or {}
-        self.timeout = _num(self.options.get("timeout", cfg.get("timeout", DEFAULT_TIMEOUT)), float, "[llm] timeout")
+        self.timeout = timeout_of(self.config, self.options)
         self.max_retries = _num(cfg.get("max_retries", DEFAULT_MAX_RETRIES), int, "[llm] max_retries")
         self.default_max_tokens = _num(cfg.get("max_tokens", DEFAULT_MAX_TOKENS), int, "[llm] max_tokens")
         self.prompt_cache = bool(cfg.get("prompt_cache", True))
         self.detect_local = cfg.get("detect", True) is not False  # [llm] detect = false: never probe ports
         self.session = Session(Budgets(self.config, self.options))
-        pricing.preload()  # genai-prices' import (~0.3 s) overlaps the first request
+        pricing.preload()  # genai-prices' import (~0.3 s) overlaps the first request's wait for the model
         self._lock = threading.Lock()
         self._clients: dict[tuple, Any] = {}
         self._providers: dict[tuple, Provider] = {}
@@ -100,11 +114,9 @@ class LLM:
         key = (name, model)
         with self._lock:
             if key not in self._providers:
-                from .detect import scan
-
                 self._providers[key] = p = resolve_provider(
                     self.config, self.options, self.env, name, model, project_keys=self.project_keys,
-                    project_trusted=self.project_trusted, detect=scan if self.detect_local else None)
+                    project_trusted=self.project_trusted, detect=_scan if self.detect_local else None)
                 if p.detected and self.announce is not None:
                     self.announce(f"using {p.detected} at {p.base_url}, model {p.model} (found running; "
                                   f"choose another with --provider/--model or [llm] provider/model)")
@@ -174,11 +186,8 @@ class LLM:
         key = (p.api, p.base_url, p.api_key)
         with self._lock:
             if key not in self._clients:
-                if p.api == "anthropic":
-                    from . import anthropic_client as mod
-                else:
-                    from . import openai_client as mod
-                self._clients[key] = mod.make_client(p, self.timeout)
+                # made ahead by `moss @NAME` (warm.py) when it could tell; else made now
+                self._clients[key] = warm.take(p, self.timeout) or warm.make(p, self.timeout)
             return self._clients[key]
 
     def _attempts(self, p: Provider, req: dict, fields: dict) -> tuple[dict, int]:
