@@ -191,7 +191,6 @@ def run_script(name: str, words: list[str]) -> int:
         if not state.trusted and trust_mod.stdin_interactive():
             state = _ask_trust(state)
         ctx, rt = build(name, args, options, root=root, trust=state)
-        _warm_llm(ctx, args)
         trust_mod.notice(state, ui.console())
         if not state.trusted and ScriptRoots(root).origin_of(name) == "project" \
                 and rt.roots.origin_of(name) is None:
@@ -239,17 +238,6 @@ def run_script(name: str, words: list[str]) -> int:
                     close()
                 except Exception:
                     pass
-
-
-def _warm_llm(ctx: Context, args: list[str]) -> None:
-    """Start importing the LLM SDK and making its client now, in a background thread, so the
-    first request does not wait for them (host/llm/warm.py). Not for --help."""
-    flags = args[: args.index("--")] if "--" in args else args
-    if any(a in ("-h", "--help") for a in flags) or not isinstance(ctx.config.get("llm", {}), dict):
-        return
-    from .llm import warm
-
-    warm.prepare_for(ctx.config, ctx.options, ctx.env, ctx.project_keys, ctx.project_trusted)
 
 
 def _ask_trust(state: trust_mod.Trust) -> trust_mod.Trust:

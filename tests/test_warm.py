@@ -13,7 +13,7 @@ def _provider(key="k-1", url="http://127.0.0.1:9"):
 
 def test_prepared_client_only_for_the_same_key_and_endpoint():
     p = _provider()
-    warm.start(lambda: p, lambda: 300.0)
+    warm.start(p, 300.0)
     assert warm.take(_provider(key="k-2"), 300.0) is None  # another key: never this client
     assert warm.take(_provider(url="http://127.0.0.1:10"), 300.0) is None
     assert warm.take(p, 120.0) is None  # another timeout
@@ -23,25 +23,21 @@ def test_prepared_client_only_for_the_same_key_and_endpoint():
     assert warm.settled.is_set()
 
 
-def test_offline_and_unresolvable_providers_prepare_nothing():
-    def boom():
-        raise RuntimeError("no provider")
-
-    warm.start(boom, lambda: 300.0)
+def test_offline_providers_prepare_nothing():
     script = resolve_provider({}, {"provider": "script"}, {})
-    warm.start(lambda: script, lambda: 300.0)
-    warm.settled.wait(30)
-    assert warm.take(script, 300.0) is None
+    warm.start(script, 300.0)
+    assert warm.settled.is_set() and warm.take(script, 300.0) is None
 
 
-def test_llm_uses_the_client_prepared_for_its_config():
+def test_llm_uses_the_client_prepared_for_its_provider():
     env = {"ANTHROPIC_API_KEY": "k-3", "ANTHROPIC_BASE_URL": "http://127.0.0.1:11"}
-    options = {"provider": "anthropic", "timeout": 42}
-    warm.prepare_for({}, options, env, frozenset(), True)
-    llm = LLM({}, options, env=env)
+    llm = LLM({}, {"provider": "anthropic", "timeout": 42}, env=env)
     p = llm.provider()
+    llm.prepare(p)
     warm.settled.wait(30)
     client = llm._client(p)
     assert client.api_key == "k-3" and str(client.base_url).startswith("http://127.0.0.1:11")
     assert llm._client(p) is client
     assert not warm._jobs  # the prepared one was taken, none is left over
+    llm.prepare(p)  # it exists: nothing more is made
+    assert not warm._jobs and warm.settled.is_set()

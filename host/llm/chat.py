@@ -78,7 +78,6 @@ class LLM:
         self.prompt_cache = bool(cfg.get("prompt_cache", True))
         self.detect_local = cfg.get("detect", True) is not False  # [llm] detect = false: never probe ports
         self.session = Session(Budgets(self.config, self.options))
-        pricing.preload()  # genai-prices' import (~0.3 s) overlaps the first request's wait for the model
         self._lock = threading.Lock()
         self._clients: dict[tuple, Any] = {}
         self._providers: dict[tuple, Provider] = {}
@@ -122,6 +121,18 @@ class LLM:
                                   f"choose another with --provider/--model or [llm] provider/model)")
             return self._providers[key]
 
+    def prepare(self, p: Provider) -> None:
+        """Start making p's SDK client in a background thread (warm.py), unless it exists or
+        is on its way: a script that resolves its provider before its first turn
+        (moss.llm.provider) gets the SDK's import (~1 s) done while it sets up."""
+        if p.api not in warm.SDK_APIS:
+            return
+        with self._lock:
+            if (p.api, p.base_url, p.api_key) in self._clients:
+                return
+        warm.start(p, self.timeout)
+        pricing.preload()  # after the SDK's import: genai-prices' (~0.1-0.3 s) then overlaps the model's answer
+
     def check(self) -> Provider:
         """Resolve the default provider now (for a CLI that wants to fail fast, exit 2)."""
         return self.provider()
@@ -147,6 +158,7 @@ class LLM:
         attempts = 1
         try:
             if p.api in ("replay", "script"):
+                pricing.preload()
                 reply = self._offline_answer(p, req)
             else:
                 reply, attempts = self._attempts(p, self._adapt(p, req), fields)
@@ -196,6 +208,7 @@ class LLM:
         else:
             from . import openai_client as mod
         client = self._client(p)
+        pricing.preload()  # the first cost is needed when the answer is back (once; a no-op after)
         attempt = retries = 0
         cut_retried = False
         while True:
