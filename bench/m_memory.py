@@ -93,7 +93,7 @@ def run(s: Settings) -> dict:
         "moss @agent --help": _command([str(s.moss_bin), "@agent", "--help"], env, root),
         f"moss @agent session ({STEPS} steps)": _session(s, root),
     }
-    reps = s.reps(5, 2)
+    reps = s.reps(5, 1)
     samples: dict[str, list[int]] = {k: [] for k in jobs}
     for _ in range(reps):
         for name, job in jobs.items():

@@ -198,7 +198,7 @@ class LLM:
         key = (p.api, p.base_url, p.api_key)
         with self._lock:
             if key not in self._clients:
-                # made ahead by `moss @NAME` (warm.py) when it could tell; else made now
+                # made ahead in the background by prepare() (warm.py) when the script asked; else now
                 self._clients[key] = warm.take(p, self.timeout) or warm.make(p, self.timeout)
             return self._clients[key]
 
