@@ -31,9 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats  # noqa: E402
 
-MEASUREMENTS = ["context", "overhead", "long", "coldstart", "tools", "bridge", "spawn", "runs"]
-MODULES = {"context": "m_context", "overhead": "m_overhead", "long": "m_long", "coldstart": "m_coldstart",
-           "tools": "m_tools", "bridge": "m_bridge", "spawn": "m_spawn", "runs": "m_runs"}
+MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "runs"]
+MODULES = {name: f"m_{name}" for name in MEASUREMENTS}
 
 
 def machine() -> dict:

@@ -11,6 +11,7 @@ local co_create, co_resume, co_status = coroutine.create, coroutine.resume, coro
 local pack, unpack, concat = table.pack, table.unpack, table.concat
 local setmetatable, getmetatable, rawget, type, tostring, select = setmetatable, getmetatable, rawget, type, tostring, select
 local string = string
+local raw_dump = string.dump -- kept for the host's chunk cache only (see the end)
 local check, COUNT = H.check, H.hook_count
 
 -- Errors raised by moss primitives (and by cancellation) are tables that behave like
@@ -120,9 +121,8 @@ require = function(name)
   if loading[name] then
     raw_error(make_error("lua", "require: circular require of '" .. name .. "'", 2), 0)
   end
-  local ok, src, chunkname = H.find_module(name)
-  if not ok then raw_error(make_error("not_found", src, 2), 0) end
-  local fn, err = raw_load(src, chunkname, "t")
+  local ok, fn, err = H.find_module(name) -- compiled by the host (text, or its own dump)
+  if not ok then raw_error(make_error("not_found", fn, 2), 0) end
   if not fn then raw_error(err, 0) end
   loading[name] = true
   local r = pack(raw_pcall(fn, name))
@@ -375,4 +375,16 @@ local function compile(src, chunkname)
   return raw_load(src, chunkname, "t")
 end
 
-return run, compile, is_object, is_null
+-- The host's chunk cache (host/runtime.py, _Chunks): dump a function it compiled from text,
+-- and load such a dump back in another runtime of the same process. Binary mode is
+-- reachable only through this closure, which only the host holds; it is handed bytecode
+-- that this process produced from source it compiled, never bytes from a file or a script.
+local function dump(fn)
+  return raw_dump(fn)
+end
+
+local function load_dump(bytecode, chunkname)
+  return raw_load(bytecode, chunkname, "b")
+end
+
+return run, compile, is_object, is_null, load_dump, dump

@@ -54,6 +54,20 @@ def display_path(path: Path) -> str:
     return s
 
 
+def display_str(path: str) -> str:
+    """display_path for a normalised path string, without pathlib (the module loader's hot path)."""
+    cwd = os.getcwd()
+    if path == cwd:
+        return "."
+    prefix = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    if path.startswith(prefix) and os.path.isabs(path):
+        return path[len(prefix):]
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home + os.sep):
+        return "~" + path[len(home):]
+    return path
+
+
 @dataclass(frozen=True)
 class Root:
     name: str  # "project", "user", "built-in"
@@ -81,6 +95,8 @@ class ScriptRoots:
         roots.append(Root("user", user_config_dir(env) / "scripts"))
         roots.append(Root("built-in", builtin or builtin_scripts_dir()))
         self.roots = roots
+        self._reals: dict[str, Path] = {}
+        self._strs: dict[str, str] = {}
 
     def _candidates(self, name: str):
         parts = name.split(".")
@@ -91,27 +107,52 @@ class ScriptRoots:
 
     def find_module(self, name: str, what: str = "module") -> tuple[Path, str]:
         """Resolve a dotted name to (path, display name); MossError when absent/refused."""
+        path, shown, _ = self.locate(name, what)
+        return path, shown
+
+    def locate(self, name: str, what: str = "module") -> tuple[Path, str, str]:
+        """find_module, and the name of the root it came from ("project", "user", "built-in").
+
+        Every `require` of every runtime comes here (a child agent's start-up resolves some
+        40 modules), so it works on strings (os.path) rather than pathlib objects."""
         if not NAME_RE.match(name or ""):
             raise MossError(
                 f"{what} name {name!r} refused: use dotted names like 'lib.util' "
                 "(no '..', slashes or absolute paths)",
                 kind="denied",
             )
-        looked = []
-        for root, candidate in self._candidates(name):
-            looked.append(display_path(candidate))
-            if not candidate.is_file():
-                continue
-            real = candidate.resolve()
-            root_real = root.path.resolve()
-            if not real.is_relative_to(root_real):
-                raise MossError(
-                    f"{what} {name!r} refused: {display_path(candidate)} is a symlink "
-                    f"leading outside {display_path(root.path)}",
-                    kind="denied",
-                )
-            return real, display_path(candidate)
+        rel = name.replace(".", os.sep)
+        for root in self.roots:
+            base = os.path.join(self._str(root), rel)
+            for candidate in (base + ".lua", os.path.join(base, "init.lua")):
+                if not os.path.isfile(candidate):
+                    continue
+                real = os.path.realpath(candidate)
+                root_real = str(self._real(root))
+                inside = root_real if root_real.endswith(os.sep) else root_real + os.sep
+                if real != root_real and not real.startswith(inside):
+                    raise MossError(
+                        f"{what} {name!r} refused: {display_path(Path(candidate))} is a symlink "
+                        f"leading outside {display_path(root.path)}",
+                        kind="denied",
+                    )
+                return Path(real), display_str(candidate), root.name
+        looked = [display_path(candidate) for _, candidate in self._candidates(name)]
         raise MossError(f"{what} {name!r} not found; looked in:\n  " + "\n  ".join(looked), kind="not_found")
+
+    def _str(self, root: Root) -> str:
+        s = self._strs.get(root.name)
+        if s is None:
+            s = self._strs[root.name] = str(root.path)
+        return s
+
+    def _real(self, root: Root) -> Path:
+        """The root's real path, resolved once: a root that later turns into a symlink to
+        elsewhere then refuses every module under it (stricter, never looser)."""
+        real = self._reals.get(root.name)
+        if real is None:
+            real = self._reals[root.name] = root.path.resolve()
+        return real
 
     def origin_of(self, name: str) -> str | None:
         """Which root `name` would load from ("project", "user", "built-in"), or None."""

@@ -198,7 +198,7 @@ def run_script(name: str, words: list[str]) -> int:
                      f"trusted: review and trust it with `moss trust`, or pass --trust to trust it for "
                      f"this run")
             return EXIT_USAGE
-        path, shown = rt.roots.find_module(name, what="script")
+        path, shown, origin = rt.roots.locate(name, what="script")
     except KeyboardInterrupt:
         ui.console().print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
@@ -207,7 +207,7 @@ def run_script(name: str, words: list[str]) -> int:
         return exit_status(e.kind)
     try:
         with rt.sigint_cancels():
-            chunk = rt.load(path.read_bytes(), shown)
+            chunk = rt.load_file(path, shown, origin)
             result = rt.call(chunk, *args)
             main = _field(rt, result, "main")
             if main is not None:

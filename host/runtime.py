@@ -10,6 +10,7 @@ Mechanism only. The runtime
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import threading
@@ -35,6 +36,44 @@ class LuaScriptError(MossError):
     def __init__(self, text: str, kind: str = "lua", trace: str = ""):
         super().__init__(text, kind=kind)
         self.trace = trace
+
+
+class _Chunks:
+    """Compiled Lua chunks shared by every runtime of this process.
+
+    Every child agent is a new Lua state that compiles the same modules as its parent (the
+    agent script, the machine kernel: some 40 files). The first runtime to load a built-in
+    module compiles its source as text and keeps `string.dump` of it (with debug info, so
+    error positions stay the same); later runtimes load that bytecode instead of compiling.
+
+    Only moss's own built-in scripts are cached, keyed by the file's real path, the chunk
+    name and the sha256 of the source just read from disk (so an edited file is compiled
+    afresh, never served stale); the bytecode only ever comes from a dump made in this
+    process from text compiled here. Nothing is read from or written to disk, and the
+    binary-mode loader is a private closure of the bootstrap: scripts can still load text
+    only (host/bootstrap.lua)."""
+
+    ORIGINS = ("built-in",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_file: dict[tuple[str, bytes], tuple[bytes, bytes]] = {}  # (path, chunkname) -> (sha, dump)
+
+    def get(self, path: str, chunkname: bytes, sha: bytes) -> bytes | None:
+        with self._lock:
+            hit = self._by_file.get((path, chunkname))
+        return hit[1] if hit is not None and hit[0] == sha else None
+
+    def put(self, path: str, chunkname: bytes, sha: bytes, dump: bytes) -> None:
+        with self._lock:
+            self._by_file[(path, chunkname)] = (sha, dump)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_file.clear()
+
+
+CHUNKS = _Chunks()
 
 
 def _deny_get(obj, name):
@@ -91,7 +130,7 @@ class Runtime:
         host[b"functions"] = fns
         src = (Path(__file__).parent / "bootstrap.lua").read_bytes()
         boot = lua.execute(b"return load(...)", src, b"@moss/bootstrap.lua", b"t")
-        self._run, self._compile, is_object, is_null = boot(host)
+        self._run, self._compile, is_object, is_null, self._load_dump, self._dump = boot(host)
         self.conv._is_object_table = is_object
         self.conv._is_null = is_null
         self.moss = lua.globals()[b"moss"]
@@ -113,11 +152,39 @@ class Runtime:
         self._stdout(decode(data) if isinstance(data, bytes) else str(data))
 
     def _find_module(self, name):
+        """require's loader: (true, compiled chunk) or (true, nil, syntax error), or (false, message)."""
         try:
-            path, display = self.roots.find_module(decode(name))
-            return True, path.read_bytes(), ("@" + display).encode()
+            path, display, origin = self.roots.locate(decode(name))
+            src = path.read_bytes()
         except MossError as e:
             return False, e.message.encode()
+        result = self._chunk(path, src, ("@" + display).encode(), origin)
+        if isinstance(result, tuple):
+            return True, None, result[1]
+        return True, result
+
+    def _chunk(self, path: Path, src: bytes, chunkname: bytes, origin: str | None):
+        """Compile `src` (text), or load the bytecode this process dumped for exactly this
+        source (_Chunks). Returns the function, or (None, message) on a syntax error."""
+        if origin not in _Chunks.ORIGINS:
+            return self._compile(src, chunkname)
+        sha = hashlib.sha256(src).digest()
+        dump = CHUNKS.get(str(path), chunkname, sha)
+        if dump is not None:
+            fn = self._load_dump(dump, chunkname)
+            if not isinstance(fn, tuple):
+                return fn
+        fn = self._compile(src, chunkname)
+        if not isinstance(fn, tuple):
+            CHUNKS.put(str(path), chunkname, sha, self._dump(fn))
+        return fn
+
+    def load_file(self, path: Path, shown: str, origin: str | None = None):
+        """Compile a script file (as `load` does); a built-in one may come from _Chunks."""
+        result = self._chunk(path, path.read_bytes(), ("@" + shown).encode(), origin)
+        if isinstance(result, tuple):
+            raise LuaScriptError(decode(result[1]), kind="syntax")
+        return result
 
     def _wrap_primitive(self, name: str, fn: Callable[..., Any]):
         conv = self.conv

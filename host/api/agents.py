@@ -451,8 +451,8 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
         rt.parent = parent_ctx.runtime
         if child._cancel:
             raise LuaScriptError("interrupted", kind="interrupted")
-        path, shown = rt.roots.find_module("agent", what="script")
-        module = rt.call(rt.load(path.read_bytes(), shown))
+        path, shown, origin = rt.roots.locate("agent", what="script")
+        module = rt.call(rt.load_file(path, shown, origin))
         from lupa import lua54
 
         entry = module[b"child"] if lua54.lua_type(module) == "table" else None

@@ -143,7 +143,9 @@ def functions(ctx):
     def provider():
         """Resolve the provider now (a local server is looked for when none is configured), so a
         script fails before its first turn rather than in it."""
-        p = _service(ctx).provider()
+        svc = _service(ctx)
+        p = svc.provider()
+        svc.prepare(p)  # its SDK client is made in the background meanwhile (host/llm/warm.py)
         return {"name": p.name, "model": p.model, "base_url": p.base_url, "is_local": bool(p.local),
                 "detected": p.detected, "context_window": _context_window(ctx.config, p.model)}
 

@@ -19,6 +19,9 @@ def _servers(ctx):
 def functions(ctx):
     def servers():
         """{name, transport, access, description?, error?} for each configured server (none started)."""
+        mcp = ctx.config.get("mcp") if isinstance(ctx.config, dict) else None
+        if not (isinstance(mcp, dict) and mcp.get("servers")):
+            return []  # nothing configured: no need to load the MCP client (~15 ms)
         return _servers(ctx).describe()
 
     def tools(server):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from ..errors import MossError
-from ..roots import display_path
+from ..roots import display_str
 
 DIR_RE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
@@ -16,17 +17,20 @@ def functions(ctx):
         if not isinstance(folder, str) or not DIR_RE.match(folder):
             raise MossError(f"bad folder {folder!r}: use names like 'roles' or 'machines'", kind="usage")
         seen: dict[str, dict] = {}
-        for root in ctx.runtime.roots.roots:
-            d = root.path / folder
-            if not d.is_dir():
+        for root in ctx.runtime.roots.roots:  # every child agent lists roles at start: strings, not pathlib
+            d = os.path.join(str(root.path), folder)
+            try:
+                names = sorted(n for n in os.listdir(d) if n.endswith(".lua") and not n.startswith("."))
+            except OSError:  # absent, not a folder, unreadable: nothing from this root (as glob)
                 continue
-            for p in sorted(d.glob("*.lua")):
-                entry = seen.get(p.stem)
+            for n in names:
+                stem = n[:-4]
+                entry = seen.get(stem)
                 if entry:
                     entry["overrides"].append(root.name)
                     continue
-                seen[p.stem] = {"name": p.stem, "module": folder.replace("/", ".") + "." + p.stem,
-                                "origin": root.name, "path": display_path(p), "overrides": []}
+                seen[stem] = {"name": stem, "module": folder.replace("/", ".") + "." + stem,
+                              "origin": root.name, "path": display_str(os.path.join(d, n)), "overrides": []}
         return sorted(seen.values(), key=lambda e: e["name"])
 
     return {"scripts.list": list_}

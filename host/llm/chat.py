@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 from ..errors import MossError
 from . import cassette
 from .models import rejects_temperature
-from . import pricing
+from . import pricing, warm
 from .providers import Provider, resolve_provider
 from .request import normalise_request
 from .retry import Failure, backoff, final_error, MAX_SERVER_WAIT
@@ -39,6 +39,20 @@ def _num(value, cast, what: str):
         raise MossError(f"{what} must be a number, got {value!r}", kind="config") from None
 
 
+def timeout_of(config: Mapping | None, options: Mapping | None) -> float:
+    """The request timeout: --timeout, else [llm] timeout, else DEFAULT_TIMEOUT."""
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    cfg = (config or {}).get("llm") or {}
+    return _num(options.get("timeout", cfg.get("timeout", DEFAULT_TIMEOUT)), float, "[llm] timeout")
+
+
+def _scan(*args, **kwargs):
+    """detect.scan, imported only when a local server is looked for (http.client, email: ~20 ms)."""
+    from .detect import scan
+
+    return scan(*args, **kwargs)
+
+
 class LLM:
     def __init__(self, config: Mapping | None, options: Mapping | None, env: Mapping = os.environ,
                  on_event: Callable[[str, dict], None] | None = None,
@@ -58,13 +72,12 @@ class LLM:
         self.on_event = on_event
         self.stream = stream
         cfg = self.config.get("llm") or {}
-        self.timeout = _num(self.options.get("timeout", cfg.get("timeout", DEFAULT_TIMEOUT)), float, "[llm] timeout")
+        self.timeout = timeout_of(self.config, self.options)
         self.max_retries = _num(cfg.get("max_retries", DEFAULT_MAX_RETRIES), int, "[llm] max_retries")
         self.default_max_tokens = _num(cfg.get("max_tokens", DEFAULT_MAX_TOKENS), int, "[llm] max_tokens")
         self.prompt_cache = bool(cfg.get("prompt_cache", True))
         self.detect_local = cfg.get("detect", True) is not False  # [llm] detect = false: never probe ports
         self.session = Session(Budgets(self.config, self.options))
-        pricing.preload()  # genai-prices' import (~0.3 s) overlaps the first request
         self._lock = threading.Lock()
         self._clients: dict[tuple, Any] = {}
         self._providers: dict[tuple, Provider] = {}
@@ -100,15 +113,25 @@ class LLM:
         key = (name, model)
         with self._lock:
             if key not in self._providers:
-                from .detect import scan
-
                 self._providers[key] = p = resolve_provider(
                     self.config, self.options, self.env, name, model, project_keys=self.project_keys,
-                    project_trusted=self.project_trusted, detect=scan if self.detect_local else None)
+                    project_trusted=self.project_trusted, detect=_scan if self.detect_local else None)
                 if p.detected and self.announce is not None:
                     self.announce(f"using {p.detected} at {p.base_url}, model {p.model} (found running; "
                                   f"choose another with --provider/--model or [llm] provider/model)")
             return self._providers[key]
+
+    def prepare(self, p: Provider) -> None:
+        """Start making p's SDK client in a background thread (warm.py), unless it exists or
+        is on its way: a script that resolves its provider before its first turn
+        (moss.llm.provider) gets the SDK's import (~1 s) done while it sets up."""
+        if p.api not in warm.SDK_APIS:
+            return
+        with self._lock:
+            if (p.api, p.base_url, p.api_key) in self._clients:
+                return
+        warm.start(p, self.timeout)
+        pricing.preload()  # after the SDK's import: genai-prices' (~0.1-0.3 s) then overlaps the model's answer
 
     def check(self) -> Provider:
         """Resolve the default provider now (for a CLI that wants to fail fast, exit 2)."""
@@ -135,6 +158,7 @@ class LLM:
         attempts = 1
         try:
             if p.api in ("replay", "script"):
+                pricing.preload()
                 reply = self._offline_answer(p, req)
             else:
                 reply, attempts = self._attempts(p, self._adapt(p, req), fields)
@@ -174,11 +198,8 @@ class LLM:
         key = (p.api, p.base_url, p.api_key)
         with self._lock:
             if key not in self._clients:
-                if p.api == "anthropic":
-                    from . import anthropic_client as mod
-                else:
-                    from . import openai_client as mod
-                self._clients[key] = mod.make_client(p, self.timeout)
+                # made ahead in the background by prepare() (warm.py) when the script asked; else now
+                self._clients[key] = warm.take(p, self.timeout) or warm.make(p, self.timeout)
             return self._clients[key]
 
     def _attempts(self, p: Provider, req: dict, fields: dict) -> tuple[dict, int]:
@@ -187,6 +208,7 @@ class LLM:
         else:
             from . import openai_client as mod
         client = self._client(p)
+        pricing.preload()  # the first cost is needed when the answer is back (once; a no-op after)
         attempt = retries = 0
         cut_retried = False
         while True:

@@ -15,7 +15,8 @@ Override or add a model in the config (USD per million tokens):
     cache_write = 3.75
 
 genai-prices takes about 0.3 s to import; `preload()` starts that in a background thread
-when an LLM is set up, so the first cost is ready by the time the first answer arrives.
+when an LLM is set up, once the SDK is imported, so the first cost is ready by the time the
+first answer arrives.
 """
 
 from __future__ import annotations
@@ -38,12 +39,21 @@ _preload: threading.Thread | None = None
 
 
 def preload() -> None:
-    """Import genai-prices and load its data in a background thread (once)."""
+    """Import genai-prices and load its data in a background thread (once), after any SDK
+    import under way (host/llm/warm.py): the first request waits for its SDK, not for prices,
+    so the two imports must not share the GIL."""
     global _preload
     with _preload_lock:
         if _preload is None:
-            _preload = threading.Thread(target=_genai, name="moss-pricing-preload", daemon=True)
+            _preload = threading.Thread(target=_after_sdk, name="moss-pricing-preload", daemon=True)
             _preload.start()
+
+
+def _after_sdk():
+    from .warm import settled
+
+    settled.wait(30)
+    _genai()
 
 
 def _genai():
