@@ -191,7 +191,8 @@ def run_script(name: str, words: list[str]) -> int:
         if not state.trusted and trust_mod.stdin_interactive():
             state = _ask_trust(state)
         ctx, rt = build(name, args, options, root=root, trust=state)
-        trust_mod.notice(state, ui.console())
+        if state.ignored:  # (rich is imported only to say something)
+            trust_mod.notice(state, ui.console())
         if not state.trusted and ScriptRoots(root).origin_of(name) == "project" \
                 and rt.roots.origin_of(name) is None:
             ui.error(f"@{name} exists only in this project's .moss/scripts/, and this project is not "

@@ -30,7 +30,7 @@ def _service(ctx):
 def _announce(text: str) -> None:
     from .. import ui
 
-    ui.console().print(f"[yellow]{ui.escape(text)}[/]")
+    ui.note(text, "yellow")
 
 
 def _partial_stream(ctx, also=None):

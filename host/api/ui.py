@@ -29,7 +29,7 @@ def functions(ctx):
             c.print(f"› {text}", markup=False)
 
     def is_terminal():
-        return ui.console().is_terminal
+        return not ui.surely_not_terminal() and ui.console().is_terminal
 
     def interactive():
         return _interactive(ctx)
