@@ -22,7 +22,7 @@ from pathlib import Path
 from moss.errors import MossError
 from moss.tools.caps import cap
 from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from moss.tools.treesitter import innermost, language_for, outline
+from moss.tools.treesitter import innermost, language_for, structure
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
@@ -247,7 +247,7 @@ def _enclosing(root: Path, rel: str, line: int, cache: dict[str, list]) -> str |
         path = root / rel
         try:
             if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
-                syms = outline(path)[0]
+                syms = structure(path)  # a label needs names and lines, no signatures
         except (OSError, MossError, UnicodeDecodeError):
             syms = []
         cache[rel] = syms

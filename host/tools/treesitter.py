@@ -189,15 +189,21 @@ def _query(name: str):
 
 # ------------------------------------------------------------------------ extraction
 
-_WS = re.compile(r"\s+")
+_OPEN_PAD = re.compile(r"([(\[]) ")
+_CLOSE_PAD = re.compile(r",? ([)\]])")
+_BRACE_PAD = re.compile(r", ?}")
 
 
 def _clean(text: str, limit: int = 160) -> str:
     """One line, whitespace collapsed, bracket padding removed, length capped."""
-    s = _WS.sub(" ", text).strip()
-    s = re.sub(r"([(\[]) ", r"\1", s)
-    s = re.sub(r",? ([)\]])", r"\1", s)
-    s = re.sub(r", ?}", " }", s)
+    s = " ".join(text.split())  # str.split() and re's \s agree on what is whitespace
+    # Each substitution only where it can match (most signatures need none of them).
+    if "( " in s or "[ " in s:
+        s = _OPEN_PAD.sub(r"\1", s)
+    if " )" in s or " ]" in s:
+        s = _CLOSE_PAD.sub(r"\1", s)
+    if ",}" in s or ", }" in s:
+        s = _BRACE_PAD.sub(" }", s)
     if len(s) > limit:
         s = s[: limit - 1].rstrip() + "…"
     return s
@@ -211,9 +217,13 @@ def _end_line(node) -> int:
 
 
 class _Ctx:
-    def __init__(self, src: bytes, lang: str):
+    """The source being extracted. `lite`: names, kinds, nesting and lines only — no
+    signatures or doc summaries (what search labels and symbol lookup need)."""
+
+    def __init__(self, src: bytes, lang: str, lite: bool = False):
         self.src = src
         self.lang = lang
+        self.lite = lite
 
     def text(self, node_or_start, end: int | None = None) -> str:
         if end is None:
@@ -304,7 +314,7 @@ def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | Non
         top_row = prev.start_point[0]
         prev = prev.prev_named_sibling
     summary = None
-    if docs:
+    if docs and not ctx.lite:
         lines: list[str] = []
         for d in docs:
             lines.extend(_comment_lines(d))
@@ -314,6 +324,8 @@ def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | Non
 
 def _sig_to(ctx: _Ctx, start: int, stop_node, node, limit: int = 160) -> str:
     """Source from `start` up to `stop_node` (a body), else the whole node."""
+    if ctx.lite:
+        return ""
     end = stop_node.start_byte if stop_node is not None else node.end_byte
     s = _clean(ctx.text(start, end), limit)
     return s.rstrip("{:;, ").rstrip() if stop_node is not None else s.rstrip(";,")
@@ -355,7 +367,7 @@ def _rust(node, ctx: _Ctx):
 
 
 def _python_doc(body, ctx: _Ctx) -> str | None:
-    if body is None or body.named_child_count == 0:
+    if ctx.lite or body is None or body.named_child_count == 0:
         return None
     first = body.named_children[0]
     if first.type != "expression_statement" or first.named_child_count == 0:
@@ -382,6 +394,8 @@ def _python(node, ctx: _Ctx):
     parent = node.parent
     if parent is not None and parent.type == "decorated_definition":
         outer = parent
+        if ctx.lite:
+            return name, kind, sig, outer, None, None
         decos = [_clean(ctx.text(d), 60) for d in parent.named_children if d.type == "decorator"]
         sig = " ".join(decos + [sig])
     return name, kind, sig, outer, _python_doc(body, ctx) or "", None
@@ -563,15 +577,19 @@ def module_doc(tree, ctx: _Ctx) -> str | None:
     return None
 
 
-def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
+def _extract(src: bytes, lang: str, lite: bool = False,
+             nodes: dict | None = None) -> tuple[list[Symbol], str | None]:
+    """The file's symbols, nested, and its module doc. `lite` leaves signatures empty and
+    docs None (see _Ctx); `nodes`, if given, receives id(symbol) -> (symbol, its node, its
+    outer node) so `_complete` can fill a lite symbol in while the tree is alive."""
     import tree_sitter as ts
     tree = parse(src, lang)
-    ctx = _Ctx(src, lang)
+    ctx = _Ctx(src, lang, lite)
     handler = LANGUAGES[lang].extract
-    nodes = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
+    captured = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
     seen: set[tuple[int, int, str]] = set()
     flat: list[tuple[Symbol, int, int]] = []
-    for node in nodes:
+    for node in captured:
         key = (node.start_byte, node.end_byte, node.type)
         if key in seen:
             continue
@@ -588,6 +606,8 @@ def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
             doc=doc if doc is not None and doc != "" else (lead_doc if doc is None else None),
             doc_start_line=dr + 1, doc_start_byte=db, container=container,
         )
+        if nodes is not None:
+            nodes[id(sym)] = (sym, node)
         flat.append((sym, outer.start_byte, outer.end_byte))
     flat.sort(key=lambda t: (t[1], -t[2]))
     top: list[Symbol] = []
@@ -605,13 +625,49 @@ def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
         else:
             top.append(sym)
         stack.append(item)
-    return top, module_doc(tree, ctx)
+    return top, (None if lite else module_doc(tree, ctx))
+
+
+def _complete(sym: Symbol, node, src: bytes, lang: str) -> None:
+    """Fill in a lite symbol's signature and doc from its node (as a full extraction would)."""
+    ctx = _Ctx(src, lang)
+    made = LANGUAGES[lang].extract(node, ctx)
+    if made is None:  # pragma: no cover - the lite pass kept it, so the full one does
+        return
+    _, _, sig, outer, doc, _ = made
+    lead_doc = _leading(lang, outer, ctx)[4]
+    sym.signature = sig
+    sym.doc = doc if doc is not None and doc != "" else (lead_doc if doc is None else None)
 
 
 # ----------------------------------------------------------------------------- cache
 
 _CACHE_MAX = 128
-_cache: "OrderedDict[str, tuple[tuple[int, int], list[Symbol], str | None]]" = OrderedDict()
+# str(resolved path) -> ((mtime_ns, size), symbols, module doc, lite)
+_cache: "OrderedDict[str, tuple[tuple[int, int], list[Symbol], str | None, bool]]" = OrderedDict()
+
+
+def _cached(path: Path, lite: bool) -> tuple[str, tuple[int, int], tuple | None]:
+    key = str(path.resolve())
+    st = path.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == stamp and (lite or not hit[3]):
+            _cache.move_to_end(key)
+            return key, stamp, hit
+    return key, stamp, None
+
+
+def _store(key: str, stamp: tuple[int, int], syms: list[Symbol], doc: str | None, lite: bool) -> None:
+    with _lock:
+        old = _cache.get(key)
+        if lite and old is not None and old[0] == stamp and not old[3]:
+            return  # a full outline of the same file is already there
+        _cache[key] = (stamp, syms, doc, lite)
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_MAX:
+            _cache.popitem(last=False)
 
 
 def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str | None]:
@@ -622,22 +678,56 @@ def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str 
         return [], None
     if source is not None:
         return _extract(source, lang)
-    key = str(path.resolve())
-    st = path.stat()
-    stamp = (st.st_mtime_ns, st.st_size)
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None and hit[0] == stamp:
-            _cache.move_to_end(key)
-            return hit[1], hit[2]
+    key, stamp, hit = _cached(path, lite=False)
+    if hit is not None:
+        return hit[1], hit[2]
     src = path.read_bytes()
     syms, doc = _extract(src, lang)
-    with _lock:
-        _cache[key] = (stamp, syms, doc)
-        _cache.move_to_end(key)
-        while len(_cache) > _CACHE_MAX:
-            _cache.popitem(last=False)
+    _store(key, stamp, syms, doc, lite=False)
     return syms, doc
+
+
+def structure(path: Path) -> list[Symbol]:
+    """The file's symbols with names, kinds, nesting and lines but empty signatures and no
+    docs: enough for `innermost`, `Symbol.path`/`lines` and picking a symbol by name, at
+    about half the cost of `outline` (no signature text is built). Cached like `outline`;
+    a cached full outline serves too. Never show a signature or doc taken from these."""
+    path = Path(path)
+    lang = language_for(path)
+    if lang is None:
+        return []
+    key, stamp, hit = _cached(path, lite=True)
+    if hit is not None:
+        return hit[1]
+    syms, _ = _extract(path.read_bytes(), lang, lite=True)
+    _store(key, stamp, syms, None, lite=True)
+    return syms
+
+
+def for_lookup(path: Path, src: bytes) -> tuple[list[Symbol], Callable[[Symbol], None]]:
+    """Symbols of `path` (whose bytes are `src`) for picking one by name, and a function
+    that fills in the signature and doc of the symbols the caller will show. A cached full
+    outline is used as it is; otherwise only the structure is extracted and the few
+    symbols shown are completed from their nodes (a method's view needs its class's
+    signature, not all of them)."""
+    path = Path(path)
+    lang = language_for(path, src)
+    if lang is None:
+        return [], lambda sym: None
+    key, stamp, hit = _cached(path, lite=False)
+    if hit is not None:
+        return hit[1], lambda sym: None
+    nodes: dict = {}
+    syms, _ = _extract(src, lang, lite=True, nodes=nodes)
+    done: set[int] = set()
+
+    def complete(sym: Symbol) -> None:
+        got = nodes.get(id(sym))
+        if got is not None and id(sym) not in done:
+            done.add(id(sym))
+            _complete(sym, got[1], src, lang)
+
+    return syms, complete
 
 
 def symbols_of(path: Path, source: bytes | None = None) -> list[Symbol]:
