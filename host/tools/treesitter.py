@@ -385,17 +385,19 @@ def _python(node, ctx: _Ctx):
         left = a.child_by_field_name("left")
         if left is None or left.type != "identifier":
             return None
-        return ctx.text(left), "field", _clean(ctx.text(a), 120), node, None, None
-    body = node.child_by_field_name("body")
+        return ctx.text(left), "field", "" if ctx.lite else _clean(ctx.text(a), 120), node, None, None
     name = _name(node, ctx) or "?"
     kind = "class" if node.type == "class_definition" else "function"
+    if ctx.lite:
+        parent = node.parent
+        outer = parent if parent is not None and parent.type == "decorated_definition" else node
+        return name, kind, "", outer, None, None
+    body = node.child_by_field_name("body")
     sig = _sig_to(ctx, node.start_byte, body, node)
     outer = node
     parent = node.parent
     if parent is not None and parent.type == "decorated_definition":
         outer = parent
-        if ctx.lite:
-            return name, kind, sig, outer, None, None
         decos = [_clean(ctx.text(d), 60) for d in parent.named_children if d.type == "decorator"]
         sig = " ".join(decos + [sig])
     return name, kind, sig, outer, _python_doc(body, ctx) or "", None
@@ -585,8 +587,42 @@ def _extract(src: bytes, lang: str, lite: bool = False,
     import tree_sitter as ts
     tree = parse(src, lang)
     ctx = _Ctx(src, lang, lite)
-    handler = LANGUAGES[lang].extract
     captured = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
+    return _build(captured, ctx, nodes), (None if lite else module_doc(tree, ctx))
+
+
+_NAMED_MAX = 400  # occurrences of a name beyond which _extract_named gives up
+
+
+def _extract_named(src: bytes, lang: str, name: str, nodes: dict | None = None) -> list[Symbol] | None:
+    """Lite symbols of the file that contain an occurrence of `name` (any letter case),
+    with their ancestors: every symbol a lookup of `name` can match (a symbol's name is
+    text inside it), without running the symbol query over the whole tree. None when that
+    cannot be promised cheaply (a non-ASCII file, where case folding may change lengths;
+    too many occurrences) or there is no occurrence at all: then extract everything."""
+    if not name or not name.isascii() or not src.isascii():
+        return None
+    needle = re.compile(re.escape(name.encode()), re.IGNORECASE)
+    spans = [(m.start(), m.end()) for m in needle.finditer(src)]
+    if not spans or len(spans) > _NAMED_MAX:
+        return None
+    import tree_sitter as ts
+    tree = parse(src, lang)
+    root = tree.root_node
+    query = _query(lang)
+    captured = []
+    for a, b in spans:
+        cursor = ts.QueryCursor(query)
+        cursor.set_byte_range(a, b)  # symbols intersecting the occurrence: its ancestors
+        captured.extend(cursor.captures(root).get("s", []))
+    captured.sort(key=lambda n: (n.start_byte, -n.end_byte))  # document order, as one query gives
+    return _build(captured, _Ctx(src, lang, lite=True), nodes)
+
+
+def _build(captured: list, ctx: _Ctx, nodes: dict | None) -> list[Symbol]:
+    """Symbols from the captured nodes, nested by byte containment."""
+    lang = ctx.lang
+    handler = LANGUAGES[lang].extract
     seen: set[tuple[int, int, str]] = set()
     flat: list[tuple[Symbol, int, int]] = []
     for node in captured:
@@ -625,7 +661,7 @@ def _extract(src: bytes, lang: str, lite: bool = False,
         else:
             top.append(sym)
         stack.append(item)
-    return top, (None if lite else module_doc(tree, ctx))
+    return top
 
 
 def _complete(sym: Symbol, node, src: bytes, lang: str) -> None:
@@ -704,12 +740,15 @@ def structure(path: Path) -> list[Symbol]:
     return syms
 
 
-def for_lookup(path: Path, src: bytes) -> tuple[list[Symbol], Callable[[Symbol], None]]:
-    """Symbols of `path` (whose bytes are `src`) for picking one by name, and a function
-    that fills in the signature and doc of the symbols the caller will show. A cached full
-    outline is used as it is; otherwise only the structure is extracted and the few
-    symbols shown are completed from their nodes (a method's view needs its class's
-    signature, not all of them)."""
+def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], Callable[[Symbol], None]]:
+    """Symbols of `path` (whose bytes are `src`) for picking one by name with `query`, and
+    a function that fills in the signature and doc of the symbols the caller will show.
+
+    A cached full outline is used as it is. Otherwise only the structure is extracted —
+    of the symbols around the occurrences of the query's last name when they hold a
+    match (what `pick_symbol` then chooses from, with their classes and same-named
+    impls), else of the whole file (for the error's suggestions) — and the few symbols
+    shown are completed from their nodes."""
     path = Path(path)
     lang = language_for(path, src)
     if lang is None:
@@ -718,7 +757,11 @@ def for_lookup(path: Path, src: bytes) -> tuple[list[Symbol], Callable[[Symbol],
     if hit is not None:
         return hit[1], lambda sym: None
     nodes: dict = {}
-    syms, _ = _extract(src, lang, lite=True, nodes=nodes)
+    want = [p for p in _SPLIT.split(query.strip()) if p]
+    syms = _extract_named(src, lang, want[-1], nodes) if want else None
+    if syms is None or not match_symbols(syms, query):
+        nodes.clear()
+        syms, _ = _extract(src, lang, lite=True, nodes=nodes)
     done: set[int] = set()
 
     def complete(sym: Symbol) -> None:
@@ -765,7 +808,9 @@ def match_symbols(symbols: list[Symbol], query: str) -> list[Symbol]:
     every = list(walk_all(symbols))
     for key in (lambda s: s, str.casefold):
         w = [key(x) for x in want]
-        found = [s for s in every if [key(x) for x in s.segments[-len(w):]] == w]
+        # The last segment is the symbol's own name: compare it before building paths.
+        found = [s for s in every if key(s.name) == w[-1]
+                 and [key(x) for x in s.segments[-len(w):]] == w]
         if found:
             return found
     return []
@@ -776,7 +821,6 @@ def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
     want = [p for p in _SPLIT.split(query.strip()) if p]
     if not want:
         raise MossError("empty symbol name", kind="usage")
-    every = list(walk_all(symbols))
     found = match_symbols(symbols, query)
     if len(found) > 1:
         exact = [s for s in found if len(s.segments) == len(want)]
@@ -792,6 +836,7 @@ def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
         lines = "\n".join(f"  {s.path} ({s.kind}, {s.lines})" for s in found[:20])
         raise MossError(f"{query} matches {len(found)} symbols in {where}; say which:\n{lines}",
                         kind="ambiguous", candidates=[s.path for s in found])
+    every = list(walk_all(symbols))
     names = sorted({s.path for s in every})
     close = difflib.get_close_matches(query, names, n=6, cutoff=0.5)
     if not close:

@@ -353,10 +353,24 @@ def _line_view(root: Path, path: Path, n: int) -> str:
     return "\n".join([head] + _numbered(lines[a - 1:b], a, len(str(b)), mark=n)) + "\n"
 
 
+def _lines_from(data: bytes, start_byte: int, count: int) -> list[str]:
+    """`count` lines of a UTF-8 file from the one holding `start_byte`: what
+    `_split_lines(text)[a - 1:a - 1 + count]` gives, without splitting the whole file."""
+    begin = data.rfind(b"\n", 0, start_byte) + 1
+    end = begin
+    for _ in range(count):
+        nl = data.find(b"\n", end)
+        if nl == -1:
+            end = len(data)
+            break
+        end = nl + 1
+    return _split_lines(data[begin:end].decode("utf-8"))
+
+
 def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
-                   lines: list[str], complete=None) -> str:
-    """`complete(symbol)` fills in the signature of a symbol from `for_lookup` before it
-    is shown."""
+                   data: bytes, complete=None) -> str:
+    """`data` is the file's (UTF-8) bytes; `complete(symbol)` fills in the signature of a
+    symbol from `for_lookup` before it is shown."""
     complete = complete or (lambda s: None)
     rel = _rel(root, path)
     a, b = sym.doc_start_line, sym.end_line
@@ -371,21 +385,21 @@ def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
             for s in impls:
                 complete(s)
             out.append("# also: " + "; ".join(f"{s.signature} {s.lines}" for s in impls))
-    out.extend(lines[a - 1:b])
+    out.extend(_lines_from(data, sym.doc_start_byte, b - a + 1))
     return "\n".join(out) + "\n"
 
 
 def _symbol_view(root: Path, path: Path, query: str) -> str:
     rel = _rel(root, path)
-    text, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
+    _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
     if msg:
         return msg
     if language_for(path) is None:
         raise MossError(f"{rel}: no symbols for this kind of file (no path {rel}/{query})",
                         kind="not_found")
-    syms, complete = for_lookup(path, data)
+    syms, complete = for_lookup(path, data, query)
     sym = pick_symbol(syms, query, rel)
-    return _symbol_source(root, path, sym, syms, _split_lines(text), complete)
+    return _symbol_source(root, path, sym, syms, data, complete)
 
 
 _SOURCE_GLOB = "*.{" + ",".join(sorted({e.lstrip(".") for s in LANGUAGES.values()
@@ -425,8 +439,8 @@ def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
     hits = not_impl or hits
     if len(hits) == 1:
         path, sym, syms = hits[0]
-        text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
-        return msg or _symbol_source(root, path, sym, syms, _split_lines(text))
+        _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
+        return msg or _symbol_source(root, path, sym, syms, data)
     listing = "\n".join(f"  {_rel(root, p)}/{s.path} ({s.kind}, {s.lines})"
                         for p, s, _ in hits[:20])
     more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
