@@ -9,6 +9,9 @@
 Files are searched the way `rg` would (hidden files included, .gitignore respected even
 outside a git repository, .git skipped), grouped by path in sorted order. The pattern is
 ripgrep's (Rust) regex syntax.
+
+ripgrep walks and searches in parallel (its `--sort path` would make it single-threaded);
+the hits are put in its sorted order here, keeping only what the first `limit` can need.
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     # cannot be capped): path NUL line:column:byte-offset:text, long lines omitted.
     cmd = [rg_binary(), "--no-config", "--no-heading", "--with-filename", "--line-number",
            "--column", "--byte-offset", "--null", "--color", "never",
-           "--max-columns", str(MAX_LINE_BYTES), "--sort", "path", *RG_WALK_FLAGS, *glob_args]
+           "--max-columns", str(MAX_LINE_BYTES), *RG_WALK_FLAGS, *glob_args]
     if ignore_case:
         cmd.append("--ignore-case")
     cmd += ["-e", pattern, "--", "."]
@@ -136,7 +139,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     err_thread = threading.Thread(target=drain_stderr, daemon=True)
     err_thread.start()
     allowed: set[str] | None = set(list_files(root)) if recheck else None
-    hits: list[tuple[str, int, str]] = []
+    first = _First(limit)
     total = 0
     files_with: set[str] = set()
     try:
@@ -144,17 +147,12 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
             hit = _parse_hit(raw)
             if hit is None:
                 continue  # a warning such as "binary file matches"
-            path, line_no, column, offset, text = hit
+            path = hit[0]
             if allowed is not None and path not in allowed:
                 continue
             total += 1
             files_with.add(path)
-            if len(hits) < limit:
-                if _OMITTED.match(text):
-                    shown = _window(root, path, offset, column)
-                else:
-                    shown = _trim(text.decode("utf-8", "replace"), column - 1)
-                hits.append((path, line_no, shown))
+            first.add(hit)
         proc.wait()
     finally:
         timer.cancel()
@@ -173,6 +171,13 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         note = " (search timed out)" if timed_out else ""
         return f"No matches for {pattern}{where}{note}\n"
 
+    hits: list[tuple[str, int, str]] = []
+    for path, line_no, column, offset, text in first.hits():
+        if _OMITTED.match(text):
+            shown = _window(root, path, offset, column)
+        else:
+            shown = _trim(text.decode("utf-8", "replace"), column - 1)
+        hits.append((path, line_no, shown))
     out: list[str] = []
     current = None
     syms_cache: dict[str, list] = {}
@@ -195,6 +200,60 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         line += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
     out.append(line)
     return cap("\n".join(out) + "\n", max_chars)
+
+
+def _path_key(path: str) -> tuple[bytes, ...]:
+    """ripgrep's `--sort path` order: directory by directory, names compared as bytes."""
+    return tuple(path.encode("utf-8", "surrogateescape").split(b"/"))
+
+
+class _First:
+    """The first `limit` hits in ripgrep's sorted order, from hits arriving file by file in
+    any order (a file's own hits come in line order). Memory stays bounded: once the files
+    kept hold more than twice `limit` hits, those past the first `limit` are dropped, and
+    so is any later file that sorts after them."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.files: dict[str, list] = {}
+        self.kept = 0
+        self.cutoff: tuple[bytes, ...] | None = None  # files sorting after this are not needed
+        self.keys: dict[str, tuple[bytes, ...]] = {}
+
+    def add(self, hit: tuple) -> None:
+        path = hit[0]
+        got = self.files.get(path)
+        if got is None:
+            key = _path_key(path)
+            if self.cutoff is not None and key > self.cutoff:
+                return
+            got = self.files[path] = []
+            self.keys[path] = key
+        if len(got) < self.limit:
+            got.append(hit)
+            self.kept += 1
+            if self.kept > 2 * self.limit:
+                self._prune()
+
+    def _prune(self) -> None:
+        order = sorted(self.files, key=self.keys.__getitem__)
+        n = 0
+        for i, path in enumerate(order):
+            n += len(self.files[path])
+            if n >= self.limit:
+                self.cutoff = self.keys[path]
+                for gone in order[i + 1:]:
+                    self.kept -= len(self.files.pop(gone))
+                    del self.keys[gone]
+                return
+
+    def hits(self) -> list[tuple]:
+        out: list[tuple] = []
+        for path in sorted(self.files, key=self.keys.__getitem__):
+            out.extend(self.files[path][: self.limit - len(out)])
+            if len(out) >= self.limit:
+                break
+        return out
 
 
 _OMITTED = re.compile(rb"\[Omitted long line with \d+ match(?:es)?\]\r?\n?\Z")
