@@ -25,7 +25,7 @@ from pathlib import Path
 from moss.errors import MossError
 from moss.tools.caps import cap
 from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from moss.tools.treesitter import innermost, language_for, structure
+from moss.tools.treesitter import around_lines, innermost, language_for
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
@@ -172,20 +172,23 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         return f"No matches for {pattern}{where}{note}\n"
 
     hits: list[tuple[str, int, str]] = []
+    line_starts: dict[str, list[int]] = {}
     for path, line_no, column, offset, text in first.hits():
         if _OMITTED.match(text):
             shown = _window(root, path, offset, column)
         else:
             shown = _trim(text.decode("utf-8", "replace"), column - 1)
         hits.append((path, line_no, shown))
+        line_starts.setdefault(path, []).append(offset)
     out: list[str] = []
     current = None
-    syms_cache: dict[str, list] = {}
+    syms = []
     for path, line, text in hits:
         if path != current:
             current = path
             out.append(f"{_shown_path(path)}:")
-        label = _enclosing(root, path, line, syms_cache)
+            syms = _symbols_for(root, path, line_starts[path])
+        label = _label(syms, line)
         out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
     out.append("")
     nfiles = len(files_with)
@@ -299,17 +302,19 @@ def _window(root: Path, rel: str, offset: int, column: int) -> str:
     return piece
 
 
-def _enclosing(root: Path, rel: str, line: int, cache: dict[str, list]) -> str | None:
-    syms = cache.get(rel)
-    if syms is None:
-        syms = []
-        path = root / rel
-        try:
-            if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
-                syms = structure(path)  # a label needs names and lines, no signatures
-        except (OSError, MossError, UnicodeDecodeError):
-            syms = []
-        cache[rel] = syms
+def _symbols_for(root: Path, rel: str, line_starts: list[int]) -> list:
+    """Symbols of a file enough to label the hits on the lines starting at `line_starts`
+    (names and lines only: a label shows no signature)."""
+    path = root / rel
+    try:
+        if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
+            return around_lines(path, line_starts)
+    except (OSError, MossError, UnicodeDecodeError):
+        pass
+    return []
+
+
+def _label(syms: list, line: int) -> str | None:
     sym = innermost(syms, line)
     if sym is None:
         return None

@@ -740,6 +740,58 @@ def structure(path: Path) -> list[Symbol]:
     return syms
 
 
+# Languages whose symbols may start above their node (`_leading`: doc comments, Rust
+# attributes); a Python symbol starts with its node (decorators are inside it).
+_LEADING_LANGS = frozenset({"rust", "javascript", "typescript", "tsx", "go", "lua"})
+
+
+def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
+    """Lite symbols enough for `innermost` at the lines beginning at the byte offsets
+    `line_starts`: every symbol that shares a byte with one of those lines, with its
+    ancestors (a symbol containing a line shares its bytes, and so do its ancestors). The
+    symbol query then runs on those lines only. A cached outline is used when there is
+    one; for languages whose symbols may start above their node (a doc comment above a
+    Rust fn), the whole file's `structure`."""
+    path = Path(path)
+    lang = language_for(path)
+    if lang is None:
+        return []
+    key, stamp, hit = _cached(path, lite=True)
+    if hit is not None:
+        return hit[1]
+    if lang in _LEADING_LANGS:
+        return structure(path)
+    import tree_sitter as ts
+    src = path.read_bytes()
+    tree = parse(src, lang)
+    root = tree.root_node
+    query = _query(lang)
+    spans = []
+    for start in sorted(set(line_starts)):
+        nl = src.find(b"\n", start)
+        end = len(src) if nl == -1 else nl + 1
+        spans.append((start, end))
+        # A decorator line is in a Python symbol (its outer node) but not in the node the
+        # query captures: look at the decorated definition too.
+        line = src[start:end]
+        first = start + len(line) - len(line.lstrip())  # indentation belongs to the block
+        for node in (root.descendant_for_byte_range(start, max(start, end - 1)),
+                     root.descendant_for_byte_range(first, first) if first < end else None):
+            while node is not None:
+                if node.type == "decorated_definition":
+                    inner = node.child_by_field_name("definition")
+                    if inner is not None:
+                        spans.append((inner.start_byte, inner.start_byte + 1))
+                node = node.parent
+    captured = []
+    for a, b in spans:
+        cursor = ts.QueryCursor(query)
+        cursor.set_byte_range(a, b)
+        captured.extend(cursor.captures(root).get("s", []))
+    captured.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return _build(captured, _Ctx(src, lang, lite=True), None)
+
+
 def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], Callable[[Symbol], None]]:
     """Symbols of `path` (whose bytes are `src`) for picking one by name with `query`, and
     a function that fills in the signature and doc of the symbols the caller will show.
