@@ -740,6 +740,19 @@ def structure(path: Path) -> list[Symbol]:
     return syms
 
 
+# Files around_lines has labelled once (path -> (mtime_ns, size)): the second time, the
+# whole structure is extracted and cached, so the searches after it cost no parse.
+_TOUCHED_MAX = 1024
+_touched: "OrderedDict[str, tuple[int, int]]" = OrderedDict()
+
+
+def clear_caches() -> None:
+    """Forget every cached outline (for measuring a first look)."""
+    with _lock:
+        _cache.clear()
+        _touched.clear()
+
+
 # Languages whose symbols may start above their node (`_leading`: doc comments, Rust
 # attributes); a Python symbol starts with its node (decorators are inside it).
 _LEADING_LANGS = frozenset({"rust", "javascript", "typescript", "tsx", "go", "lua"})
@@ -759,8 +772,14 @@ def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
     key, stamp, hit = _cached(path, lite=True)
     if hit is not None:
         return hit[1]
-    if lang in _LEADING_LANGS:
-        return structure(path)
+    with _lock:
+        again = _touched.get(key) == stamp
+        _touched[key] = stamp
+        _touched.move_to_end(key)
+        while len(_touched) > _TOUCHED_MAX:
+            _touched.popitem(last=False)
+    if again or lang in _LEADING_LANGS:
+        return structure(path)  # a file searched again is likely to be: keep its structure
     import tree_sitter as ts
     src = path.read_bytes()
     tree = parse(src, lang)
