@@ -6,10 +6,10 @@ as commands (what a user types; moss's figure includes Python start-up, so `moss
 timed in the same rounds and the "CLI − start-up" ratio subtracts it: what the search
 command itself adds over moss's start-up, against `rg -n`) and in-process
 (`moss.tools.search.search` against a subprocess running the same rg): the in-process
-ratio is what moss's grouping, sorting and enclosing-symbol labels cost. "again" is the
-same search repeated at once in the same process (a session searching the same files
-twice: their symbols are then extracted whole and cached, so a third search costs no
-parse). moss's own modules are byte-compiled first, as a pip install does (the
+ratio is what moss's grouping, sorting and enclosing-symbol labels cost, on a first look
+(symbol cache cleared). "again" is the same search repeated in the same process, a
+session coming back to the same files: search() caches their symbols. The CLI caches
+nothing (one shot) and labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
 environment may set PYTHONDONTWRITEBYTECODE, which would make every moss command
 compile them from source, about 25 ms for text-search).
 
@@ -156,7 +156,7 @@ def summary_rows(res: dict) -> list[list[str]]:
          "formatting + symbol labels"],
         ["tools: search() again / rg --json --sort path (in-process, geo-mean)",
          f"{geo([r['fn_moss_again']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
-         "the same search twice in a row"],
+         "symbols cached by the first"],
         ["tools: view FILE / tree-sitter parse (geo-mean)",
          f"{geo([r['fn_view']['median'] / r['parse']['median'] for r in v]):.1f}×", f"{len(v)} largest files"],
     ]

@@ -25,7 +25,7 @@ from pathlib import Path
 from moss.errors import MossError
 from moss.tools.caps import cap
 from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from moss.tools.treesitter import around_lines, innermost, language_for
+from moss.tools.treesitter import around_lines, innermost, language_for, structure
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
@@ -82,7 +82,7 @@ def _trim(line: str, start: int | None) -> str:
 
 
 def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: int = 100,
-           ignore_case: bool = False, max_chars: int = 20000) -> str:
+           ignore_case: bool = False, max_chars: int = 20000, keep: bool = True) -> str:
     """Search the project for `pattern` (a regex) and return hits grouped by file.
 
     `only` restricts the files searched to globs (`*.rs`, `src/**`, a directory, or
@@ -93,6 +93,11 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     Memory stays bounded whatever the files hold: ripgrep prints at most MAX_LINE_BYTES
     of a matching line, a longer line is re-read from its file as a WINDOW_BYTES piece
     around the match, and only the first `limit` hits are kept; the rest are counted.
+
+    `keep`: extract and cache the symbols of each file with a shown hit (what a session
+    wants: the next search or view of those files costs no parse). A one-shot caller
+    passes False: only the shown lines' symbols are then looked for, which is cheaper
+    once. The output is the same either way.
     """
     root = Path(root).resolve()
     if not root.is_dir():
@@ -187,7 +192,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         if path != current:
             current = path
             out.append(f"{_shown_path(path)}:")
-            syms = _symbols_for(root, path, line_starts[path])
+            syms = _symbols_for(root, path, line_starts[path], keep)
         label = _label(syms, line)
         out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
     out.append("")
@@ -302,13 +307,13 @@ def _window(root: Path, rel: str, offset: int, column: int) -> str:
     return piece
 
 
-def _symbols_for(root: Path, rel: str, line_starts: list[int]) -> list:
+def _symbols_for(root: Path, rel: str, line_starts: list[int], keep: bool) -> list:
     """Symbols of a file enough to label the hits on the lines starting at `line_starts`
     (names and lines only: a label shows no signature)."""
     path = root / rel
     try:
         if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
-            return around_lines(path, line_starts)
+            return structure(path) if keep else around_lines(path, line_starts)
     except (OSError, MossError, UnicodeDecodeError):
         pass
     return []

@@ -25,7 +25,7 @@ from moss.errors import MossError
 
 # ---------------------------------------------------------------------------- symbols
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Symbol:
     """One named definition in a source file.
 
@@ -678,7 +678,7 @@ def _complete(sym: Symbol, node, src: bytes, lang: str) -> None:
 
 # ----------------------------------------------------------------------------- cache
 
-_CACHE_MAX = 128
+_CACHE_MAX = 512  # files; a session searching a project keeps returning to the same ones
 # str(resolved path) -> ((mtime_ns, size), symbols, module doc, lite)
 _cache: "OrderedDict[str, tuple[tuple[int, int], list[Symbol], str | None, bool]]" = OrderedDict()
 
@@ -740,17 +740,10 @@ def structure(path: Path) -> list[Symbol]:
     return syms
 
 
-# Files around_lines has labelled once (path -> (mtime_ns, size)): the second time, the
-# whole structure is extracted and cached, so the searches after it cost no parse.
-_TOUCHED_MAX = 1024
-_touched: "OrderedDict[str, tuple[int, int]]" = OrderedDict()
-
-
 def clear_caches() -> None:
     """Forget every cached outline (for measuring a first look)."""
     with _lock:
         _cache.clear()
-        _touched.clear()
 
 
 # Languages whose symbols may start above their node (`_leading`: doc comments, Rust
@@ -762,9 +755,11 @@ def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
     """Lite symbols enough for `innermost` at the lines beginning at the byte offsets
     `line_starts`: every symbol that shares a byte with one of those lines, with its
     ancestors (a symbol containing a line shares its bytes, and so do its ancestors). The
-    symbol query then runs on those lines only. A cached outline is used when there is
-    one; for languages whose symbols may start above their node (a doc comment above a
-    Rust fn), the whole file's `structure`."""
+    symbol query then runs on those lines only, and nothing is cached: for a one-shot
+    search, where this costs about the parse alone against half as much again for the
+    whole structure. A cached outline is used when there is one; for languages whose
+    symbols may start above their node (a doc comment above a Rust fn), the whole
+    file's `structure`."""
     path = Path(path)
     lang = language_for(path)
     if lang is None:
@@ -772,14 +767,8 @@ def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
     key, stamp, hit = _cached(path, lite=True)
     if hit is not None:
         return hit[1]
-    with _lock:
-        again = _touched.get(key) == stamp
-        _touched[key] = stamp
-        _touched.move_to_end(key)
-        while len(_touched) > _TOUCHED_MAX:
-            _touched.popitem(last=False)
-    if again or lang in _LEADING_LANGS:
-        return structure(path)  # a file searched again is likely to be: keep its structure
+    if lang in _LEADING_LANGS:
+        return structure(path)
     import tree_sitter as ts
     src = path.read_bytes()
     tree = parse(src, lang)
