@@ -725,8 +725,8 @@ def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str 
 
 def structure(path: Path) -> list[Symbol]:
     """The file's symbols with names, kinds, nesting and lines but empty signatures and no
-    docs: enough for `innermost`, `Symbol.path`/`lines` and picking a symbol by name, at
-    about half the cost of `outline` (no signature text is built). Cached like `outline`;
+    docs: enough for `innermost`, `Symbol.path`/`lines` and picking a symbol by name, for
+    less than `outline` (no signature or doc text is built). Cached like `outline`;
     a cached full outline serves too. Never show a signature or doc taken from these."""
     path = Path(path)
     lang = language_for(path)
