@@ -623,6 +623,8 @@ def test_symbol_lookup_in_a_non_ascii_file(tmp_path):
         ''')
     assert view(tmp_path, "u.py/straße").startswith("# u.py/straße (L1-2)\n")
     assert view(tmp_path, "u.py/Kelvin/start").startswith("# u.py/Kelvin/ſtart (L6-7)\n# in class Kelvin")
+    assert view(tmp_path, "u.py/kelvin").startswith("# u.py/Kelvin (L5-7)\n")  # any case
+    assert view(tmp_path, "u.py/STRASSE").startswith("# u.py/straße (L1-2)\n")  # ß folds to ss
 
 
 def test_an_exact_file_path_wins_over_a_fuzzy_one_for_file_symbol(tmp_path):

@@ -595,12 +595,12 @@ _NAMED_MAX = 400  # occurrences of a name beyond which _extract_named gives up
 
 
 def _extract_named(src: bytes, lang: str, name: str, nodes: dict | None = None) -> list[Symbol] | None:
-    """Lite symbols of the file that contain an occurrence of `name` (any letter case),
-    with their ancestors: every symbol a lookup of `name` can match (a symbol's name is
-    text inside it), without running the symbol query over the whole tree. None when that
-    cannot be promised cheaply (a non-ASCII file, where case folding may change lengths;
-    too many occurrences) or there is no occurrence at all: then extract everything."""
-    if not name or not name.isascii() or not src.isascii():
+    """Lite symbols of the file that contain an occurrence of `name` (ASCII letters in
+    any case), with their ancestors, without running the symbol query over the whole
+    tree: every symbol named `name` exactly (a symbol's name is text inside it), and in an
+    ASCII file every one named so in any letter case. None when there are too many
+    occurrences or none at all: then extract everything."""
+    if not name:
         return None
     needle = re.compile(re.escape(name.encode()), re.IGNORECASE)
     spans = [(m.start(), m.end()) for m in needle.finditer(src)]
@@ -819,7 +819,13 @@ def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], C
     nodes: dict = {}
     want = [p for p in _SPLIT.split(query.strip()) if p]
     syms = _extract_named(src, lang, want[-1], nodes) if want else None
-    if syms is None or not match_symbols(syms, query):
+    # match_symbols prefers exact-case matches, and those are all found around the
+    # occurrences; case-insensitive ones are too when no case folding can change a
+    # length or turn a non-ASCII letter into an ASCII one (ß, ſ, the Kelvin sign).
+    exact = syms is not None and any(s.name == want[-1] and s.segments[-len(want):] == want
+                                     for s in walk_all(syms))
+    if not exact and not (syms is not None and src.isascii() and query.isascii()
+                          and match_symbols(syms, query)):
         nodes.clear()
         syms, _ = _extract(src, lang, lite=True, nodes=nodes)
     done: set[int] = set()
