@@ -291,7 +291,7 @@ def text_search(pattern, only, limit, ignore_case):
     from .tools.search import search
 
     click.echo(search(find_project_root(), pattern, only=list(only) or None, limit=limit,
-                      ignore_case=ignore_case, max_chars=0))
+                      ignore_case=ignore_case, max_chars=0, keep=False))  # one shot: cache nothing
 
 
 @cli.command()

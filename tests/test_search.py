@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import textwrap
@@ -148,3 +149,97 @@ def test_missing_ripgrep_names_the_package(monkeypatch, tmp_path):
     with pytest.raises(MossError) as e:
         search(tmp_path, "x")
     assert "ripgrep" in str(e.value) and "pip" in str(e.value)
+
+
+# ------------------------------------------------------------- labels, order and caches
+
+_PY_MODULE = '''\
+"""A module with nested and decorated symbols (the hit lines say where they are)."""
+
+
+class Outer:
+    attr = "HIT class attribute"
+
+    @staticmethod
+    @decorated("HIT decorator line")
+    def method(self):
+        return "HIT in method"
+
+    class Inner:
+        def deep(self):
+            x = 1; y = "HIT after a semicolon"
+            return x, y
+
+
+def top():
+    """HIT in a docstring"""
+    return 1
+'''
+
+
+def _expected_labels(root: Path, rel: str) -> dict[int, str | None]:
+    """line -> label as the whole file's outline gives it (what search must show)."""
+    from moss.tools import treesitter
+
+    syms = treesitter.outline(root / rel)[0]
+    out = {}
+    for n, line in enumerate((root / rel).read_text().splitlines(), 1):
+        if "HIT" in line:
+            sym = treesitter.innermost(syms, n)
+            out[n] = f"{sym.path} {sym.lines}" if sym else None
+    return out
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_more_matches_than_the_limit_every_shown_one_labelled(tmp_path, keep):
+    from moss.tools import treesitter
+
+    for i in range(12):
+        (tmp_path / f"m{i:02d}.py").write_text(_PY_MODULE)
+    want = _expected_labels(tmp_path, "m00.py")
+    treesitter.clear_caches()
+    out = search(tmp_path, "HIT", limit=15, keep=keep)
+    lines = out.splitlines()
+    # 5 hits a file: m00 and m01 whole, the first 5 of m02, in path then line order.
+    assert [ln for ln in lines if ln.endswith(".py:")] == ["m00.py:", "m01.py:", "m02.py:"]
+    shown = [ln for ln in lines if ln.startswith("  ")]
+    assert len(shown) == 15
+    for ln in shown:
+        num = int(ln.split()[0])
+        label = want[num]
+        assert ln.startswith(f"  {num} ({label}): " if label else f"  {num}: "), ln
+    assert {int(ln.split()[0]) for ln in shown} == set(want)
+    assert "(Outer/method L7-10): @decorated(" in out  # a decorator line belongs to its function
+    assert "(Outer/Inner/deep L13-15): x = 1;" in out
+    assert lines[-1] == ("60 matches in 12 files (showing the first 15 in 3 files: raise limit, "
+                         "or narrow the pattern or the files with only)")
+
+
+def test_hits_come_in_ripgreps_path_order(tmp_path):
+    """Directory by directory, names compared as bytes ("a/b" before "a b/c", "B" before "a"),
+    whatever order ripgrep's parallel walk finds them in."""
+    names = ["a/b", "a.b/c", "a b/c", "B/x", "a-", "a0", "z/y/w", "z/y.txt", "z/y0", "é/x", "e/x"]
+    for n in names:
+        (tmp_path / n).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / n).write_text("hit\n")
+    want = sorted(names, key=lambda n: [p.encode() for p in n.split("/")])
+    for limit in (1, 3, 100):
+        out = search(tmp_path, "hit", limit=limit)
+        assert [ln[:-1] for ln in out.splitlines() if ln.endswith(":")] == want[:limit]
+
+
+def test_a_file_changed_between_searches_gets_fresh_labels(tmp_path):
+    from moss.tools import treesitter
+
+    treesitter.clear_caches()
+    f = tmp_path / "mod.py"
+    f.write_text("def first():\n    return 'needle'\n")
+    assert "2 (first L1-2): return 'needle'" in search(tmp_path, "needle")  # now cached
+    f.write_text("import os\n\n\nclass Moved:\n    def second(self):\n        return 'needle'\n")
+    assert "6 (Moved/second L5-6): return 'needle'" in search(tmp_path, "needle")
+    # The same size, written a second later (the cache goes by mtime and size, and the
+    # file clock may not tick between two writes this close: move the mtime on).
+    before = f.stat().st_mtime_ns
+    f.write_text("import os\n\n\nclass MOVED:\n    def SECOND(self):\n        return 'needle'\n")
+    os.utime(f, ns=(before + 1_000_000_000, before + 1_000_000_000))
+    assert "6 (MOVED/SECOND L5-6): return 'needle'" in search(tmp_path, "needle")

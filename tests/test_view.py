@@ -558,3 +558,79 @@ def test_grammars_are_imported_lazily():
     out = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+# ------------------------------------------------- symbol lookup without a whole outline
+
+def test_symbol_view_is_the_same_with_or_without_cached_outlines(crate, tmp_path):
+    """A lookup extracts only the symbols around the name's occurrences unless the file's
+    outline is cached: what it shows (the class line, the impls, the source) is the same."""
+    from moss.tools import treesitter
+
+    write(tmp_path, "m.py", '''
+        """Module."""
+        import functools
+
+
+        class Base:
+            """The base."""
+
+            @functools.cache
+            def run(self, x: int) -> int:
+                """Run it."""
+                return x  # run, RUN, Run: occurrences in other case too
+
+
+        class Other(Base):
+            def run(self):  # the same name in another class
+                pass
+
+            class Inner:
+                def helper(self):
+                    return "run"
+        ''')
+    cases = [(tmp_path, "m.py", t) for t in ("m.py/Base/run", "m.py/Other.run", "m.py/helper",
+                                             "m.py/Inner", "m.py/BASE", "m.py/other/RUN")]
+    cases += [(crate, "src/workflow/llm.rs", f"src/workflow/llm.rs/{t}")
+              for t in ("Provider", "fmt", "Provider/default_model")]
+    cases += [(crate, "src/main.rs", "src/main.rs/Cli")]
+    for root, rel, target in cases:
+        treesitter.clear_caches()
+        cold = view(root, target)
+        treesitter.outline(root / rel)  # now cached whole
+        assert view(root, target) == cold, target
+    assert view(tmp_path, "m.py/Other/Inner/helper").splitlines()[:2] == [
+        "# m.py/Other/Inner/helper (L19-20)", "# in class Inner L18-20"]
+    assert view(tmp_path, "m.py/Base/run").splitlines()[:3] == [
+        "# m.py/Base/run (L8-11)", "# in class Base L5-11", "    @functools.cache"]
+    with pytest.raises(MossError) as e:
+        view(tmp_path, "m.py/run")
+    assert e.value.kind == "ambiguous" and "  Base/run (method, L8-11)\n  Other/run (method, L15-16)" in str(e.value)
+    with pytest.raises(MossError) as e:  # no occurrence at all: the whole file is listed
+        view(tmp_path, "m.py/Zzzqx")
+    assert e.value.kind == "not_found" and "it defines: Base, Other" in str(e.value)
+
+
+def test_symbol_lookup_in_a_non_ascii_file(tmp_path):
+    write(tmp_path, "u.py", '''
+        def straße():
+            return "ſtart"
+
+
+        class Kelvin:
+            def ſtart(self):
+                pass
+        ''')
+    assert view(tmp_path, "u.py/straße").startswith("# u.py/straße (L1-2)\n")
+    assert view(tmp_path, "u.py/Kelvin/start").startswith("# u.py/Kelvin/ſtart (L6-7)\n# in class Kelvin")
+    assert view(tmp_path, "u.py/kelvin").startswith("# u.py/Kelvin (L5-7)\n")  # any case
+    assert view(tmp_path, "u.py/STRASSE").startswith("# u.py/straße (L1-2)\n")  # ß folds to ss
+
+
+def test_an_exact_file_path_wins_over_a_fuzzy_one_for_file_symbol(tmp_path):
+    """`a.py/Foo` is the symbol Foo of the file a.py, even when a directory named a.py
+    elsewhere holds a file Foo (which a fuzzy path match would also find)."""
+    write(tmp_path, "a.py", "class Foo:\n    pass\n")
+    write(tmp_path, "vendor/a.py/Foo", "not python\n")
+    assert view(tmp_path, "a.py/Foo") == "# a.py/Foo (L1-2)\nclass Foo:\n    pass\n"
+    assert view(tmp_path, "vendor/a.py/Foo").startswith("# vendor/a.py/Foo\n")

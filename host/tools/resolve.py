@@ -170,9 +170,12 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
     if dirs_only:
         paths = {p: d for p, d in paths.items() if d}
     for key in (lambda s: s, _norm):
-        w = [key(p) for p in want]
-        found = [(p, d) for p, d in paths.items()
-                 if [key(x) for x in p.split("/")[-len(w):]] == w]
+        # A path matches when its trailing components equal the target's: the path is
+        # the target, or ends with "/" + the target (`_norm` works character by character,
+        # so normalising the whole path normalises each component).
+        tail = key("/".join(want))
+        sub = "/" + tail
+        found = [(p, d) for p, d in paths.items() if (k := key(p)) == tail or k.endswith(sub)]
         if len(found) == 1:
             real = _resolve(root / found[0][0], raw)
             if not _inside(real, root):

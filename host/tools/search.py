@@ -9,6 +9,9 @@
 Files are searched the way `rg` would (hidden files included, .gitignore respected even
 outside a git repository, .git skipped), grouped by path in sorted order. The pattern is
 ripgrep's (Rust) regex syntax.
+
+ripgrep walks and searches in parallel (its `--sort path` would make it single-threaded);
+the hits are put in its sorted order here, keeping only what the first `limit` can need.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from moss.errors import MossError
 from moss.tools.caps import cap
 from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from moss.tools.treesitter import innermost, language_for, outline
+from moss.tools.treesitter import around_lines, innermost, language_for, structure
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
@@ -79,7 +82,7 @@ def _trim(line: str, start: int | None) -> str:
 
 
 def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: int = 100,
-           ignore_case: bool = False, max_chars: int = 20000) -> str:
+           ignore_case: bool = False, max_chars: int = 20000, keep: bool = True) -> str:
     """Search the project for `pattern` (a regex) and return hits grouped by file.
 
     `only` restricts the files searched to globs (`*.rs`, `src/**`, a directory, or
@@ -90,6 +93,11 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     Memory stays bounded whatever the files hold: ripgrep prints at most MAX_LINE_BYTES
     of a matching line, a longer line is re-read from its file as a WINDOW_BYTES piece
     around the match, and only the first `limit` hits are kept; the rest are counted.
+
+    `keep`: extract and cache the symbols of each file with a shown hit (what a session
+    wants: the next search or view of those files costs no parse). A one-shot caller
+    passes False: only the shown lines' symbols are then looked for, which is cheaper
+    once. The output is the same either way.
     """
     root = Path(root).resolve()
     if not root.is_dir():
@@ -108,7 +116,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     # cannot be capped): path NUL line:column:byte-offset:text, long lines omitted.
     cmd = [rg_binary(), "--no-config", "--no-heading", "--with-filename", "--line-number",
            "--column", "--byte-offset", "--null", "--color", "never",
-           "--max-columns", str(MAX_LINE_BYTES), "--sort", "path", *RG_WALK_FLAGS, *glob_args]
+           "--max-columns", str(MAX_LINE_BYTES), *RG_WALK_FLAGS, *glob_args]
     if ignore_case:
         cmd.append("--ignore-case")
     cmd += ["-e", pattern, "--", "."]
@@ -136,7 +144,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     err_thread = threading.Thread(target=drain_stderr, daemon=True)
     err_thread.start()
     allowed: set[str] | None = set(list_files(root)) if recheck else None
-    hits: list[tuple[str, int, str]] = []
+    first = _First(limit)
     total = 0
     files_with: set[str] = set()
     try:
@@ -144,17 +152,12 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
             hit = _parse_hit(raw)
             if hit is None:
                 continue  # a warning such as "binary file matches"
-            path, line_no, column, offset, text = hit
+            path = hit[0]
             if allowed is not None and path not in allowed:
                 continue
             total += 1
             files_with.add(path)
-            if len(hits) < limit:
-                if _OMITTED.match(text):
-                    shown = _window(root, path, offset, column)
-                else:
-                    shown = _trim(text.decode("utf-8", "replace"), column - 1)
-                hits.append((path, line_no, shown))
+            first.add(hit)
         proc.wait()
     finally:
         timer.cancel()
@@ -173,14 +176,24 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         note = " (search timed out)" if timed_out else ""
         return f"No matches for {pattern}{where}{note}\n"
 
+    hits: list[tuple[str, int, str]] = []
+    line_starts: dict[str, list[int]] = {}
+    for path, line_no, column, offset, text in first.hits():
+        if _OMITTED.match(text):
+            shown = _window(root, path, offset, column)
+        else:
+            shown = _trim(text.decode("utf-8", "replace"), column - 1)
+        hits.append((path, line_no, shown))
+        line_starts.setdefault(path, []).append(offset)
     out: list[str] = []
     current = None
-    syms_cache: dict[str, list] = {}
+    syms = []
     for path, line, text in hits:
         if path != current:
             current = path
             out.append(f"{_shown_path(path)}:")
-        label = _enclosing(root, path, line, syms_cache)
+            syms = _symbols_for(root, path, line_starts[path], keep)
+        label = _label(syms, line)
         out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
     out.append("")
     nfiles = len(files_with)
@@ -195,6 +208,60 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         line += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
     out.append(line)
     return cap("\n".join(out) + "\n", max_chars)
+
+
+def _path_key(path: str) -> tuple[bytes, ...]:
+    """ripgrep's `--sort path` order: directory by directory, names compared as bytes."""
+    return tuple(path.encode("utf-8", "surrogateescape").split(b"/"))
+
+
+class _First:
+    """The first `limit` hits in ripgrep's sorted order, from hits arriving file by file in
+    any order (a file's own hits come in line order). Memory stays bounded: once the files
+    kept hold more than twice `limit` hits, those past the first `limit` are dropped, and
+    so is any later file that sorts after them."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.files: dict[str, list] = {}
+        self.kept = 0
+        self.cutoff: tuple[bytes, ...] | None = None  # files sorting after this are not needed
+        self.keys: dict[str, tuple[bytes, ...]] = {}
+
+    def add(self, hit: tuple) -> None:
+        path = hit[0]
+        got = self.files.get(path)
+        if got is None:
+            key = _path_key(path)
+            if self.cutoff is not None and key > self.cutoff:
+                return
+            got = self.files[path] = []
+            self.keys[path] = key
+        if len(got) < self.limit:
+            got.append(hit)
+            self.kept += 1
+            if self.kept > 2 * self.limit:
+                self._prune()
+
+    def _prune(self) -> None:
+        order = sorted(self.files, key=self.keys.__getitem__)
+        n = 0
+        for i, path in enumerate(order):
+            n += len(self.files[path])
+            if n >= self.limit:
+                self.cutoff = self.keys[path]
+                for gone in order[i + 1:]:
+                    self.kept -= len(self.files.pop(gone))
+                    del self.keys[gone]
+                return
+
+    def hits(self) -> list[tuple]:
+        out: list[tuple] = []
+        for path in sorted(self.files, key=self.keys.__getitem__):
+            out.extend(self.files[path][: self.limit - len(out)])
+            if len(out) >= self.limit:
+                break
+        return out
 
 
 _OMITTED = re.compile(rb"\[Omitted long line with \d+ match(?:es)?\]\r?\n?\Z")
@@ -240,17 +307,19 @@ def _window(root: Path, rel: str, offset: int, column: int) -> str:
     return piece
 
 
-def _enclosing(root: Path, rel: str, line: int, cache: dict[str, list]) -> str | None:
-    syms = cache.get(rel)
-    if syms is None:
-        syms = []
-        path = root / rel
-        try:
-            if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
-                syms = outline(path)[0]
-        except (OSError, MossError, UnicodeDecodeError):
-            syms = []
-        cache[rel] = syms
+def _symbols_for(root: Path, rel: str, line_starts: list[int], keep: bool) -> list:
+    """Symbols of a file enough to label the hits on the lines starting at `line_starts`
+    (names and lines only: a label shows no signature)."""
+    path = root / rel
+    try:
+        if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
+            return structure(path) if keep else around_lines(path, line_starts)
+    except (OSError, MossError, UnicodeDecodeError):
+        pass
+    return []
+
+
+def _label(syms: list, line: int) -> str | None:
     sym = innermost(syms, line)
     if sym is None:
         return None

@@ -25,7 +25,7 @@ from moss.errors import MossError
 
 # ---------------------------------------------------------------------------- symbols
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Symbol:
     """One named definition in a source file.
 
@@ -189,15 +189,21 @@ def _query(name: str):
 
 # ------------------------------------------------------------------------ extraction
 
-_WS = re.compile(r"\s+")
+_OPEN_PAD = re.compile(r"([(\[]) ")
+_CLOSE_PAD = re.compile(r",? ([)\]])")
+_BRACE_PAD = re.compile(r", ?}")
 
 
 def _clean(text: str, limit: int = 160) -> str:
     """One line, whitespace collapsed, bracket padding removed, length capped."""
-    s = _WS.sub(" ", text).strip()
-    s = re.sub(r"([(\[]) ", r"\1", s)
-    s = re.sub(r",? ([)\]])", r"\1", s)
-    s = re.sub(r", ?}", " }", s)
+    s = " ".join(text.split())  # str.split() and re's \s agree on what is whitespace
+    # Each substitution only where it can match (most signatures need none of them).
+    if "( " in s or "[ " in s:
+        s = _OPEN_PAD.sub(r"\1", s)
+    if " )" in s or " ]" in s:
+        s = _CLOSE_PAD.sub(r"\1", s)
+    if ",}" in s or ", }" in s:
+        s = _BRACE_PAD.sub(" }", s)
     if len(s) > limit:
         s = s[: limit - 1].rstrip() + "…"
     return s
@@ -211,9 +217,13 @@ def _end_line(node) -> int:
 
 
 class _Ctx:
-    def __init__(self, src: bytes, lang: str):
+    """The source being extracted. `lite`: names, kinds, nesting and lines only — no
+    signatures or doc summaries (what search labels and symbol lookup need)."""
+
+    def __init__(self, src: bytes, lang: str, lite: bool = False):
         self.src = src
         self.lang = lang
+        self.lite = lite
 
     def text(self, node_or_start, end: int | None = None) -> str:
         if end is None:
@@ -304,7 +314,7 @@ def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | Non
         top_row = prev.start_point[0]
         prev = prev.prev_named_sibling
     summary = None
-    if docs:
+    if docs and not ctx.lite:
         lines: list[str] = []
         for d in docs:
             lines.extend(_comment_lines(d))
@@ -314,6 +324,8 @@ def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | Non
 
 def _sig_to(ctx: _Ctx, start: int, stop_node, node, limit: int = 160) -> str:
     """Source from `start` up to `stop_node` (a body), else the whole node."""
+    if ctx.lite:
+        return ""
     end = stop_node.start_byte if stop_node is not None else node.end_byte
     s = _clean(ctx.text(start, end), limit)
     return s.rstrip("{:;, ").rstrip() if stop_node is not None else s.rstrip(";,")
@@ -355,7 +367,7 @@ def _rust(node, ctx: _Ctx):
 
 
 def _python_doc(body, ctx: _Ctx) -> str | None:
-    if body is None or body.named_child_count == 0:
+    if ctx.lite or body is None or body.named_child_count == 0:
         return None
     first = body.named_children[0]
     if first.type != "expression_statement" or first.named_child_count == 0:
@@ -373,10 +385,14 @@ def _python(node, ctx: _Ctx):
         left = a.child_by_field_name("left")
         if left is None or left.type != "identifier":
             return None
-        return ctx.text(left), "field", _clean(ctx.text(a), 120), node, None, None
-    body = node.child_by_field_name("body")
+        return ctx.text(left), "field", "" if ctx.lite else _clean(ctx.text(a), 120), node, None, None
     name = _name(node, ctx) or "?"
     kind = "class" if node.type == "class_definition" else "function"
+    if ctx.lite:
+        parent = node.parent
+        outer = parent if parent is not None and parent.type == "decorated_definition" else node
+        return name, kind, "", outer, None, None
+    body = node.child_by_field_name("body")
     sig = _sig_to(ctx, node.start_byte, body, node)
     outer = node
     parent = node.parent
@@ -563,15 +579,53 @@ def module_doc(tree, ctx: _Ctx) -> str | None:
     return None
 
 
-def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
+def _extract(src: bytes, lang: str, lite: bool = False,
+             nodes: dict | None = None) -> tuple[list[Symbol], str | None]:
+    """The file's symbols, nested, and its module doc. `lite` leaves signatures empty and
+    docs None (see _Ctx); `nodes`, if given, receives id(symbol) -> (symbol, its node, its
+    outer node) so `_complete` can fill a lite symbol in while the tree is alive."""
     import tree_sitter as ts
     tree = parse(src, lang)
-    ctx = _Ctx(src, lang)
+    ctx = _Ctx(src, lang, lite)
+    captured = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
+    return _build(captured, ctx, nodes), (None if lite else module_doc(tree, ctx))
+
+
+_NAMED_MAX = 400  # occurrences of a name beyond which _extract_named gives up
+
+
+def _extract_named(src: bytes, lang: str, name: str, nodes: dict | None = None) -> list[Symbol] | None:
+    """Lite symbols of the file that contain an occurrence of `name` (ASCII letters in
+    any case), with their ancestors, without running the symbol query over the whole
+    tree: every symbol named `name` exactly (a symbol's name is text inside it), and in an
+    ASCII file every one named so in any letter case. None when there are too many
+    occurrences or none at all: then extract everything."""
+    if not name:
+        return None
+    needle = re.compile(re.escape(name.encode()), re.IGNORECASE)
+    spans = [(m.start(), m.end()) for m in needle.finditer(src)]
+    if not spans or len(spans) > _NAMED_MAX:
+        return None
+    import tree_sitter as ts
+    tree = parse(src, lang)
+    root = tree.root_node
+    query = _query(lang)
+    captured = []
+    for a, b in spans:
+        cursor = ts.QueryCursor(query)
+        cursor.set_byte_range(a, b)  # symbols intersecting the occurrence: its ancestors
+        captured.extend(cursor.captures(root).get("s", []))
+    captured.sort(key=lambda n: (n.start_byte, -n.end_byte))  # document order, as one query gives
+    return _build(captured, _Ctx(src, lang, lite=True), nodes)
+
+
+def _build(captured: list, ctx: _Ctx, nodes: dict | None) -> list[Symbol]:
+    """Symbols from the captured nodes, nested by byte containment."""
+    lang = ctx.lang
     handler = LANGUAGES[lang].extract
-    nodes = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
     seen: set[tuple[int, int, str]] = set()
     flat: list[tuple[Symbol, int, int]] = []
-    for node in nodes:
+    for node in captured:
         key = (node.start_byte, node.end_byte, node.type)
         if key in seen:
             continue
@@ -588,6 +642,8 @@ def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
             doc=doc if doc is not None and doc != "" else (lead_doc if doc is None else None),
             doc_start_line=dr + 1, doc_start_byte=db, container=container,
         )
+        if nodes is not None:
+            nodes[id(sym)] = (sym, node)
         flat.append((sym, outer.start_byte, outer.end_byte))
     flat.sort(key=lambda t: (t[1], -t[2]))
     top: list[Symbol] = []
@@ -605,13 +661,49 @@ def _extract(src: bytes, lang: str) -> tuple[list[Symbol], str | None]:
         else:
             top.append(sym)
         stack.append(item)
-    return top, module_doc(tree, ctx)
+    return top
+
+
+def _complete(sym: Symbol, node, src: bytes, lang: str) -> None:
+    """Fill in a lite symbol's signature and doc from its node (as a full extraction would)."""
+    ctx = _Ctx(src, lang)
+    made = LANGUAGES[lang].extract(node, ctx)
+    if made is None:  # pragma: no cover - the lite pass kept it, so the full one does
+        return
+    _, _, sig, outer, doc, _ = made
+    lead_doc = _leading(lang, outer, ctx)[4]
+    sym.signature = sig
+    sym.doc = doc if doc is not None and doc != "" else (lead_doc if doc is None else None)
 
 
 # ----------------------------------------------------------------------------- cache
 
-_CACHE_MAX = 128
-_cache: "OrderedDict[str, tuple[tuple[int, int], list[Symbol], str | None]]" = OrderedDict()
+_CACHE_MAX = 512  # files; a session searching a project keeps returning to the same ones
+# str(resolved path) -> ((mtime_ns, size), symbols, module doc, lite)
+_cache: "OrderedDict[str, tuple[tuple[int, int], list[Symbol], str | None, bool]]" = OrderedDict()
+
+
+def _cached(path: Path, lite: bool) -> tuple[str, tuple[int, int], tuple | None]:
+    key = str(path.resolve())
+    st = path.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == stamp and (lite or not hit[3]):
+            _cache.move_to_end(key)
+            return key, stamp, hit
+    return key, stamp, None
+
+
+def _store(key: str, stamp: tuple[int, int], syms: list[Symbol], doc: str | None, lite: bool) -> None:
+    with _lock:
+        old = _cache.get(key)
+        if lite and old is not None and old[0] == stamp and not old[3]:
+            return  # a full outline of the same file is already there
+        _cache[key] = (stamp, syms, doc, lite)
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_MAX:
+            _cache.popitem(last=False)
 
 
 def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str | None]:
@@ -622,22 +714,129 @@ def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str 
         return [], None
     if source is not None:
         return _extract(source, lang)
-    key = str(path.resolve())
-    st = path.stat()
-    stamp = (st.st_mtime_ns, st.st_size)
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None and hit[0] == stamp:
-            _cache.move_to_end(key)
-            return hit[1], hit[2]
+    key, stamp, hit = _cached(path, lite=False)
+    if hit is not None:
+        return hit[1], hit[2]
     src = path.read_bytes()
     syms, doc = _extract(src, lang)
-    with _lock:
-        _cache[key] = (stamp, syms, doc)
-        _cache.move_to_end(key)
-        while len(_cache) > _CACHE_MAX:
-            _cache.popitem(last=False)
+    _store(key, stamp, syms, doc, lite=False)
     return syms, doc
+
+
+def structure(path: Path) -> list[Symbol]:
+    """The file's symbols with names, kinds, nesting and lines but empty signatures and no
+    docs: enough for `innermost`, `Symbol.path`/`lines` and picking a symbol by name, for
+    less than `outline` (no signature or doc text is built). Cached like `outline`;
+    a cached full outline serves too. Never show a signature or doc taken from these."""
+    path = Path(path)
+    lang = language_for(path)
+    if lang is None:
+        return []
+    key, stamp, hit = _cached(path, lite=True)
+    if hit is not None:
+        return hit[1]
+    syms, _ = _extract(path.read_bytes(), lang, lite=True)
+    _store(key, stamp, syms, None, lite=True)
+    return syms
+
+
+def clear_caches() -> None:
+    """Forget every cached outline (for measuring a first look)."""
+    with _lock:
+        _cache.clear()
+
+
+# Languages whose symbols may start above their node (`_leading`: doc comments, Rust
+# attributes); a Python symbol starts with its node (decorators are inside it).
+_LEADING_LANGS = frozenset({"rust", "javascript", "typescript", "tsx", "go", "lua"})
+
+
+def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
+    """Lite symbols enough for `innermost` at the lines beginning at the byte offsets
+    `line_starts`: every symbol that shares a byte with one of those lines, with its
+    ancestors (a symbol containing a line shares its bytes, and so do its ancestors). The
+    symbol query then runs on those lines only, and nothing is cached: for a one-shot
+    search, where this costs about the parse alone against half as much again for the
+    whole structure. A cached outline is used when there is one; for languages whose
+    symbols may start above their node (a doc comment above a Rust fn), the whole
+    file's `structure`."""
+    path = Path(path)
+    lang = language_for(path)
+    if lang is None:
+        return []
+    key, stamp, hit = _cached(path, lite=True)
+    if hit is not None:
+        return hit[1]
+    if lang in _LEADING_LANGS:
+        return structure(path)
+    import tree_sitter as ts
+    src = path.read_bytes()
+    tree = parse(src, lang)
+    root = tree.root_node
+    query = _query(lang)
+    spans = []
+    for start in sorted(set(line_starts)):
+        nl = src.find(b"\n", start)
+        end = len(src) if nl == -1 else nl + 1
+        spans.append((start, end))
+        # A decorator line is in a Python symbol (its outer node) but not in the node the
+        # query captures: look at the decorated definition too.
+        line = src[start:end]
+        first = start + len(line) - len(line.lstrip())  # indentation belongs to the block
+        for node in (root.descendant_for_byte_range(start, max(start, end - 1)),
+                     root.descendant_for_byte_range(first, first) if first < end else None):
+            while node is not None:
+                if node.type == "decorated_definition":
+                    inner = node.child_by_field_name("definition")
+                    if inner is not None:
+                        spans.append((inner.start_byte, inner.start_byte + 1))
+                node = node.parent
+    captured = []
+    for a, b in spans:
+        cursor = ts.QueryCursor(query)
+        cursor.set_byte_range(a, b)
+        captured.extend(cursor.captures(root).get("s", []))
+    captured.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return _build(captured, _Ctx(src, lang, lite=True), None)
+
+
+def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], Callable[[Symbol], None]]:
+    """Symbols of `path` (whose bytes are `src`) for picking one by name with `query`, and
+    a function that fills in the signature and doc of the symbols the caller will show.
+
+    A cached full outline is used as it is. Otherwise only the structure is extracted —
+    of the symbols around the occurrences of the query's last name when they hold a
+    match (what `pick_symbol` then chooses from, with their classes and same-named
+    impls), else of the whole file (for the error's suggestions) — and the few symbols
+    shown are completed from their nodes."""
+    path = Path(path)
+    lang = language_for(path, src)
+    if lang is None:
+        return [], lambda sym: None
+    key, stamp, hit = _cached(path, lite=False)
+    if hit is not None:
+        return hit[1], lambda sym: None
+    nodes: dict = {}
+    want = [p for p in _SPLIT.split(query.strip()) if p]
+    syms = _extract_named(src, lang, want[-1], nodes) if want else None
+    # match_symbols prefers exact-case matches, and those are all found around the
+    # occurrences; case-insensitive ones are too when no case folding can change a
+    # length or turn a non-ASCII letter into an ASCII one (ß, ſ, the Kelvin sign).
+    exact = syms is not None and any(s.name == want[-1] and s.segments[-len(want):] == want
+                                     for s in walk_all(syms))
+    if not exact and not (syms is not None and src.isascii() and query.isascii()
+                          and match_symbols(syms, query)):
+        nodes.clear()
+        syms, _ = _extract(src, lang, lite=True, nodes=nodes)
+    done: set[int] = set()
+
+    def complete(sym: Symbol) -> None:
+        got = nodes.get(id(sym))
+        if got is not None and id(sym) not in done:
+            done.add(id(sym))
+            _complete(sym, got[1], src, lang)
+
+    return syms, complete
 
 
 def symbols_of(path: Path, source: bytes | None = None) -> list[Symbol]:
@@ -675,7 +874,9 @@ def match_symbols(symbols: list[Symbol], query: str) -> list[Symbol]:
     every = list(walk_all(symbols))
     for key in (lambda s: s, str.casefold):
         w = [key(x) for x in want]
-        found = [s for s in every if [key(x) for x in s.segments[-len(w):]] == w]
+        # The last segment is the symbol's own name: compare it before building paths.
+        found = [s for s in every if key(s.name) == w[-1]
+                 and [key(x) for x in s.segments[-len(w):]] == w]
         if found:
             return found
     return []
@@ -686,7 +887,6 @@ def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
     want = [p for p in _SPLIT.split(query.strip()) if p]
     if not want:
         raise MossError("empty symbol name", kind="usage")
-    every = list(walk_all(symbols))
     found = match_symbols(symbols, query)
     if len(found) > 1:
         exact = [s for s in found if len(s.segments) == len(want)]
@@ -702,6 +902,7 @@ def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
         lines = "\n".join(f"  {s.path} ({s.kind}, {s.lines})" for s in found[:20])
         raise MossError(f"{query} matches {len(found)} symbols in {where}; say which:\n{lines}",
                         kind="ambiguous", candidates=[s.path for s in found])
+    every = list(walk_all(symbols))
     names = sorted({s.path for s in every})
     close = difflib.get_close_matches(query, names, n=6, cutoff=0.5)
     if not close:

@@ -26,7 +26,8 @@ from moss.tools.resolve import (
     RG_WALK_FLAGS, list_files, require_regular, resolve_path, rg_binary,
 )
 from moss.tools.treesitter import (
-    LANGUAGES, Symbol, innermost, language_for, match_symbols, outline, pick_symbol,
+    LANGUAGES, Symbol, for_lookup, innermost, language_for, match_symbols, outline, pick_symbol,
+    structure,
 )
 
 MAX_OUTLINE_BYTES = 2_000_000      # larger files get a one-line message, not a skeleton
@@ -79,6 +80,9 @@ def _view(root: Path, target: str, depth: int) -> str:
                 b = int(m["b"]) if m["b"] else None
                 return _range_view(root, path, a, b)
             return _line_view(root, path, a)
+        found = _exact_file_and_symbol(root, target)
+        if found is not None:
+            return _symbol_view(root, *found)
         files = list_files(root)
     try:
         path = resolve_path(root, target, files=files, suggest=False)
@@ -89,6 +93,22 @@ def _view(root: Path, target: str, depth: int) -> str:
     if path.is_dir():
         return _tree(root, path, depth)
     return _skeleton(root, path, depth)
+
+
+def _exact_file_and_symbol(root: Path, target: str) -> tuple[Path, str] | None:
+    """(file, symbol path) when `target` is an existing file's exact path followed by a
+    symbol path (`src/llm.rs/Provider`), else None. An exact path wins over fuzzy
+    matches, as in resolve_path; and this needs no listing of the project's files."""
+    parts = [p for p in target.strip("/").split("/") if p]
+    for i in range(len(parts) - 1, 0, -1):
+        prefix = "/".join(parts[:i])
+        lexical = os.path.normpath(root / prefix)
+        if not (lexical + os.sep).startswith(str(root) + os.sep) or not os.path.isfile(lexical):
+            continue
+        path = resolve_path(root, prefix, suggest=False)  # exact: confinement, symlinks
+        if path.is_file():
+            return path, "/".join(parts[i:])
+    return None
 
 
 def _not_found(root: Path, target: str, files: list[str] | None) -> MossError:
@@ -138,19 +158,25 @@ def _is_binary(data: bytes) -> bool:
 
 def _load_text(root: Path, path: Path, limit: int) -> tuple[str | None, str | None]:
     """(text, None) or (None, one-line message) for a binary or oversized file."""
+    text, msg, _ = _load(root, path, limit)
+    return text, msg
+
+
+def _load(root: Path, path: Path, limit: int) -> tuple[str | None, str | None, bytes | None]:
+    """_load_text, with the bytes read as well."""
     rel = _rel(root, path)
     require_regular(path, rel, "view reads regular files only (reading it might never end)")
     size = path.stat().st_size
     if size > limit:
         return None, (f"# {rel}: {_human(size)}, too large to outline (limit "
-                      f"{_human(limit)}); use `{rel}:A-B` for lines or text-search")
+                      f"{_human(limit)}); use `{rel}:A-B` for lines or text-search"), None
     data = path.read_bytes()
     if _is_binary(data):
-        return None, f"# {rel}: binary file ({size:,} bytes), not shown"
+        return None, f"# {rel}: binary file ({size:,} bytes), not shown", None
     try:
-        return data.decode("utf-8"), None
+        return data.decode("utf-8"), None, data
     except UnicodeDecodeError:
-        return None, f"# {rel}: binary or non-UTF-8 file ({size:,} bytes), not shown"
+        return None, f"# {rel}: binary or non-UTF-8 file ({size:,} bytes), not shown", None
 
 
 def _span(a: int, b: int) -> str:
@@ -314,7 +340,7 @@ def _line_view(root: Path, path: Path, n: int) -> str:
         raise MossError(f"{rel}:{n}: no such line (the file has {total} lines)", kind="usage")
     sym = None
     if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:
-        sym = innermost(outline(path)[0], n, skip_kinds=("field", "variant"))
+        sym = innermost(structure(path), n, skip_kinds=("field", "variant"))
     if sym is not None:
         a, b = sym.doc_start_line, sym.end_line
         head = f"# {rel}:{n} in {sym.path} ({_span(a, b)})"
@@ -327,33 +353,53 @@ def _line_view(root: Path, path: Path, n: int) -> str:
     return "\n".join([head] + _numbered(lines[a - 1:b], a, len(str(b)), mark=n)) + "\n"
 
 
+def _lines_from(data: bytes, start_byte: int, count: int) -> list[str]:
+    """`count` lines of a UTF-8 file from the one holding `start_byte`: what
+    `_split_lines(text)[a - 1:a - 1 + count]` gives, without splitting the whole file."""
+    begin = data.rfind(b"\n", 0, start_byte) + 1
+    end = begin
+    for _ in range(count):
+        nl = data.find(b"\n", end)
+        if nl == -1:
+            end = len(data)
+            break
+        end = nl + 1
+    return _split_lines(data[begin:end].decode("utf-8"))
+
+
 def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
-                   lines: list[str]) -> str:
+                   data: bytes, complete=None) -> str:
+    """`data` is the file's (UTF-8) bytes; `complete(symbol)` fills in the signature of a
+    symbol from `for_lookup` before it is shown."""
+    complete = complete or (lambda s: None)
     rel = _rel(root, path)
     a, b = sym.doc_start_line, sym.end_line
     out = [f"# {rel}/{sym.path} ({_span(a, b)})"]
     if sym.parent is not None:
+        complete(sym.parent)
         out.append(f"# in {sym.parent.signature} {sym.parent.lines}")
     if sym.kind != "impl":
         impls = [s for s in all_syms if s.kind == "impl" and s.name == sym.name
                  and s is not sym and sym.parent is None]
         if impls:
+            for s in impls:
+                complete(s)
             out.append("# also: " + "; ".join(f"{s.signature} {s.lines}" for s in impls))
-    out.extend(lines[a - 1:b])
+    out.extend(_lines_from(data, sym.doc_start_byte, b - a + 1))
     return "\n".join(out) + "\n"
 
 
 def _symbol_view(root: Path, path: Path, query: str) -> str:
     rel = _rel(root, path)
-    text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
+    _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
     if msg:
         return msg
     if language_for(path) is None:
         raise MossError(f"{rel}: no symbols for this kind of file (no path {rel}/{query})",
                         kind="not_found")
-    syms = outline(path)[0]
+    syms, complete = for_lookup(path, data, query)
     sym = pick_symbol(syms, query, rel)
-    return _symbol_source(root, path, sym, syms, _split_lines(text))
+    return _symbol_source(root, path, sym, syms, data, complete)
 
 
 _SOURCE_GLOB = "*.{" + ",".join(sorted({e.lstrip(".") for s in LANGUAGES.values()
@@ -393,8 +439,8 @@ def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
     hits = not_impl or hits
     if len(hits) == 1:
         path, sym, syms = hits[0]
-        text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
-        return msg or _symbol_source(root, path, sym, syms, _split_lines(text))
+        _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
+        return msg or _symbol_source(root, path, sym, syms, data)
     listing = "\n".join(f"  {_rel(root, p)}/{s.path} ({s.kind}, {s.lines})"
                         for p, s, _ in hits[:20])
     more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
