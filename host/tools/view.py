@@ -196,6 +196,8 @@ def _split_lines(text: str) -> list[str]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
+    if "\r" not in text:  # (most files: a C scan instead of a Python pass over every line)
+        return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
