@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """moss benchmarks: moss against the agents users would pick instead, side by side, in ratios.
 
-    python bench/run.py                 # everything (about 5 minutes on 2 cores)
+    python bench/run.py                 # everything (about 8 minutes on 2 cores)
     python bench/run.py --quick         # a smoke run (under a minute)
     python bench/run.py --only context,bridge
     python bench/run.py --markdown out.md
