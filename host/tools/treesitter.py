@@ -723,18 +723,25 @@ def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str 
     return syms, doc
 
 
+def _lite_lookup(path) -> tuple:
+    """(path, language, cache key, stamp, symbols): the symbols are the cached lite ones, []
+    for a file of no known language, or None when they must be extracted."""
+    path = Path(path)
+    lang = language_for(path)
+    if lang is None:
+        return path, None, None, None, []
+    key, stamp, hit = _cached(path, lite=True)
+    return path, lang, key, stamp, (hit[1] if hit is not None else None)
+
+
 def structure(path: Path) -> list[Symbol]:
     """The file's symbols with names, kinds, nesting and lines but empty signatures and no
     docs: enough for `innermost`, `Symbol.path`/`lines` and picking a symbol by name, for
     less than `outline` (no signature or doc text is built). Cached like `outline`;
     a cached full outline serves too. Never show a signature or doc taken from these."""
-    path = Path(path)
-    lang = language_for(path)
-    if lang is None:
-        return []
-    key, stamp, hit = _cached(path, lite=True)
-    if hit is not None:
-        return hit[1]
+    path, lang, key, stamp, syms = _lite_lookup(path)
+    if syms is not None:
+        return syms
     syms, _ = _extract(path.read_bytes(), lang, lite=True)
     _store(key, stamp, syms, None, lite=True)
     return syms
@@ -760,13 +767,9 @@ def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
     whole structure. A cached outline is used when there is one; for languages whose
     symbols may start above their node (a doc comment above a Rust fn), the whole
     file's `structure`."""
-    path = Path(path)
-    lang = language_for(path)
-    if lang is None:
-        return []
-    key, stamp, hit = _cached(path, lite=True)
-    if hit is not None:
-        return hit[1]
+    path, lang, key, stamp, syms = _lite_lookup(path)
+    if syms is not None:
+        return syms
     if lang in _LEADING_LANGS:
         return structure(path)
     import tree_sitter as ts
