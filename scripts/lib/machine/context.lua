@@ -11,10 +11,9 @@
 --                   a machine whose states share a prefix: see `share_prefix` below)
 --
 -- A mode answers a string, or { stable = {part, ...}, shown = {part, ...}, volatile = text }:
--- the stable parts
--- only ever grow at their end from one turn to the next (the task, then memory in the order
--- it was kept), so providers that cache prompt prefixes bill them as cache reads; what
--- changes every turn comes after. Each stable part becomes its own content block, so a
+-- the stable parts only ever grow at their end from one turn to the next (the task, then
+-- memory in the order it was kept), so providers that cache prompt prefixes bill them as
+-- cache reads; what changes every turn comes after. Each stable part becomes its own content block, so a
 -- provider that caches at block boundaries (Anthropic) still finds last turn's prefix.
 -- `shown` parts come next, with a breakpoint of their own: a state with `share_prefix = true`
 -- (v2's evaluator) puts its new results there, and the next state's call starts with the
