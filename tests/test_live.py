@@ -24,6 +24,16 @@ def start(project, api, *args, **kw):
                          *args, "how is this project built?", env=api.env(), **kw)
 
 
+def start_on_a_terminal(project, api, *args):
+    """A session whose stdin is a real pty (stdout and stderr piped): (process, the pty's master fd)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", *args,
+                          "how is this project built?"], cwd=project.root, env={**project.env, **api.env()},
+                         stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    return p, master
+
+
 def wait_for_running(project, timeout=20):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -150,12 +160,7 @@ def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(proje
 
 def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(project, api):
     api.push(slow("$(view .)", SLOW), "$(answer ok)")
-    master, slave = pty.openpty()
-    env = {**project.env, **api.env()}
-    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", "-n",
-                          "how is this project built?"], cwd=project.root, env=env, stdin=slave,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    os.close(slave)
+    p, master = start_on_a_terminal(project, api, "-n")
     try:
         wait_for_running(project)
         time.sleep(0.5)
@@ -197,12 +202,7 @@ def test_pause_on_a_terminal_waits_for_go_on_and_carries_on(project, api):
     resumed = threading.Event()  # a request may reach the server late (the SDK loads in the
     # background): what it gets depends on whether the user already said "go on", not on order
     api.push(*[lambda body: "$(answer built with make)" if resumed.is_set() else slow("$(view .)", SLOW)] * 4)
-    master, slave = pty.openpty()
-    env = {**project.env, **api.env()}
-    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1",
-                          "how is this project built?"], cwd=project.root, env=env, stdin=slave,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    os.close(slave)
+    p, master = start_on_a_terminal(project, api)
 
     try:
         wait_for_running(project)
