@@ -28,8 +28,9 @@ NAME = "context"
 CACHE_READ, CACHE_WRITE, OUTPUT_PRICE, CACHE_MIN = 0.1, 1.25, 5.0, 1024
 
 
-def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints) -> float:
-    """Input cost of a run under Anthropic prompt caching, in input-token equivalents.
+def cache_accounting(tokens: list[list[int]], texts: list[list[str]], breakpoints) -> dict[str, int]:
+    """Where a run's input tokens go under Anthropic prompt caching: read from the cache,
+    written to it, billed in full (see `cached_input` for the price of each).
 
     Each call is a list of parts (system, then message blocks). `breakpoints` is "system",
     "end", or a list (one per call) of the part counts at which that call marks a cache
@@ -40,7 +41,7 @@ def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints) -
     breakpoint); it writes what lies between that and its own last breakpoint.
     """
     cached: set[tuple] = set()
-    total = 0.0
+    total = {"read": 0, "write": 0, "full": 0}
     for n, (toks, parts) in enumerate(zip(tokens, texts)):
         if isinstance(breakpoints, list):
             ends = breakpoints[n]
@@ -57,8 +58,16 @@ def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints) -
             if sizes[e] >= CACHE_MIN:
                 write = max(write, sizes[e] - read)
                 cached.add(tuple(parts[:e]))
-        total += CACHE_READ * read + CACHE_WRITE * write + (sizes[-1] - read - write)
+        total["read"] += read
+        total["write"] += write
+        total["full"] += sizes[-1] - read - write
     return total
+
+
+def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints) -> float:
+    """Input cost of a run under Anthropic prompt caching, in input-token equivalents."""
+    acc = cache_accounting(tokens, texts, breakpoints)
+    return CACHE_READ * acc["read"] + CACHE_WRITE * acc["write"] + acc["full"]
 
 
 def _moss_run(s: Settings, root, machine: str, steps: int) -> dict:
@@ -149,6 +158,25 @@ def auto_cached_input(tokens: list[list[int]], texts: list[list[str]]) -> float:
 
 
 WHAT_IF = "moss V1, what-if: stable first"
+RESULTS_HEADING = "**New results"  # the block moss shows a step's tool output in (scripts/lib/machine/context.lua)
+
+
+def floor_cost(counts: dict[str, int], calls: list[list[str]], replies: int, results_write: float) -> float | None:
+    """A lower bound on a moss run's cost per answer under marked caching, whatever the
+    cache layout: every call reads what precedes its new results (system, task, working
+    memory) at the read price, as if it had been written for free; each distinct results
+    block is paid once, at `results_write` (1.0 if only one call sees it, the write price if a
+    second call reads it back); replies at the output price. None if no results block is found."""
+    stable, results = 0, {}
+    for c in calls:
+        for p in c:
+            if p.startswith(RESULTS_HEADING):
+                results[p] = counts[p]
+                break
+            stable += counts[p]
+    if not results:
+        return None
+    return CACHE_READ * stable + results_write * sum(results.values()) + OUTPUT_PRICE * replies
 _ORDER = ["**Task", "**Plan", "**Working memory", "**Notes", "**Warning", "**Messages", "**New results"]
 
 
@@ -191,14 +219,18 @@ def run(s: Settings) -> dict:
         else:  # a turn = one call that runs step k (and sees step k-1); one more call answers
             turns, answer_turn = per_call[:steps], (per_call[steps] if len(per_call) > steps else None)
         replies = sum(counts[t] for t in r["replies"])
-        cached = cached_input([[counts[p] for p in c] for c in r["calls"]], r["calls"], r["breakpoints"])
+        acc = cache_accounting([[counts[p] for p in c] for c in r["calls"]], r["calls"], r["breakpoints"])
+        cached = CACHE_READ * acc["read"] + CACHE_WRITE * acc["write"] + acc["full"]
         auto = auto_cached_input([[counts[p] for p in c] for c in r["calls"]], r["calls"])
         out["agents"][name] = {"calls": len(per_call), "per_call": per_call, "per_call_bytes": per_call_bytes,
                                "turns": turns, "answer_turn": answer_turn, "total": sum(per_call),
                                "total_bytes": sum(per_call_bytes), "reply_tokens": replies,
-                               "cached_input": cached, "cost": cached + OUTPUT_PRICE * replies,
+                               "cached_input": cached, "cost": cached + OUTPUT_PRICE * replies, "accounting": acc,
                                "auto_input": auto, "cost_auto": auto + OUTPUT_PRICE * replies,
                                "checkpoint_bytes": r.get("checkpoint_bytes")}
+        if name in ("moss V1", "moss V2"):  # V2's evaluator writes the results its explorer reads back
+            out["agents"][name]["floor"] = floor_cost(counts, r["calls"], replies,
+                                                      CACHE_WRITE if name == "moss V2" else 1.0)
     if "moss V2" in runs:
         out["v2_states"] = runs["moss V2"]["states"][:4]
     return out
@@ -261,7 +293,22 @@ def tables(res: dict) -> list[dict]:
                           "reply tokens", "input, marked cache", "cost/answer, marked", "cost/answer, auto",
                           "session file B"], "rows": rows2}
 
-    out = [per_turn, totals]
+    rows4 = []
+    for n, a in agents.items():
+        if n == WHAT_IF:
+            continue
+        acc, rep = a["accounting"], a["reply_tokens"]
+        rows4.append([n, f"{acc['read']:,} ({CACHE_READ * acc['read']:,.0f})",
+                      f"{acc['write']:,} ({CACHE_WRITE * acc['write']:,.0f})", f"{acc['full']:,}",
+                      f"{rep:,} ({OUTPUT_PRICE * rep:,.0f})", f"{a['cost']:,.0f}",
+                      f"{a['floor']:,.0f}" if a.get("floor") else "—"])
+    where = {"title": "1. Context: where the cost per answer goes, Anthropic prompt caching: tokens "
+                      "(input-token equivalents)",
+             "columns": ["agent", f"read from cache (×{CACHE_READ})", f"written to cache (×{CACHE_WRITE})",
+                         "billed in full (×1)", f"replies (×{OUTPUT_PRICE:g})", "cost/answer",
+                         "floor: prefix only read, results paid once"], "rows": rows4}
+
+    out = [per_turn, totals, where]
     if "mini" in agents:
         rows3 = []
         m = agents["mini"]
