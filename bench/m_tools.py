@@ -8,7 +8,9 @@ command itself adds over moss's start-up, against `rg -n`) and in-process
 (`moss.tools.search.search` against a subprocess running the same rg): the in-process
 ratio is what moss's grouping, sorting and enclosing-symbol labels cost, on a first look
 (symbol cache cleared). "again" is the same search repeated in the same process, a
-session coming back to the same files: search() caches their symbols. The CLI caches
+session coming back to the same files: search() caches their symbols. "bare parse of the
+hit files" parses, with tree-sitter alone, the files holding the first 100 matches: the
+part of a first look that labels cannot do without. The CLI caches
 nothing (one shot) and labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
 environment may set PYTHONDONTWRITEBYTECODE, which would make every moss command
 compile them from source, about 25 ms for text-search).
@@ -38,6 +40,32 @@ def largest_py(root: Path, n: int) -> list[Path]:
     return sorted(files, key=lambda p: -p.stat().st_size)[:n]
 
 
+def hit_sources(root: Path, rg_json: list[str], limit: int) -> list[tuple[bytes, str]]:
+    """The bytes and language of each file holding one of the first `limit` matches (the
+    hits search() shows and labels): what a bare tree-sitter parse for their labels reads."""
+    import json
+
+    from moss.tools import treesitter
+
+    out = subprocess.run(rg_json, cwd=root, capture_output=True, text=True).stdout
+    paths: list[str] = []
+    shown = 0
+    for line in out.splitlines():
+        ev = json.loads(line)
+        if ev["type"] == "match" and shown < limit:
+            shown += 1
+            path = ev["data"]["path"]["text"]
+            if not paths or paths[-1] != path:
+                paths.append(path)
+    got = []
+    for rel in paths:
+        src = (root / rel).read_bytes()
+        lang = treesitter.language_for(root / rel, src)
+        if lang:
+            got.append((src, lang))
+    return got
+
+
 def run(s: Settings) -> dict:
     from moss.tools import treesitter
     from moss.tools.resolve import RG_WALK_FLAGS, rg_binary
@@ -61,6 +89,7 @@ def run(s: Settings) -> dict:
         hits = subprocess.run([rg, "--count-matches", "--no-filename", *RG_WALK_FLAGS, "-e", pat, "--", "."],
                               cwd=root, capture_output=True, text=True).stdout
         n_hits = sum(int(line) for line in hits.split() if line.isdigit())
+        sources = hit_sources(root, moss_rg, 100)
         row = {"pattern": pat, "matches": n_hits, **interleaved({
             "cli_moss": command([str(s.moss_bin), "text-search", pat], env=env, cwd=root),
             "cli_help": command([str(s.moss_bin), "--help"], env=env, cwd=root),
@@ -70,7 +99,9 @@ def run(s: Settings) -> dict:
             "fn_moss": lambda: (treesitter.clear_caches(), search(root, pat, limit=100, max_chars=0)),
             "fn_moss_again": lambda: search(root, pat, limit=100, max_chars=0),
             "fn_rg_json_sorted": lambda: subprocess.run(moss_rg, cwd=root, capture_output=True),
+            "fn_parse_hits": lambda src=sources: [treesitter.parse(b, lang) for b, lang in src],
         }, reps)}
+        row["hit_files"] = len(sources)
         res["search"].append(row)
 
     import tree_sitter
@@ -115,12 +146,15 @@ def tables(res: dict) -> list[dict]:
                      fmt_s(r["fn_moss"]["median"]), fmt_s(r["fn_rg_json_sorted"]["median"]),
                      f"{r['fn_moss']['median'] / r['fn_rg_json_sorted']['median']:.2f}×",
                      fmt_s(r["fn_moss_again"]["median"]),
+                     f"{fmt_s(r['fn_parse_hits']['median'])} ({r['hit_files']})",
+                     f"{r['fn_parse_hits']['median'] / r['fn_rg_json_sorted']['median']:.2f}×",
                      fmt_s(r["cli_rg_sorted"]["median"])])
     t1 = {"title": f"4. text-search over the stdlib copy (median of {res['reps']}; moss shows the first 100 "
                    f"matches, rg prints all)",
           "columns": ["pattern", "matches", "moss text-search", "moss --help", "rg -n", "CLI ratio",
                       "CLI − start-up ratio", "search() in-process",
-                      "rg --json --sort path", "in-process ratio", "search() again", "rg -n --sort path"], "rows": rows}
+                      "rg --json --sort path", "in-process ratio", "search() again",
+                      "bare parse of the hit files (files)", "parse ratio", "rg -n --sort path"], "rows": rows}
     rows2 = []
     for r in res["view"]:
         p = r["parse"]["median"]
@@ -157,6 +191,9 @@ def summary_rows(res: dict) -> list[list[str]]:
         ["tools: search() again / rg --json --sort path (in-process, geo-mean)",
          f"{geo([r['fn_moss_again']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
          "symbols cached by the first"],
+        ["tools: bare tree-sitter parse of the files with shown hits / rg --json --sort path (geo-mean)",
+         f"{geo([r['fn_parse_hits']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
+         "what a first search's labels cannot go below"],
         ["tools: view FILE / tree-sitter parse (geo-mean)",
          f"{geo([r['fn_view']['median'] / r['parse']['median'] for r in v]):.1f}×", f"{len(v)} largest files"],
     ]
