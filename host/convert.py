@@ -67,14 +67,20 @@ def utf8(text: str) -> bytes:
 # go, with those strings in between (text, raw, text, raw, ..., text), and Python escapes them
 # with the json module's C encoder. Past RAW_MAX such strings in one table (a result count
 # Lua must not exceed), the rest are escaped in Lua as before.
+#
+# The encoder runs with the runtime's count hook off (see Runtime.hook_fns): while any count
+# hook is set, Lua 5.4 traps every VM instruction, which made this loop half as slow again.
+# It is host code over plain data (raw access only: no metamethod, no script code runs in it)
+# and ends, so the cancellation hook has nothing to catch here; it is put back before return.
 _ENCODER = rb"""
 local max_depth, raw_max = ...
+local pcall = pcall
 local next, type, rawlen, rawget = next, type, rawlen, rawget
 local mtype, concat, format, find, gsub = math.type, table.concat, string.format, string.find, string.gsub
 local unpack = table.unpack
 local huge = math.huge
 local ESC = { ['"'] = '\\"', ['\\'] = '\\\\' }
-return function(is_object, is_null)
+return function(is_object, is_null, gethook, sethook)
   local out, n, cuts
   local keys, nkeys = {}, 0 -- '"key":' for the keys seen so far (a few hundred at most)
   local enc
@@ -158,9 +164,15 @@ return function(is_object, is_null)
     return true
   end
   return function(v)
+    local hook, mask, count
+    if gethook then
+      hook, mask, count = gethook()
+      if hook then sethook() end
+    end
     out, n, cuts = {}, 0, {}
-    local ok = enc(v, 0)
-    if not ok then out, cuts = nil, nil return nil end
+    local done, ok = pcall(enc, v, 0)
+    if hook then sethook(hook, mask, count) end
+    if not (done and ok) then out, cuts = nil, nil return nil end
     local pieces, prev = {}, 1
     for i = 1, #cuts do
       local at = cuts[i] + 1 -- out[at] is a raw string
@@ -189,6 +201,7 @@ class Converter:
         self.max_depth = max_depth
         self._make_encoder = lua.execute(_ENCODER, max_depth, RAW_MAX)
         self._encode = None  # made once is_object/is_null are known (after the bootstrap)
+        self.hook_fns = (None, None)  # debug.gethook/sethook, kept for host code (Runtime.hook_fns)
 
     # ---- Python -> Lua -------------------------------------------------------------
     def to_lua(self, value: Any, _depth: int = 0):
@@ -258,7 +271,7 @@ class Converter:
         if enc is None:
             if self._is_object_table is None or self._is_null is None:
                 return _NO
-            enc = self._encode = self._make_encoder(self._is_object_table, self._is_null)
+            enc = self._encode = self._make_encoder(self._is_object_table, self._is_null, *self.hook_fns)
         try:
             got = enc(t)
         except lua54.LuaError:  # out of memory, or the cancellation hook fired: do it the long way

@@ -128,6 +128,12 @@ class Runtime:
         for name, fn in functions.items():
             fns[name.encode()] = self._wrap_primitive(name, fn)
         host[b"functions"] = fns
+        # debug.gethook/sethook for the host's own Lua (the converter's encoder, the checkpoint
+        # differ): held by Python and by those closures only, never reachable from a script.
+        # Any count hook makes Lua 5.4 trap every instruction (~1.5x slower); host loops over
+        # plain data, which end and call no script code, turn it off while they run.
+        self.hook_fns = lua.execute(b"return debug.gethook, debug.sethook")
+        self.conv.hook_fns = self.hook_fns
         src = (Path(__file__).parent / "bootstrap.lua").read_bytes()
         boot = lua.execute(b"return load(...)", src, b"@moss/bootstrap.lua", b"t")
         self._run, self._compile, is_object, is_null, self._load_dump, self._dump = boot(host)
