@@ -282,6 +282,7 @@ local pcall, error = pcall, error
 local next, type, rawget, rawset, rawlen, rawequal, ipairs = next, type, rawget, rawset, rawlen, rawequal, ipairs
 local mtype = math.type
 local setmetatable, getmetatable = setmetatable, getmetatable
+-- shadow table -> its kind: "list", "{}", "[]", or for a map how many keys it has (a number)
 local KIND = setmetatable({}, { __mode = "k" })
 
 local function kind(t)
@@ -300,11 +301,15 @@ end
 
 local function copy(t, depth)
   if type(t) ~= "table" or depth > 220 or is_null(t) then return t end
-  local c = {}
-  for k, v in next, t do rawset(c, k, copy(v, depth + 1)) end
+  local c, n = {}, 0
+  for k, v in next, t do
+    rawset(c, k, copy(v, depth + 1))
+    n = n + 1
+  end
   local mt = getmetatable(t)
   if mt ~= nil and type(mt) == "table" then setmetatable(c, mt) end
-  KIND[c] = kind(t)
+  local k = kind(t)
+  KIND[c] = k == "map" and n or k
   return c
 end
 
@@ -318,6 +323,17 @@ local function path_of(path, depth, k)
 end
 
 local diff_node
+
+-- whether the shadow's `ov` and the table's `nv` are the same string, boolean or number, as
+-- JSON writes them (1 and 1.0, 0.0 and -0.0 are equal in Lua but not in JSON): most values
+-- of a session are, and this answers without the call to diff_value
+local function same_scalar(ov, nv)
+  local tn = type(nv)
+  if tn == "number" then
+    return mtype(ov) == mtype(nv) and ov == nv and (nv ~= 0 or 1 / nv == 1 / ov)
+  end
+  return tn ~= "table" and rawequal(ov, nv)
+end
 
 -- the value `nv` at `key` of the shadow node `old` (whose value there is `ov`)
 local function diff_value(old, key, ov, nv, path, depth, ops)
@@ -347,17 +363,20 @@ end
 diff_node = function(old, new, path, depth, ops)
   if depth > 220 then return false end
   local k_old, k_new = KIND[old], kind(new)
-  if k_old ~= k_new then return false end
+  if k_old ~= k_new and not (k_new == "map" and mtype(k_old)) then return false end
   if k_new == "{}" or k_new == "[]" then return true end
   if k_new == "list" then
     local n_old, n_new = rawlen(old), rawlen(new)
     if n_new < n_old then return false end
     local mark = #ops
     for i = 1, n_old do
-      diff_value(old, i, rawget(old, i), rawget(new, i), path, depth, ops)
-      if #ops - mark > n_new // 2 + 4 then
-        for j = #ops, mark + 1, -1 do ops[j] = nil end
-        return false
+      local ov, nv = rawget(old, i), rawget(new, i)
+      if not same_scalar(ov, nv) then
+        diff_value(old, i, ov, nv, path, depth, ops)
+        if #ops - mark > n_new // 2 + 4 then
+          for j = #ops, mark + 1, -1 do ops[j] = nil end
+          return false
+        end
       end
     end
     if n_new > n_old then
@@ -371,17 +390,24 @@ diff_node = function(old, new, path, depth, ops)
     end
     return true
   end
-  for k, nv in next, new do diff_value(old, k, rawget(old, k), nv, path, depth, ops) end
-  local gone
-  for k in next, old do
-    if rawget(new, k) == nil then gone = gone or {}; gone[#gone + 1] = k end
+  local kept, total = 0, 0 -- keys of `new` already in the shadow, all keys of `new`
+  for k, nv in next, new do
+    total = total + 1
+    local ov = rawget(old, k)
+    if ov ~= nil then kept = kept + 1 end
+    if not same_scalar(ov, nv) then diff_value(old, k, ov, nv, path, depth, ops) end
   end
-  if gone then
+  if kept ~= k_old then -- a key of the shadow is no longer in the table: find which
+    local gone = {}
+    for k in next, old do
+      if rawget(new, k) == nil then gone[#gone + 1] = k end
+    end
     for _, k in ipairs(gone) do
       rawset(old, k, nil)
       ops[#ops + 1] = { "d", path_of(path, depth, k) }
     end
   end
+  KIND[old] = total
   return true
 end
 
