@@ -187,6 +187,7 @@ return function(is_object, is_null, gethook, sethook)
 end
 """
 RAW_MAX = 100  # raw strings one table may hand over beside its text (see _ENCODER)
+_decode_json = json.JSONDecoder(strict=False).decode  # one decoder: json.loads(strict=...) makes one a call
 
 
 class Converter:
@@ -279,11 +280,11 @@ class Converter:
         if got is None:
             return _NO
         if type(got) is bytes:
-            return json.loads(got.decode("utf-8", errors="replace"), strict=False)
+            return _decode_json(got.decode("utf-8", errors="replace"))
         # text, raw string, text, ...: the raw strings are escaped here, by the C encoder
         parts = [p.decode("utf-8", errors="replace") for p in got]
         parts[1::2] = map(_quote, parts[1::2])
-        return json.loads("".join(parts), strict=False)
+        return _decode_json("".join(parts))
 
     def _table_to_py(self, t, depth):
         items = list(t.items())

@@ -467,11 +467,14 @@ def functions(ctx):
         return new_session_id(ctx.root)
 
     saved: dict = {}  # sid -> Journal: what this process last saved of that session
+    ckpt_paths: dict = {}  # sid -> its checkpoint's path (checked once)
 
     def save(sid, state):
         if isinstance(sid, bytes):
             sid = sid.decode("utf-8", errors="replace")
-        p = checkpoint_path(ctx.root, check_id(sid))
+        p = ckpt_paths.get(sid) if isinstance(sid, str) else None
+        if p is None:
+            p = ckpt_paths[sid] = checkpoint_path(ctx.root, check_id(sid))
         now = time.time()
         rt = ctx.runtime
         if rt is None or lua_type(state) != "table":  # a Python caller, or nil: nothing to diff
