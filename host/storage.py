@@ -62,10 +62,17 @@ def dumps(value, **kw) -> str:
 _ensured: set = set()
 
 
+_line_json = json.JSONEncoder(ensure_ascii=False, default=str).encode  # dumps() without a new encoder a call
+
+
 def append_line(path: Path, record: dict) -> None:
     from .redact import value as redacted
 
-    line = (dumps(redacted(record)) + "\n").encode("utf-8")
+    record = redacted(record)
+    try:
+        line = (_line_json(record) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: kept as its \u escape (see dumps)
+        line = (dumps(record) + "\n").encode("utf-8")
     if path not in _ensured:
         ensure_dir(path.parent)
         _ensured.add(path)
