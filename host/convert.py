@@ -206,6 +206,11 @@ class Converter:
 
     # ---- Python -> Lua -------------------------------------------------------------
     def to_lua(self, value: Any, _depth: int = 0):
+        t = type(value)
+        if t is str:  # the common cases first, by exact type (isinstance chains cost per value)
+            return utf8(value)
+        if t is bool or t is float or value is None:
+            return value
         if _depth > self.max_depth:
             raise ValueError("value nested too deeply to pass to Lua")
         if value is None or isinstance(value, (bool, float)):
@@ -239,6 +244,8 @@ class Converter:
 
     # ---- Lua -> Python -------------------------------------------------------------
     def to_py(self, value: Any, _depth: int = 0, _seen=None):
+        if type(value) is bytes:
+            return value.decode("utf-8", errors="replace")
         if isinstance(value, bytes):
             return decode(value)
         if value is None or isinstance(value, (bool, int)):
