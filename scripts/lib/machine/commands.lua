@@ -21,19 +21,23 @@ local messages = require("lib.machine.messages")
 
 local M = {}
 
-M.defs = nil -- name or alias -> definition, loaded on first use
+M.defs = nil -- name or alias -> definition, loaded on first use (change it with M.define)
+
+local sorted_names = nil -- M.known()'s list, worked out once per change of M.defs
 
 --- Add or replace a command at run time (a script may also add a file under commands/).
 function M.define(def)
   M.load()
   M.defs[def.name] = def
   for _, alias in ipairs(def.aliases or {}) do M.defs[alias] = def end
+  sorted_names = nil
 end
 
 --- Every command file, first root wins (project, user, built-in).
 function M.load()
   if M.defs then return M.defs end
   M.defs = {}
+  sorted_names = nil
   for _, e in ipairs(moss.scripts.list("commands")) do
     local ok, def = pcall(require, e.module)
     if not ok then moss.error("usage", "command file " .. e.path .. " failed to load: " .. tostring(def)) end
@@ -50,21 +54,30 @@ end
 
 function M.find(name) return M.load()[name] end
 
+-- The sorted names, shared: every system prompt and every command's check asks for them
+local function names_sorted()
+  local defs = M.load()
+  if sorted_names == nil then
+    local names = {}
+    for name, def in pairs(defs) do
+      if def.name == name then names[#names + 1] = name end
+    end
+    table.sort(names)
+    sorted_names = names
+  end
+  return sorted_names
+end
+
 --- Known command names (no aliases), sorted.
 function M.known()
-  local names = {}
-  for name, def in pairs(M.load()) do
-    if def.name == name then names[#names + 1] = name end
-  end
-  table.sort(names)
-  return names
+  return { table.unpack(names_sorted()) }
 end
 
 --- Tool commands that offer themselves (a command's `offer()` says whether this session
 --- can use it, e.g. $(mcp) when a configured server's access is within reach), sorted.
 local function offered(except)
   local out = {}
-  for _, name in ipairs(M.known()) do
+  for _, name in ipairs(names_sorted()) do
     local def = M.defs[name]
     if def.tool and type(def.offer) == "function" and not except[name] then
       local ok, yes = pcall(def.offer)
@@ -90,10 +103,12 @@ function M.allowed(state, role)
   return out
 end
 
-local function allowed(state, role, name)
-  if state.commands == nil or state.commands == "all" then return true end
-  for _, n in ipairs(M.allowed(state, role)) do if n == name then return true end end
-  return false
+-- The names `state` may use, as a set; nil when it may use every command.
+local function allowed_set(state, role)
+  if state.commands == nil or state.commands == "all" then return nil end
+  local set = {}
+  for _, n in ipairs(M.allowed(state, role)) do set[n] = true end
+  return set
 end
 
 local function log(S, event, data)
@@ -177,8 +192,8 @@ end
 
 -- The same command with the same output again and again is a loop; the same command with
 -- new output (tests after an edit) is progress. Returns the output to show, or "loop".
-local function watch_repeats(S, env, tool, out)
-  local key, sig = tool.key, signature(out.content or "")
+local function watch_repeats(S, env, tool, out, sig)
+  local key = tool.key
   local seen = S.repeats[key]
   local n = (seen and seen.sig == sig) and seen.n + 1 or 1
   S.repeats[key] = { sig = sig, n = n, turn = S.turn }
@@ -212,13 +227,21 @@ end
 --   { answer = text } | { outputs = {...} } | { finished = reason, extra = {...} }
 function M.handle(S, state, text, env)
   local outputs, tools, answer, hold = {}, {}, nil, false
+  local allow, allow_known = nil, false -- what this state may use: worked out once a reply
+  local sigs = {} -- output text -> signature, each output hashed once
+  local function sig_of(content)
+    local sig = sigs[content]
+    if not sig then sig = signature(content); sigs[content] = sig end
+    return sig
+  end
   for _, c in ipairs(parser.parse(text)) do
     local def = M.find(c.name)
+    if def and not allow_known then allow, allow_known = allowed_set(state, env.role), true end
     if not def then
       outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
         content = "unknown command `" .. c.name .. "`; known commands: " .. table.concat(M.known(), ", ") }
       log(S, "command", { cmd = c.raw, ok = false, error = "unknown", turn = S.turn })
-    elseif not allowed(state, env.role, def.name) then
+    elseif allow and not allow[def.name] then
       refuse(S, state, env, c, def)
     elseif def.tool then
       c.key = def.name .. " " .. table.concat(parser.words(c.args), " ")
@@ -247,7 +270,7 @@ function M.handle(S, state, text, env)
   for i, o in ipairs(outputs) do
     if o == false then
       k = k + 1
-      local shown = watch_repeats(S, env, tools[k], results[k])
+      local shown = watch_repeats(S, env, tools[k], results[k], sig_of(results[k].content or ""))
       if shown == "loop" then
         S.questions = "The agent was repeating: " .. tools[k].key
         return { finished = "loop" }
@@ -260,7 +283,7 @@ function M.handle(S, state, text, env)
       output = o.content, turn = S.turn })
     if env.out then env.out:command(S, o) end
     if o.ok then
-      local sig = signature(o.content or "")
+      local sig = sig_of(o.content or "")
       if not S.seen[sig] then S.new_evidence = true end
       S.seen[sig] = S.turn
     end
