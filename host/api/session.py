@@ -277,8 +277,7 @@ class Journal:
 # what it converts to: "list" (keys exactly 1..n), "map", or empty; a change of kind replaces
 # the value. A list that only grew is an append; one whose elements changed a lot is replaced.
 _DIFF = b"""
-local is_object, is_null, gethook, sethook = ...
-local pcall, error = pcall, error
+local is_object, is_null, unhooked = ...
 local next, type, rawget, rawset, rawlen, rawequal, ipairs = next, type, rawget, rawset, rawlen, rawequal, ipairs
 local mtype = math.type
 local setmetatable, getmetatable = setmetatable, getmetatable
@@ -418,16 +417,7 @@ local function diff(shadow, t)
   return ops
 end
 
--- both run with the count hook off (see Runtime.hook_fns): raw access to plain data only
-local function unhooked(f, a, b)
-  local hook, mask, count = gethook()
-  if hook then sethook() end
-  local ok, r = pcall(f, a, b)
-  if hook then sethook(hook, mask, count) end
-  if not ok then error(r, 0) end
-  return r
-end
-
+-- both run with the count hook off (Runtime.unhooked): raw access to plain data only
 local M = {}
 function M.copy(t) return unhooked(copy, t, 0) end
 function M.diff(shadow, t) return unhooked(diff, shadow, t) end
@@ -437,7 +427,7 @@ return M
 
 class _Differ:
     def __init__(self, rt):
-        m = rt.lua.execute(_DIFF, rt.conv._is_object_table, rt.conv._is_null, *rt.hook_fns)
+        m = rt.lua.execute(_DIFF, rt.conv._is_object_table, rt.conv._is_null, rt.unhooked)
         self.copy = m[b"copy"]
         self.diff = m[b"diff"]
 
