@@ -191,11 +191,20 @@ def _human(n: int) -> str:
     return str(n)
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines split on \n only (as tree-sitter and ripgrep count them), \r dropped."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
+def _split_lines(text: str, upto: int | None = None) -> list[str]:
+    """Lines split on \n only (as tree-sitter and ripgrep count them), \r dropped. With
+    `upto`, only the first `upto` lines (a range near the top of a long file is not worth
+    a string per line of the whole file)."""
+    if upto is not None and upto >= 0:
+        lines = text.split("\n", upto)
+        if len(lines) > upto:
+            del lines[upto:]  # the rest of the file, in one piece
+        elif lines[-1] == "":
+            lines.pop()
+    else:
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
     if "\r" not in text:  # (most files: a C scan instead of a Python pass over every line)
         return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
@@ -314,8 +323,8 @@ def _range_view(root: Path, path: Path, a: int, b: int | None) -> str:
     text, msg = _load_text(root, path, MAX_RANGE_BYTES)
     if msg:
         return msg
-    lines = _split_lines(text)
-    n = len(lines)
+    lines = _split_lines(text, b)
+    n = len(lines)  # when the file goes on past line b, n == b: neither a clamp nor a note then
     if a < 1:
         a = 1
     if b is not None and b < a:
