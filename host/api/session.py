@@ -277,7 +277,7 @@ class Journal:
 # what it converts to: "list" (keys exactly 1..n), "map", or empty; a change of kind replaces
 # the value. A list that only grew is an append; one whose elements changed a lot is replaced.
 _DIFF = b"""
-local is_object, is_null, unhooked = ...
+local is_object, NULL, unhooked = ...
 local next, type, rawget, rawset, rawlen, rawequal, ipairs = next, type, rawget, rawset, rawlen, rawequal, ipairs
 local mtype = math.type
 local setmetatable, getmetatable = setmetatable, getmetatable
@@ -299,7 +299,7 @@ local function kind(t)
 end
 
 local function copy(t, depth)
-  if type(t) ~= "table" or depth > 220 or is_null(t) then return t end
+  if type(t) ~= "table" or depth > 220 or rawequal(t, NULL) then return t end
   local c, n = {}, 0
   for k, v in next, t do
     rawset(c, k, copy(v, depth + 1))
@@ -323,23 +323,17 @@ end
 
 local diff_node
 
--- whether the shadow's `ov` and the table's `nv` are the same string, boolean or number, as
--- JSON writes them (1 and 1.0, 0.0 and -0.0 are equal in Lua but not in JSON): most values
--- of a session are, and this answers without the call to diff_value
-local function same_scalar(ov, nv)
-  local tn = type(nv)
-  if tn == "number" then
-    return mtype(ov) == mtype(nv) and ov == nv and (nv ~= 0 or 1 / nv == 1 / ov)
-  end
-  return tn ~= "table" and rawequal(ov, nv)
-end
+-- same_scalar(ov, nv), written out in diff_node's loops: whether the shadow's `ov` and the
+-- table's `nv` are the same string, boolean or number as JSON writes them (1 and 1.0, 0.0
+-- and -0.0 are equal in Lua but not in JSON). Most values of a session are, and this
+-- answers without a call to diff_value.
 
 -- the value `nv` at `key` of the shadow node `old` (whose value there is `ov`)
 local function diff_value(old, key, ov, nv, path, depth, ops)
   local tn = type(nv)
   if tn == "table" then
     if rawequal(ov, nv) then return end -- moss.json.null (the only table shared with the shadow)
-    if type(ov) == "table" and not is_null(ov) and not is_null(nv) then
+    if type(ov) == "table" and not rawequal(ov, NULL) and not rawequal(nv, NULL) then
       path[depth + 1] = key
       if diff_node(ov, nv, path, depth + 1, ops) then return end
     end
@@ -370,7 +364,9 @@ diff_node = function(old, new, path, depth, ops)
     local mark = #ops
     for i = 1, n_old do
       local ov, nv = rawget(old, i), rawget(new, i)
-      if not same_scalar(ov, nv) then
+      local tn = type(nv) -- same_scalar(ov, nv), written out: this loop runs for every entry
+      if not (tn == "number" and mtype(ov) == mtype(nv) and ov == nv and (nv ~= 0 or 1 / nv == 1 / ov)
+          or tn ~= "table" and tn ~= "number" and rawequal(ov, nv)) then
         diff_value(old, i, ov, nv, path, depth, ops)
         if #ops - mark > n_new // 2 + 4 then
           for j = #ops, mark + 1, -1 do ops[j] = nil end
@@ -394,7 +390,11 @@ diff_node = function(old, new, path, depth, ops)
     total = total + 1
     local ov = rawget(old, k)
     if ov ~= nil then kept = kept + 1 end
-    if not same_scalar(ov, nv) then diff_value(old, k, ov, nv, path, depth, ops) end
+    local tn = type(nv) -- same_scalar(ov, nv), written out
+    if not (tn == "number" and mtype(ov) == mtype(nv) and ov == nv and (nv ~= 0 or 1 / nv == 1 / ov)
+        or tn ~= "table" and tn ~= "number" and rawequal(ov, nv)) then
+      diff_value(old, k, ov, nv, path, depth, ops)
+    end
   end
   if kept ~= k_old then -- a key of the shadow is no longer in the table: find which
     local gone = {}
@@ -427,7 +427,7 @@ return M
 
 class _Differ:
     def __init__(self, rt):
-        m = rt.lua.execute(_DIFF, rt.conv._is_object_table, rt.conv._is_null, rt.unhooked)
+        m = rt.lua.execute(_DIFF, rt.conv._is_object_table, rt.conv.null, rt.unhooked)
         self.copy = m[b"copy"]
         self.diff = m[b"diff"]
 
