@@ -305,11 +305,20 @@ function M.answer_in(S, state, text, env)
 end
 
 --- One line per command a state may use, for its system prompt: "$(name args) — what".
+local help_lines = setmetatable({}, { __mode = "k" }) -- def -> { its help, its reference line }
+
 function M.reference(names)
   local lines = {}
   for _, name in ipairs(names) do
     local def = M.find(name)
-    if def and def.help then lines[#lines + 1] = "$(" .. def.help:gsub(" — ", ") — ", 1) end
+    if def and def.help then
+      local memo = help_lines[def] -- every system prompt, every turn: the line is made once
+      if not memo or memo[1] ~= def.help then
+        memo = { def.help, "$(" .. def.help:gsub(" — ", ") — ", 1) }
+        help_lines[def] = memo
+      end
+      lines[#lines + 1] = memo[2]
+    end
     if def and type(def.details) == "function" then -- more lines, computed when the prompt is built
       local ok, more = pcall(def.details)
       if ok and type(more) == "string" and more ~= "" then lines[#lines + 1] = more end
