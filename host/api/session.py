@@ -279,7 +279,7 @@ class Journal:
 _DIFF = b"""
 local is_object, NULL, unhooked = ...
 local next, type, rawget, rawset, rawlen, rawequal, ipairs = next, type, rawget, rawset, rawlen, rawequal, ipairs
-local mtype = math.type
+local mtype, table_remove = math.type, table.remove
 local setmetatable, getmetatable = setmetatable, getmetatable
 -- shadow table -> its kind: "list", "{}", "[]", or for a map how many keys it has (a number)
 local KIND = setmetatable({}, { __mode = "k" })
@@ -351,6 +351,80 @@ local function diff_value(old, key, ov, nv, path, depth, ops)
   else ops[#ops + 1] = { "s", path_of(path, depth, key), nv } end
 end
 
+-- whether the shadow's `ov` and the table's `nv` read the same as JSON (no ops, no change)
+local function same(ov, nv, depth)
+  local tn = type(nv)
+  if tn ~= "table" then
+    if tn == "number" then return mtype(ov) == mtype(nv) and ov == nv and (nv ~= 0 or 1 / nv == 1 / ov) end
+    return rawequal(ov, nv)
+  end
+  if rawequal(ov, nv) then return true end -- moss.json.null
+  if type(ov) ~= "table" or rawequal(ov, NULL) or rawequal(nv, NULL) or depth > 220 then return false end
+  local k_old, k_new = KIND[ov], kind(nv)
+  if k_old ~= k_new and not (k_new == "map" and mtype(k_old)) then return false end
+  if k_new == "list" then
+    local n = rawlen(nv)
+    if rawlen(ov) ~= n then return false end
+    for i = 1, n do
+      if not same(rawget(ov, i), rawget(nv, i), depth + 1) then return false end
+    end
+    return true
+  end
+  if k_new ~= "map" then return true end -- both empty, of the same kind
+  local c = 0
+  for k, v in next, nv do
+    c = c + 1
+    local o = rawget(ov, k)
+    if o == nil or not same(o, v, depth + 1) then return false end
+  end
+  return c == k_old
+end
+
+-- A list: the elements it starts with unchanged, then removals (the shadow's element i is
+-- gone when its next one is the table's element i: $(forget) and $(drop) take notes out of
+-- the middle of working memory), then elementwise changes and what was appended. A list
+-- whose elements merely shifted left used to be rewritten whole, every element of it.
+local function diff_list(old, new, path, depth, ops)
+  local n_new, mark = rawlen(new), #ops
+  local function give_up()
+    for j = #ops, mark + 1, -1 do ops[j] = nil end
+    return false
+  end
+  local i, n_old = 1, rawlen(old)
+  while i <= n_old do
+    if i <= n_new and same(rawget(old, i), rawget(new, i), depth + 1) then
+      i = i + 1
+    elseif i > n_new or (i < n_old and same(rawget(old, i + 1), rawget(new, i), depth + 1)) then
+      table_remove(old, i) -- the shadow's element i is gone
+      n_old = n_old - 1
+      ops[#ops + 1] = { "d", path_of(path, depth, i) }
+      if #ops - mark > n_new // 2 + 4 then return give_up() end
+    else
+      break
+    end
+  end
+  if n_new < n_old then return give_up() end
+  for j = i, n_old do
+    local ov, nv = rawget(old, j), rawget(new, j)
+    local tn = type(nv) -- same_scalar(ov, nv), written out: this loop runs for every entry
+    if not (tn == "number" and mtype(ov) == mtype(nv) and ov == nv and (nv ~= 0 or 1 / nv == 1 / ov)
+        or tn ~= "table" and tn ~= "number" and rawequal(ov, nv)) then
+      diff_value(old, j, ov, nv, path, depth, ops)
+      if #ops - mark > n_new // 2 + 4 then return give_up() end
+    end
+  end
+  if n_new > n_old then
+    local tail = {}
+    for j = n_old + 1, n_new do
+      local v = rawget(new, j)
+      tail[#tail + 1] = v
+      rawset(old, j, copy(v, 0))
+    end
+    ops[#ops + 1] = { "a", path_of(path, depth), tail }
+  end
+  return true
+end
+
 -- brings `old` (at path[1..depth]) up to `new` in place, emitting ops; false when it must
 -- be replaced whole (nothing emitted for it then)
 diff_node = function(old, new, path, depth, ops)
@@ -358,33 +432,7 @@ diff_node = function(old, new, path, depth, ops)
   local k_old, k_new = KIND[old], kind(new)
   if k_old ~= k_new and not (k_new == "map" and mtype(k_old)) then return false end
   if k_new == "{}" or k_new == "[]" then return true end
-  if k_new == "list" then
-    local n_old, n_new = rawlen(old), rawlen(new)
-    if n_new < n_old then return false end
-    local mark = #ops
-    for i = 1, n_old do
-      local ov, nv = rawget(old, i), rawget(new, i)
-      local tn = type(nv) -- same_scalar(ov, nv), written out: this loop runs for every entry
-      if not (tn == "number" and mtype(ov) == mtype(nv) and ov == nv and (nv ~= 0 or 1 / nv == 1 / ov)
-          or tn ~= "table" and tn ~= "number" and rawequal(ov, nv)) then
-        diff_value(old, i, ov, nv, path, depth, ops)
-        if #ops - mark > n_new // 2 + 4 then
-          for j = #ops, mark + 1, -1 do ops[j] = nil end
-          return false
-        end
-      end
-    end
-    if n_new > n_old then
-      local tail = {}
-      for i = n_old + 1, n_new do
-        local v = rawget(new, i)
-        tail[#tail + 1] = v
-        rawset(old, i, copy(v, 0))
-      end
-      ops[#ops + 1] = { "a", path_of(path, depth), tail }
-    end
-    return true
-  end
+  if k_new == "list" then return diff_list(old, new, path, depth, ops) end
   local kept, total = 0, 0 -- keys of `new` already in the shadow, all keys of `new`
   for k, nv in next, new do
     total = total + 1
