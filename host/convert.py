@@ -75,12 +75,12 @@ def utf8(text: str) -> bytes:
 _ENCODER = rb"""
 local max_depth, raw_max = ...
 local pcall = pcall
-local next, type, rawlen, rawget = next, type, rawlen, rawget
+local next, type, rawlen, rawget, rawequal = next, type, rawlen, rawget, rawequal
 local mtype, concat, format, find, gsub = math.type, table.concat, string.format, string.find, string.gsub
 local unpack = table.unpack
 local huge = math.huge
 local ESC = { ['"'] = '\\"', ['\\'] = '\\\\' }
-return function(is_object, is_null, gethook, sethook)
+return function(is_object, null, gethook, sethook)
   local out, n, cuts
   local keys, nkeys = {}, 0 -- '"key":' for the keys seen so far (a few hundred at most)
   local enc
@@ -127,7 +127,7 @@ return function(is_object, is_null, gethook, sethook)
     if tv == "number" then num(v) return true end
     if tv == "boolean" then n = n + 1; out[n] = v and "true" or "false" return true end
     if tv ~= "table" then return false end
-    if is_null(v) then n = n + 1; out[n] = "null" return true end
+    if rawequal(v, null) then n = n + 1; out[n] = "null" return true end
     if depth > max_depth then return false end
     local k1 = next(v)
     if k1 == nil then
@@ -277,9 +277,9 @@ class Converter:
         """The whole table in one crossing (see _ENCODER), or _NO when it needs the slow path."""
         enc = self._encode
         if enc is None:
-            if self._is_object_table is None or self._is_null is None:
+            if self._is_object_table is None or self._is_null is None or self.null is None:
                 return _NO
-            enc = self._encode = self._make_encoder(self._is_object_table, self._is_null, *self.hook_fns)
+            enc = self._encode = self._make_encoder(self._is_object_table, self.null, *self.hook_fns)
         try:
             got = enc(t)
         except lua54.LuaError:  # out of memory, or the cancellation hook fired: do it the long way
