@@ -179,11 +179,26 @@ end
 -- only, so a long session's state (and so each checkpoint) stays the size of a short one's.
 local RECENT = 64
 
+-- S.repeats[key] is "SIG N TURN": the signature of command `key`'s last output, how many
+-- times in a row it gave that output, and the turn it last ran. One string per command
+-- rather than a table: the checkpoint differ walks every entry on every save, and a table
+-- costs it ten times what a string does. A checkpoint written before holds {sig, n, turn}
+-- tables; both read.
+local function repeat_of(r)
+  if type(r) == "table" then return r.sig, tonumber(r.n) or 0, tonumber(r.turn) or 0 end
+  if type(r) == "string" then
+    local sig, n, turn = r:match("^(%S+) (%d+) (%-?%d+)$")
+    if sig then return sig, tonumber(n), tonumber(turn) end
+  end
+  return nil, 0, 0
+end
+
 local function forget_old(S)
   if S.turn % 16 ~= 0 then return end
   local horizon = S.turn - RECENT
   for key, r in pairs(S.repeats) do
-    if (r.turn or 0) < horizon then S.repeats[key] = nil end
+    local _, _, turn = repeat_of(r)
+    if turn < horizon then S.repeats[key] = nil end
   end
   for sig, turn in pairs(S.seen) do
     if type(turn) ~= "number" or turn < horizon then S.seen[sig] = nil end
@@ -194,9 +209,9 @@ end
 -- new output (tests after an edit) is progress. Returns the output to show, or "loop".
 local function watch_repeats(S, env, tool, out, sig)
   local key = tool.key
-  local seen = S.repeats[key]
-  local n = (seen and seen.sig == sig) and seen.n + 1 or 1
-  S.repeats[key] = { sig = sig, n = n, turn = S.turn }
+  local last_sig, last_n = repeat_of(S.repeats[key])
+  local n = last_sig == sig and last_n + 1 or 1
+  S.repeats[key] = sig .. " " .. n .. " " .. S.turn
   local limit = env.loop_limit or 3
   if n > limit then
     log(S, "loop_detected", { cmd = key, count = n, turn = S.turn })
