@@ -59,6 +59,8 @@ def _known() -> list[str]:
 
 
 _ASSIGN_WORDS = ("key", "token", "secret", "passw", "authorization", "bearer")
+# No _SHAPES or _ASSIGNED match is shorter than this: "token=" and an 8-character value.
+_SHORTEST = 14
 
 
 def text(s: str) -> str:
@@ -68,6 +70,8 @@ def text(s: str) -> str:
     for value in _known():
         if value in s:
             s = s.replace(value, MASK)
+    if len(s) < _SHORTEST:
+        return s  # holds no shape and no assignment (most logged names, states and ids)
     for marker in _SHAPE_MARKERS:  # loops, not any(genexpr): this runs for every logged string
         if marker in s:
             s = _SHAPES.sub(MASK, s)
