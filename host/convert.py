@@ -173,6 +173,11 @@ return function(is_object, null, gethook, sethook)
     local done, ok = pcall(enc, v, 0)
     if hook then sethook(hook, mask, count) end
     if not (done and ok) then out, cuts = nil, nil return nil end
+    if #cuts == 0 then -- one piece of text (most small tables): no list of pieces to make
+      local text = concat(out, "", 1, n)
+      out, cuts = nil, nil
+      return text
+    end
     local pieces, prev = {}, 1
     for i = 1, #cuts do
       local at = cuts[i] + 1 -- out[at] is a raw string
