@@ -275,7 +275,8 @@ class Journal:
 # "shadow" of what was saved); diff(shadow, t) brings the shadow up to date with t and returns
 # the operations that did it (see apply_ops), or nil when nothing changed. A table's kind is
 # what it converts to: "list" (keys exactly 1..n), "map", or empty; a change of kind replaces
-# the value. A list that only grew is an append; one whose elements changed a lot is replaced.
+# the value. A list that only grew is an append; one that lost elements (its others shifted up)
+# is removals then an append; one whose elements changed a lot is replaced.
 _DIFF = b"""
 local is_object, NULL, unhooked = ...
 local next, type, rawget, rawset, rawlen, rawequal, ipairs = next, type, rawget, rawset, rawlen, rawequal, ipairs
@@ -323,10 +324,10 @@ end
 
 local diff_node
 
--- same_scalar(ov, nv), written out in diff_node's loops: whether the shadow's `ov` and the
--- table's `nv` are the same string, boolean or number as JSON writes them (1 and 1.0, 0.0
--- and -0.0 are equal in Lua but not in JSON). Most values of a session are, and this
--- answers without a call to diff_value.
+-- "same_scalar(ov, nv)", written out in the list and map loops below: whether the shadow's
+-- `ov` and the table's `nv` are the same string, boolean or number as JSON writes them (1
+-- and 1.0, 0.0 and -0.0 are equal in Lua but not in JSON). Most values of a session are,
+-- and this answers without a call to diff_value.
 
 -- the value `nv` at `key` of the shadow node `old` (whose value there is `ov`)
 local function diff_value(old, key, ov, nv, path, depth, ops)
