@@ -47,6 +47,7 @@ class Context:
     role: str = ""
     child: Any = None
     parent_llm: Any = None
+    _log_path: Any = field(default=None, repr=False)  # (session id, its log's path), for log()
 
     @property
     def tree_id(self) -> str | None:
@@ -86,8 +87,11 @@ class Context:
 
             from .api.session import append_line, log_path
 
-            append_line(log_path(self.root, self.session_id), {"event": event, "ts": round(time.time(), 3), **data,
-                                                               "session": self.session_id, "parent": self.parent_id})
+            path = self._log_path
+            if path is None or path[0] != self.session_id:  # made once per session (pathlib is slow)
+                path = self._log_path = (self.session_id, log_path(self.root, self.session_id))
+            append_line(path[1], {"event": event, "ts": round(time.time(), 3), **data,
+                                  "session": self.session_id, "parent": self.parent_id})
 
     def cancelled(self) -> bool:
         return bool(self.runtime and self.runtime.cancelled)

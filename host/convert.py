@@ -14,6 +14,7 @@ import datetime
 import json
 import math
 import re
+from json.encoder import encode_basestring as _quote
 from typing import Any
 
 from lupa import lua54
@@ -57,21 +58,56 @@ def utf8(text: str) -> bytes:
 # max_depth) and answers nil for anything else (a mixed table, a function, too deep), which
 # then takes the entry-by-entry path below, with its errors. Compiled before the sandbox
 # strips the globals, so it keeps its own references to the library functions it uses.
+#
+# Strings are not escaped in Lua: a Lua pattern scan (gsub) costs ~15 ns a byte, so escaping
+# a 3 KB system prompt took ~50 µs and a 30-block prompt ~200 µs, most of a call's bridge
+# time. Control characters go into the text raw (Python parses with strict=False, which takes
+# them inside strings); a string holding `"` or `\` (found with plain finds, i.e. memchr) is
+# handed over beside the text instead: the encoder returns the text cut where such strings
+# go, with those strings in between (text, raw, text, raw, ..., text), and Python escapes them
+# with the json module's C encoder. Past RAW_MAX such strings in one table (a result count
+# Lua must not exceed), the rest are escaped in Lua as before.
+#
+# The encoder runs with the runtime's count hook off (see Runtime.hook_fns): while any count
+# hook is set, Lua 5.4 traps every VM instruction, which made this loop half as slow again.
+# It is host code over plain data (raw access only: no metamethod, no script code runs in it)
+# and ends, so the cancellation hook has nothing to catch here; it is put back before return.
 _ENCODER = rb"""
-local max_depth = ...
-local next, type, rawlen, rawget = next, type, rawlen, rawget
+local max_depth, raw_max = ...
+local pcall = pcall
+local next, type, rawlen, rawget, rawequal = next, type, rawlen, rawget, rawequal
 local mtype, concat, format, find, gsub = math.type, table.concat, string.format, string.find, string.gsub
+local unpack = table.unpack
 local huge = math.huge
-local ESC = { ['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
-for i = 0, 31 do local c = string.char(i); ESC[c] = ESC[c] or format('\\u%04x', i) end
-ESC['\127'] = '\\u007f'
-return function(is_object, is_null)
-  local out, n
+local ESC = { ['"'] = '\\"', ['\\'] = '\\\\' }
+return function(is_object, null, gethook, sethook)
+  local out, n, cuts
+  local keys, nkeys = {}, 0 -- '"key":' for the keys seen so far (a few hundred at most)
   local enc
   local function str(s)
-    n = n + 1
-    if find(s, '[%c"\\]') then out[n] = '"' .. gsub(s, '[%c"\\]', ESC) .. '"'
-    else out[n] = '"' .. s .. '"' end
+    if find(s, '"', 1, true) or find(s, '\\', 1, true) then
+      if #cuts < raw_max then
+        -- cut the text here: the string goes over raw, between two pieces of text
+        cuts[#cuts + 1] = n
+        n = n + 1; out[n] = s
+        return
+      end
+      s = gsub(s, '["\\]', ESC)
+    end
+    out[n + 1] = '"'; out[n + 2] = s; out[n + 3] = '"'
+    n = n + 3
+  end
+  local function key(k)
+    local q = keys[k]
+    if q then n = n + 1; out[n] = q return end
+    if find(k, '"', 1, true) or find(k, '\\', 1, true) then
+      str(k)
+      n = n + 1; out[n] = ":"
+      return
+    end
+    q = '"' .. k .. '":'
+    if nkeys < 512 then nkeys = nkeys + 1; keys[k] = q end
+    n = n + 1; out[n] = q
   end
   local function num(x)
     n = n + 1
@@ -91,7 +127,7 @@ return function(is_object, is_null)
     if tv == "number" then num(v) return true end
     if tv == "boolean" then n = n + 1; out[n] = v and "true" or "false" return true end
     if tv ~= "table" then return false end
-    if is_null(v) then n = n + 1; out[n] = "null" return true end
+    if rawequal(v, null) then n = n + 1; out[n] = "null" return true end
     if depth > max_depth then return false end
     local k1 = next(v)
     if k1 == nil then
@@ -121,22 +157,42 @@ return function(is_object, is_null)
       if type(k) ~= "string" then return false end
       if not first then n = n + 1; out[n] = "," end
       first = false
-      str(k)
-      n = n + 1; out[n] = ":"
+      key(k)
       if not enc(x, depth + 1) then return false end
     end
     n = n + 1; out[n] = "}"
     return true
   end
   return function(v)
-    out, n = {}, 0
-    local ok = enc(v, 0)
-    local text = ok and concat(out) or nil
-    out = nil
-    return text
+    local hook, mask, count
+    if gethook then
+      hook, mask, count = gethook()
+      if hook then sethook() end
+    end
+    out, n, cuts = {}, 0, {}
+    local done, ok = pcall(enc, v, 0)
+    if hook then sethook(hook, mask, count) end
+    if not (done and ok) then out, cuts = nil, nil return nil end
+    if #cuts == 0 then -- one piece of text (most small tables): no list of pieces to make
+      local text = concat(out, "", 1, n)
+      out, cuts = nil, nil
+      return text
+    end
+    local pieces, prev = {}, 1
+    for i = 1, #cuts do
+      local at = cuts[i] + 1 -- out[at] is a raw string
+      pieces[#pieces + 1] = concat(out, "", prev, at - 1)
+      pieces[#pieces + 1] = out[at]
+      prev = at + 1
+    end
+    pieces[#pieces + 1] = concat(out, "", prev, n)
+    out, cuts = nil, nil
+    return unpack(pieces)
   end
 end
 """
+RAW_MAX = 100  # raw strings one table may hand over beside its text (see _ENCODER)
+_decode_json = json.JSONDecoder(strict=False).decode  # one decoder: json.loads(strict=...) makes one a call
 
 
 class Converter:
@@ -149,11 +205,17 @@ class Converter:
         self._is_null = None
         self.null = None  # moss.json.null, for None inside lists (a nil would leave a hole)
         self.max_depth = max_depth
-        self._make_encoder = lua.execute(_ENCODER, max_depth)
+        self._make_encoder = lua.execute(_ENCODER, max_depth, RAW_MAX)
         self._encode = None  # made once is_object/is_null are known (after the bootstrap)
+        self.hook_fns = (None, None)  # debug.gethook/sethook, kept for host code (Runtime.hook_fns)
 
     # ---- Python -> Lua -------------------------------------------------------------
     def to_lua(self, value: Any, _depth: int = 0):
+        t = type(value)
+        if t is str:  # the common cases first, by exact type (isinstance chains cost per value)
+            return utf8(value)
+        if t is bool or t is float or value is None:
+            return value
         if _depth > self.max_depth:
             raise ValueError("value nested too deeply to pass to Lua")
         if value is None or isinstance(value, (bool, float)):
@@ -187,6 +249,8 @@ class Converter:
 
     # ---- Lua -> Python -------------------------------------------------------------
     def to_py(self, value: Any, _depth: int = 0, _seen=None):
+        if type(value) is bytes:
+            return value.decode("utf-8", errors="replace")
         if isinstance(value, bytes):
             return decode(value)
         if value is None or isinstance(value, (bool, int)):
@@ -218,16 +282,21 @@ class Converter:
         """The whole table in one crossing (see _ENCODER), or _NO when it needs the slow path."""
         enc = self._encode
         if enc is None:
-            if self._is_object_table is None or self._is_null is None:
+            if self._is_object_table is None or self._is_null is None or self.null is None:
                 return _NO
-            enc = self._encode = self._make_encoder(self._is_object_table, self._is_null)
+            enc = self._encode = self._make_encoder(self._is_object_table, self.null, *self.hook_fns)
         try:
-            text = enc(t)
+            got = enc(t)
         except lua54.LuaError:  # out of memory, or the cancellation hook fired: do it the long way
             return _NO
-        if text is None:
+        if got is None:
             return _NO
-        return json.loads(text.decode("utf-8", errors="replace"))
+        if type(got) is bytes:
+            return _decode_json(got.decode("utf-8", errors="replace"))
+        # text, raw string, text, ...: the raw strings are escaped here, by the C encoder
+        parts = [p.decode("utf-8", errors="replace") for p in got]
+        parts[1::2] = map(_quote, parts[1::2])
+        return _decode_json("".join(parts))
 
     def _table_to_py(self, t, depth):
         items = list(t.items())

@@ -54,10 +54,11 @@ def post(root: Path, sid: str, text: str | None = None, *, source: str, action: 
     return record
 
 
-def read_from(root: Path, sid: str, offset: int = 0) -> tuple[list[dict], int]:
+def read_from(root: Path, sid: str, offset: int = 0, path: Path | None = None) -> tuple[list[dict], int]:
     """Records appended since byte `offset`, and the new offset. A torn last line (a writer
-    mid-append) is left for the next read; a line that is not a JSON object is skipped."""
-    path = inbox_path(root, sid)
+    mid-append) is left for the next read; a line that is not a JSON object is skipped.
+    `path`: the inbox's path when the caller has it (inbox_path(root, sid))."""
+    path = path or inbox_path(root, sid)
     try:
         with open(path, "rb") as f:
             f.seek(offset)

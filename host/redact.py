@@ -58,6 +58,11 @@ def _known() -> list[str]:
     return _known_values
 
 
+_ASSIGN_WORDS = ("key", "token", "secret", "passw", "authorization", "bearer")
+# No _SHAPES or _ASSIGNED match is shorter than this: "token=" and an 8-character value.
+_SHORTEST = 14
+
+
 def text(s: str) -> str:
     """`s` with anything that looks like a credential replaced by [REDACTED]."""
     if len(s) < 8:
@@ -65,16 +70,34 @@ def text(s: str) -> str:
     for value in _known():
         if value in s:
             s = s.replace(value, MASK)
-    if any(marker in s for marker in _SHAPE_MARKERS):
-        s = _SHAPES.sub(MASK, s)
+    if len(s) < _SHORTEST:
+        return s  # holds no shape and no assignment (most logged names, states and ids)
+    for marker in _SHAPE_MARKERS:  # loops, not any(genexpr): this runs for every logged string
+        if marker in s:
+            s = _SHAPES.sub(MASK, s)
+            break
     low = s.lower()
-    if not any(k in low for k in ("key", "token", "secret", "passw", "authorization", "bearer")):
-        return s  # the common case: a quick look says no assignment can match
-    return _ASSIGNED.sub(lambda m: m.group("name") + (MASK if m.group("value") != MASK else m.group("value")), s)
+    for word in _ASSIGN_WORDS:
+        if word in low:
+            return _ASSIGNED.sub(lambda m: m.group("name") + (MASK if m.group("value") != MASK else m.group("value")),
+                                 s)
+    return s  # the common case: a quick look says no assignment can match
+
+
+_PLAIN = (int, float, bool, type(None))
 
 
 def value(v):
     """Redact every string inside a JSON-like value (dict keys are names, left alone)."""
+    t = type(v)
+    if t is str:
+        return text(v)
+    if t in _PLAIN:
+        return v
+    if t is dict:
+        return {k: value(x) for k, x in v.items()}
+    if t is list or t is tuple:
+        return [value(x) for x in v]
     if isinstance(v, str):
         return text(v)
     if isinstance(v, dict):

@@ -76,6 +76,22 @@ class _Chunks:
 CHUNKS = _Chunks()
 
 
+# unhooked(f, a, b): f(a, b)'s first result, run with the count hook off and the hook put back
+# after, also on an error (see Runtime._install). Compiled before the sandbox: its pcall is
+# Lua's own, not the bootstrap's (which polls the host on entry).
+_UNHOOKED = b"""
+local gethook, sethook, pcall, error = debug.gethook, debug.sethook, pcall, error
+return function(f, a, b)
+  local hook, mask, count = gethook()
+  if hook then sethook() end
+  local ok, r = pcall(f, a, b)
+  if hook then sethook(hook, mask, count) end
+  if not ok then error(r, 0) end
+  return r
+end
+"""
+
+
 def _deny_get(obj, name):
     raise AttributeError("Python objects are not accessible from Lua")
 
@@ -128,6 +144,13 @@ class Runtime:
         for name, fn in functions.items():
             fns[name.encode()] = self._wrap_primitive(name, fn)
         host[b"functions"] = fns
+        # debug.gethook/sethook for the host's own Lua (the converter's encoder, the checkpoint
+        # differ): held by Python and by those closures only, never reachable from a script.
+        # Any count hook makes Lua 5.4 trap every instruction (~1.5x slower); host loops over
+        # plain data, which end and call no script code, turn it off while they run.
+        self.hook_fns = lua.execute(b"return debug.gethook, debug.sethook")
+        self.conv.hook_fns = self.hook_fns
+        self.unhooked = lua.execute(_UNHOOKED)
         src = (Path(__file__).parent / "bootstrap.lua").read_bytes()
         boot = lua.execute(b"return load(...)", src, b"@moss/bootstrap.lua", b"t")
         self._run, self._compile, is_object, is_null, self._load_dump, self._dump = boot(host)

@@ -56,21 +56,30 @@ def dumps(value, **kw) -> str:
     return text
 
 
-_ensured: set = set()  # folders this process has made sure of (ensure_dir costs two syscalls)
+# Files whose folder this process has made sure of (ensure_dir costs two syscalls). Keyed by
+# the file, not its folder: a caller that keeps its Path object (a session's log) costs one
+# set lookup with the hash the object caches, where `path.parent` made and hashed a new Path.
+_ensured: set = set()
+
+
+_line_json = json.JSONEncoder(ensure_ascii=False, default=str).encode  # dumps() without a new encoder a call
 
 
 def append_line(path: Path, record: dict) -> None:
     from .redact import value as redacted
 
-    line = (dumps(redacted(record)) + "\n").encode("utf-8")
-    parent = path.parent
-    if parent not in _ensured:
-        ensure_dir(parent)
-        _ensured.add(parent)
+    record = redacted(record)
+    try:
+        line = (_line_json(record) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: kept as its \u escape (see dumps)
+        line = (dumps(record) + "\n").encode("utf-8")
+    if path not in _ensured:
+        ensure_dir(path.parent)
+        _ensured.add(path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except FileNotFoundError:  # the folder went away meanwhile: make it again
-        ensure_dir(parent)
+        ensure_dir(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)

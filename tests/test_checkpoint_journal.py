@@ -172,3 +172,32 @@ def test_a_long_session_with_bounded_memory_keeps_a_checkpoint_of_bounded_size(p
 
     short, long = run(100), run(300)
     assert long < 1.25 * short, (short, long)
+
+
+
+def test_forgetting_a_note_journals_the_removal_not_the_whole_memory(tmp_path):
+    """Working memory of 20 notes, the oldest forgotten and a new one noted each turn: a turn's
+    journal line holds those two changes, not the 20 notes again (it did: every note shifted
+    one place, so the whole list was rewritten on every save)."""
+    ctx = Context(root=tmp_path, config={}, options={})
+    rt = Runtime(ScriptRoots(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")}), api.functions(ctx))
+    ctx.runtime = rt
+    S = rt.execute("""
+      local S = { id = 'mem', turn = 0, mem = { items = {} }, done = false }
+      for k = 1, 20 do S.mem.items[k] = { id = 'n' .. k, kind = 'note', content = 'finding ' .. k .. ': ' .. ('x'):rep(200) } end
+      return S""")
+    turn = rt.execute("""return function(S)
+      S.turn = S.turn + 1
+      table.remove(S.mem.items, 1)
+      local k = S.turn + 20
+      S.mem.items[#S.mem.items + 1] = { id = 'n' .. k, kind = 'note', content = 'finding ' .. k .. ': ' .. ('x'):rep(200) }
+      moss.session.save(S.id, S)
+    end""")
+    rt.execute("local S = ...; moss.session.save(S.id, S)", "=first", S)
+    for _ in range(10):
+        rt.call(turn, S)
+    lines = journal_path(tmp_path, "mem").read_text().splitlines()[1:]
+    assert len(lines) == 10
+    assert all(len(line) < 600 for line in lines), [len(line) for line in lines]  # 20 notes are ~4,700 bytes
+    got = read_checkpoint(checkpoint_path(tmp_path, "mem"))
+    assert [i["id"] for i in got["mem"]["items"]] == [f"n{k}" for k in range(11, 31)]

@@ -96,9 +96,12 @@ class Inbox:
         self.watched = False  # a Lua handler was registered (moss.inbox.watch, bootstrap.lua)
         self.last_poll = 0.0
         self.busy = False
+        self.path = None
 
     def read(self) -> list[dict]:
-        records, self.offset = store.read_from(self.ctx.root, self.sid, self.offset)
+        if self.path is None:
+            self.path = store.inbox_path(self.ctx.root, self.sid)  # once: read every turn
+        records, self.offset = store.read_from(self.ctx.root, self.sid, self.offset, self.path)
         return records
 
     def poll(self, force: bool = False) -> bool:

@@ -42,7 +42,7 @@ def estimate_usage(req: Mapping, text: str) -> dict:
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    return "".join(str(b.get("text", "")) for b in content or [] if isinstance(b, Mapping))
+    return "".join(str(b.get("text", "")) for b in content or [] if isinstance(b, (dict, Mapping)))
 
 
 class Recorder:

@@ -19,7 +19,7 @@ def _as_list(value: Any, what: str) -> list:
     """A list, or a Lua-style table converted to {1: a, 2: b}."""
     if isinstance(value, (list, tuple)):
         return list(value)
-    if isinstance(value, Mapping) and all(isinstance(k, int) for k in value):
+    if isinstance(value, (dict, Mapping)) and all(isinstance(k, int) for k in value):
         if sorted(value) != list(range(1, len(value) + 1)):
             raise _usage(f"{what} must be a list (keys 1..n), got keys {sorted(value)}")
         return [value[k] for k in sorted(value)]
@@ -36,14 +36,14 @@ def _content(value: Any, where: str):
     for i, b in enumerate(blocks):
         if isinstance(b, str):
             b = {"type": "text", "text": b}
-        if not isinstance(b, Mapping):
+        if not isinstance(b, (dict, Mapping)):  # dict first: isinstance on an ABC costs ~1 µs
             raise _usage(f"{where}[{i}] must be a string or a block table like {{type='text', text='...'}}")
         out.append(dict(b))
     return out
 
 
 def normalise_request(request: Any, default_max_tokens: int) -> dict:
-    if not isinstance(request, Mapping):
+    if not isinstance(request, (dict, Mapping)):
         raise _usage(f"expects a table like {{messages={{...}}, system='...'}}, got {type(request).__name__}")
     unknown = set(request) - FIELDS
     if unknown:
@@ -57,7 +57,7 @@ def normalise_request(request: Any, default_max_tokens: int) -> dict:
         messages_in.append({"role": "user", "content": request["prompt"]})
     messages = []
     for i, m in enumerate(messages_in):
-        if not isinstance(m, Mapping):
+        if not isinstance(m, (dict, Mapping)):
             raise _usage(f"messages[{i}] must be a table {{role=..., content=...}}")
         role = m.get("role")
         if role not in ROLES:

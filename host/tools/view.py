@@ -71,7 +71,7 @@ def _view(root: Path, target: str, depth: int) -> str:
     if not os.path.exists(root / target):  # False, not an error, for a name too long
         m = _LINE_SPEC.match(target)
         if m:
-            path = resolve_path(root, m["path"])
+            path = resolve_path(root, m["path"], root_is_real=True)
             if path.is_dir():
                 raise MossError(f"{m['path']} is a directory; line numbers need a file",
                                 kind="usage")
@@ -85,7 +85,7 @@ def _view(root: Path, target: str, depth: int) -> str:
             return _symbol_view(root, *found)
         files = list_files(root)
     try:
-        path = resolve_path(root, target, files=files, suggest=False)
+        path = resolve_path(root, target, files=files, suggest=False, root_is_real=True)
     except MossError as err:
         if err.kind != "not_found" or err.data.get("loop"):
             raise
@@ -105,7 +105,7 @@ def _exact_file_and_symbol(root: Path, target: str) -> tuple[Path, str] | None:
         lexical = os.path.normpath(root / prefix)
         if not (lexical + os.sep).startswith(str(root) + os.sep) or not os.path.isfile(lexical):
             continue
-        path = resolve_path(root, prefix, suggest=False)  # exact: confinement, symlinks
+        path = resolve_path(root, prefix, suggest=False, root_is_real=True)  # exact: confinement, symlinks
         if path.is_file():
             return path, "/".join(parts[i:])
     return None
@@ -114,7 +114,7 @@ def _exact_file_and_symbol(root: Path, target: str) -> tuple[Path, str] | None:
 def _not_found(root: Path, target: str, files: list[str] | None) -> MossError:
     """The error to show for `target`, with "did you mean" suggestions (computed only now)."""
     try:
-        resolve_path(root, target, files=files)
+        resolve_path(root, target, files=files, root_is_real=True)
     except MossError as err:
         return err
     return MossError(f"{target}: no such file or directory", kind="not_found")
@@ -126,7 +126,7 @@ def _fallback(root: Path, target: str, depth: int, files: list[str] | None) -> s
     for i in range(len(parts) - 1, 0, -1):
         prefix = "/".join(parts[:i])
         try:
-            path = resolve_path(root, prefix, files=files, suggest=False)
+            path = resolve_path(root, prefix, files=files, suggest=False, root_is_real=True)
         except MossError as e:
             if e.kind == "not_found" and not e.data.get("loop"):
                 continue
@@ -191,11 +191,20 @@ def _human(n: int) -> str:
     return str(n)
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines split on \n only (as tree-sitter and ripgrep count them), \r dropped."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
+def _split_lines(text: str, upto: int | None = None) -> list[str]:
+    """Lines split on \n only (as tree-sitter and ripgrep count them), \r dropped. With
+    `upto`, only the first `upto` lines (a range near the top of a long file is not worth
+    a string per line of the whole file)."""
+    if upto is not None and upto >= 0:
+        lines = text.split("\n", upto)
+        if len(lines) > upto:
+            del lines[upto:]  # the rest of the file, in one piece
+        elif lines[-1] == "":
+            lines.pop()
+    else:
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
     if "\r" not in text:  # (most files: a C scan instead of a Python pass over every line)
         return lines
     return [line[:-1] if line.endswith("\r") else line for line in lines]
@@ -314,8 +323,8 @@ def _range_view(root: Path, path: Path, a: int, b: int | None) -> str:
     text, msg = _load_text(root, path, MAX_RANGE_BYTES)
     if msg:
         return msg
-    lines = _split_lines(text)
-    n = len(lines)
+    lines = _split_lines(text, b)
+    n = len(lines)  # when the file goes on past line b, n == b: neither a clamp nor a note then
     if a < 1:
         a = 1
     if b is not None and b < a:

@@ -8,10 +8,20 @@
 local LEVEL = {}
 for i, l in ipairs(moss.access.levels()) do LEVEL[l] = i end
 
+-- The configured servers, asked once: the list comes from the config, which a run does not
+-- change, and offer() is asked on every turn (the system prompt, each command's check).
+local servers
+local function configured()
+  if servers == nil then servers = moss.mcp.servers() end
+  return servers
+end
+
 local function usable()
+  local list = configured()
+  if #list == 0 then return {} end
   local have = LEVEL[moss.access.get()] or 1
   local out = {}
-  for _, s in ipairs(moss.mcp.servers()) do
+  for _, s in ipairs(list) do
     if s.transport ~= "unusable" and (LEVEL[s.access] or 99) <= have then out[#out + 1] = s end
   end
   return out

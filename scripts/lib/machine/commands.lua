@@ -21,19 +21,23 @@ local messages = require("lib.machine.messages")
 
 local M = {}
 
-M.defs = nil -- name or alias -> definition, loaded on first use
+M.defs = nil -- name or alias -> definition, loaded on first use (change it with M.define)
+
+local sorted_names = nil -- M.known()'s list, worked out once per change of M.defs
 
 --- Add or replace a command at run time (a script may also add a file under commands/).
 function M.define(def)
   M.load()
   M.defs[def.name] = def
   for _, alias in ipairs(def.aliases or {}) do M.defs[alias] = def end
+  sorted_names = nil
 end
 
 --- Every command file, first root wins (project, user, built-in).
 function M.load()
   if M.defs then return M.defs end
   M.defs = {}
+  sorted_names = nil
   for _, e in ipairs(moss.scripts.list("commands")) do
     local ok, def = pcall(require, e.module)
     if not ok then moss.error("usage", "command file " .. e.path .. " failed to load: " .. tostring(def)) end
@@ -50,21 +54,30 @@ end
 
 function M.find(name) return M.load()[name] end
 
+-- The sorted names, shared: every system prompt and every command's check asks for them
+local function names_sorted()
+  local defs = M.load()
+  if sorted_names == nil then
+    local names = {}
+    for name, def in pairs(defs) do
+      if def.name == name then names[#names + 1] = name end
+    end
+    table.sort(names)
+    sorted_names = names
+  end
+  return sorted_names
+end
+
 --- Known command names (no aliases), sorted.
 function M.known()
-  local names = {}
-  for name, def in pairs(M.load()) do
-    if def.name == name then names[#names + 1] = name end
-  end
-  table.sort(names)
-  return names
+  return { table.unpack(names_sorted()) }
 end
 
 --- Tool commands that offer themselves (a command's `offer()` says whether this session
 --- can use it, e.g. $(mcp) when a configured server's access is within reach), sorted.
 local function offered(except)
   local out = {}
-  for _, name in ipairs(M.known()) do
+  for _, name in ipairs(names_sorted()) do
     local def = M.defs[name]
     if def.tool and type(def.offer) == "function" and not except[name] then
       local ok, yes = pcall(def.offer)
@@ -90,10 +103,12 @@ function M.allowed(state, role)
   return out
 end
 
-local function allowed(state, role, name)
-  if state.commands == nil or state.commands == "all" then return true end
-  for _, n in ipairs(M.allowed(state, role)) do if n == name then return true end end
-  return false
+-- The names `state` may use, as a set; nil when it may use every command.
+local function allowed_set(state, role)
+  if state.commands == nil or state.commands == "all" then return nil end
+  local set = {}
+  for _, n in ipairs(M.allowed(state, role)) do set[n] = true end
+  return set
 end
 
 local function log(S, event, data)
@@ -164,11 +179,26 @@ end
 -- only, so a long session's state (and so each checkpoint) stays the size of a short one's.
 local RECENT = 64
 
+-- S.repeats[key] is "SIG N TURN": the signature of command `key`'s last output, how many
+-- times in a row it gave that output, and the turn it last ran. One string per command
+-- rather than a table: the checkpoint differ walks every entry on every save, and a table
+-- costs it ten times what a string does. A checkpoint written before holds {sig, n, turn}
+-- tables; both read.
+local function repeat_of(r)
+  if type(r) == "table" then return r.sig, tonumber(r.n) or 0, tonumber(r.turn) or 0 end
+  if type(r) == "string" then
+    local sig, n, turn = r:match("^(%S+) (%d+) (%-?%d+)$")
+    if sig then return sig, tonumber(n), tonumber(turn) end
+  end
+  return nil, 0, 0
+end
+
 local function forget_old(S)
   if S.turn % 16 ~= 0 then return end
   local horizon = S.turn - RECENT
   for key, r in pairs(S.repeats) do
-    if (r.turn or 0) < horizon then S.repeats[key] = nil end
+    local _, _, turn = repeat_of(r)
+    if turn < horizon then S.repeats[key] = nil end
   end
   for sig, turn in pairs(S.seen) do
     if type(turn) ~= "number" or turn < horizon then S.seen[sig] = nil end
@@ -177,11 +207,11 @@ end
 
 -- The same command with the same output again and again is a loop; the same command with
 -- new output (tests after an edit) is progress. Returns the output to show, or "loop".
-local function watch_repeats(S, env, tool, out)
-  local key, sig = tool.key, signature(out.content or "")
-  local seen = S.repeats[key]
-  local n = (seen and seen.sig == sig) and seen.n + 1 or 1
-  S.repeats[key] = { sig = sig, n = n, turn = S.turn }
+local function watch_repeats(S, env, tool, out, sig)
+  local key = tool.key
+  local last_sig, last_n = repeat_of(S.repeats[key])
+  local n = last_sig == sig and last_n + 1 or 1
+  S.repeats[key] = sig .. " " .. n .. " " .. S.turn
   local limit = env.loop_limit or 3
   if n > limit then
     log(S, "loop_detected", { cmd = key, count = n, turn = S.turn })
@@ -212,13 +242,21 @@ end
 --   { answer = text } | { outputs = {...} } | { finished = reason, extra = {...} }
 function M.handle(S, state, text, env)
   local outputs, tools, answer, hold = {}, {}, nil, false
+  local allow, allow_known = nil, false -- what this state may use: worked out once a reply
+  local sigs = {} -- output text -> signature, each output hashed once
+  local function sig_of(content)
+    local sig = sigs[content]
+    if not sig then sig = signature(content); sigs[content] = sig end
+    return sig
+  end
   for _, c in ipairs(parser.parse(text)) do
     local def = M.find(c.name)
+    if def and not allow_known then allow, allow_known = allowed_set(state, env.role), true end
     if not def then
       outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
         content = "unknown command `" .. c.name .. "`; known commands: " .. table.concat(M.known(), ", ") }
       log(S, "command", { cmd = c.raw, ok = false, error = "unknown", turn = S.turn })
-    elseif not allowed(state, env.role, def.name) then
+    elseif allow and not allow[def.name] then
       refuse(S, state, env, c, def)
     elseif def.tool then
       c.key = def.name .. " " .. table.concat(parser.words(c.args), " ")
@@ -247,7 +285,7 @@ function M.handle(S, state, text, env)
   for i, o in ipairs(outputs) do
     if o == false then
       k = k + 1
-      local shown = watch_repeats(S, env, tools[k], results[k])
+      local shown = watch_repeats(S, env, tools[k], results[k], sig_of(results[k].content or ""))
       if shown == "loop" then
         S.questions = "The agent was repeating: " .. tools[k].key
         return { finished = "loop" }
@@ -260,7 +298,7 @@ function M.handle(S, state, text, env)
       output = o.content, turn = S.turn })
     if env.out then env.out:command(S, o) end
     if o.ok then
-      local sig = signature(o.content or "")
+      local sig = sig_of(o.content or "")
       if not S.seen[sig] then S.new_evidence = true end
       S.seen[sig] = S.turn
     end
@@ -282,11 +320,20 @@ function M.answer_in(S, state, text, env)
 end
 
 --- One line per command a state may use, for its system prompt: "$(name args) — what".
+local help_lines = setmetatable({}, { __mode = "k" }) -- def -> { its help, its reference line }
+
 function M.reference(names)
   local lines = {}
   for _, name in ipairs(names) do
     local def = M.find(name)
-    if def and def.help then lines[#lines + 1] = "$(" .. def.help:gsub(" — ", ") — ", 1) end
+    if def and def.help then
+      local memo = help_lines[def] -- every system prompt, every turn: the line is made once
+      if not memo or memo[1] ~= def.help then
+        memo = { def.help, "$(" .. def.help:gsub(" — ", ") — ", 1) }
+        help_lines[def] = memo
+      end
+      lines[#lines + 1] = memo[2]
+    end
     if def and type(def.details) == "function" then -- more lines, computed when the prompt is built
       local ok, more = pcall(def.details)
       if ok and type(more) == "string" and more ~= "" then lines[#lines + 1] = more end
