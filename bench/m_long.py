@@ -14,9 +14,12 @@ costs the same at turn 300 as at turn 10. Quick mode runs 60 turns (windows 5-25
 
 Each machine runs twice: its model notes every step and keeps every note ("memory grows":
 at turn 300 the V1 prompt shows 300 notes, so each turn has more to build, send and save),
-and the same model also forgets the note of 20 steps before ("memory bounded": the prompt
-at turn 300 is the size it was at turn 25). The second isolates what moss's own machinery
-(checkpoints, logs, history) adds as a session grows from what a growing prompt costs.
+and the same model also forgets the note of 20 steps before ("memory bounded": from its
+20th step on, the prompt holds 20 notes whatever the turn). The second isolates what moss's
+own machinery (checkpoints, logs, history) adds as a session grows from what a growing prompt
+costs. A V1 step is one turn, so V1's early window (turns 5-25) already holds 5-20 notes; a
+V2 step is two turns (explorer, evaluator), so V2's early window holds 2-12 notes against
+20 late, and only the late window forgets: V2's bounded ratio still includes that growth.
 """
 
 from __future__ import annotations
