@@ -3,6 +3,10 @@ exactly the provider, endpoint, key and timeout the call uses, and only once."""
 
 from __future__ import annotations
 
+import pytest
+from fakeapi import FakeAPI
+
+from moss.errors import MossError
 from moss.llm import LLM, warm
 from moss.llm.providers import resolve_provider
 
@@ -41,3 +45,68 @@ def test_llm_uses_the_client_prepared_for_its_provider():
     assert not warm._jobs  # the prepared one was taken, none is left over
     llm.prepare(p)  # it exists: nothing more is made
     assert not warm._jobs and warm.settled.is_set()
+
+
+# -- the prepared client trusts what the SDK's own would --------------------------------------
+
+def _self_signed(tmp_path):
+    """(certificate, key) files for 127.0.0.1 that no CA bundle trusts."""
+    pytest.importorskip("cryptography")
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "moss test server")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "server.pem", tmp_path / "server.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_ssl_cert_file_is_honoured_by_the_prepared_client(api, tmp_path, monkeypatch):
+    """An endpoint whose certificate is trusted only through SSL_CERT_FILE answers the first
+    call (made with the client prepared in the background); without it, it is refused."""
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    taken = []
+    real = warm.take
+    monkeypatch.setattr(warm, "take", lambda *a: taken.append(real(*a)) or taken[-1])
+    with FakeAPI(tls=(cert, key)) as fake:
+        env = {"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k", "ANTHROPIC_BASE_URL": fake.anthropic_url,
+               "OPENAI_BASE_URL": fake.openai_url}
+
+        def first_call(**opts):
+            llm = LLM({"llm": {"max_retries": 0}}, {"provider": api, "model": "m", **opts}, env=env)
+            p = llm.provider()
+            llm.prepare(p)
+            return llm, p, llm.chat({"messages": [{"role": "user", "content": "hi"}]})
+
+        monkeypatch.setenv("SSL_CERT_FILE", cert)
+        fake.push("hello over TLS")
+        llm, p, out = first_call()
+        assert out["text"] == "hello over TLS"
+        assert taken[-1] is not None and llm._client(p) is taken[-1]  # the prepared one
+
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with pytest.raises(MossError) as e:
+            first_call(timeout=41)  # another timeout: a new client, made with the default CA bundle
+        assert "certificate" in e.value.message.lower()
+        assert taken[-1] is not None
