@@ -3,6 +3,9 @@ exactly the provider, endpoint, key and timeout the call uses, and only once."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from fakeapi import FakeAPI
 
@@ -110,3 +113,53 @@ def test_ssl_cert_file_is_honoured_by_the_prepared_client(api, tmp_path, monkeyp
             first_call(timeout=41)  # another timeout: a new client, made with the default CA bundle
         assert "certificate" in e.value.message.lower()
         assert taken[-1] is not None
+
+
+# -- genai-prices' preload keeps off the first request's path ----------------------------------
+
+@pytest.fixture
+def preload(monkeypatch):
+    """A fresh preload (it runs once per process), recording when it imports genai-prices."""
+    from moss.llm import pricing
+
+    monkeypatch.setattr(warm, "_awaited", threading.Event())
+    monkeypatch.setattr(warm, "_sent", threading.Event())
+    monkeypatch.setattr(pricing, "_preload", None)
+    started: list[float] = []
+    monkeypatch.setattr(pricing, "_genai", lambda: started.append(time.monotonic()))
+    yield started
+    if pricing._preload is not None:  # done before the next test's fresh preload
+        pricing._preload.join(5)
+
+
+def _slow_client(monkeypatch, seconds=0.3):
+    """The prepared client takes a while, so the first call waits for it (as in a fresh process)."""
+    from moss.llm import anthropic_client
+
+    make = anthropic_client.make_client
+    monkeypatch.setattr(anthropic_client, "make_client", lambda *a: (time.sleep(seconds), make(*a))[1])
+
+
+def test_prices_load_after_the_first_request_is_sent(api, preload, monkeypatch):
+    """The first call waits for its SDK client, then sends at once: loading prices (~0.1 s of
+    Python) must not run between the client being ready and the request going out."""
+    _slow_client(monkeypatch)
+    received: list[float] = []
+    api.push(lambda body: received.append(time.monotonic()) or "ok")
+    llm = LLM({}, {"provider": "anthropic", "model": "m"}, env=api.env())
+    p = llm.provider()
+    llm.prepare(p)
+    assert llm.chat({"messages": [{"role": "user", "content": "hi"}]})["text"] == "ok"
+    assert received and preload and preload[0] > received[0]
+
+
+def test_prices_load_once_the_sdk_is_ready_when_no_call_waits(api, preload, monkeypatch):
+    """A session that sets its provider up and then waits (for the user's task) loads prices
+    meanwhile, without a request."""
+    _slow_client(monkeypatch, 0.05)
+    llm = LLM({}, {"provider": "anthropic", "model": "m"}, env=api.env())
+    llm.prepare(llm.provider())
+    deadline = time.monotonic() + 10  # (it waits at most 30 s for a request that never comes)
+    while not preload and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert preload and not api.requests

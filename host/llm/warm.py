@@ -11,14 +11,17 @@ its own; a client is handed over only when everything it was made from (API, end
 timeout) is what the call uses, and only once. A script that never asks for its provider
 imports no SDK early.
 
-`settled` is set while no SDK import is under way: genai-prices' preload
-(host/llm/pricing.py) waits for it, so the two imports do not share the GIL while the first
-request is still waiting for its SDK.
+`settled` is set while no SDK import is under way. genai-prices' preload
+(host/llm/pricing.py) waits for it (`quiet`), and, when a call was waiting for its client,
+until that call has handed its request to the SDK (`sending`): its import (~0.1 s of Python)
+then overlaps the model's answer instead of sharing the GIL with the SDK's import or with the
+first request's own lazy work.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 _lock = threading.Lock()
@@ -26,8 +29,13 @@ _jobs: dict[tuple, "_Job"] = {}
 _busy = 0
 settled = threading.Event()
 settled.set()
+_awaited = threading.Event()  # a call waited in take() for a client still being made
+_sent = threading.Event()  # a call handed its request to the SDK (sending())
 
 SDK_APIS = ("anthropic", "openai")
+# How long a call handed to the SDK takes to be on the wire (connect, headers, body: a few ms,
+# during which a thread importing genai-prices would take the GIL at every syscall).
+WRITE_TIME = 0.05
 
 
 class _Job:
@@ -102,9 +110,26 @@ def take(p, timeout: float, wait: float = 60.0):
         job = _jobs.get(key)
     if job is None:
         return None
+    if not job.done.is_set():
+        _awaited.set()
     job.done.wait(wait)
     with _lock:
         if _jobs.get(key) is not job or job.client is None:
             return None
         del _jobs[key]
     return job.client
+
+
+def sending() -> None:
+    """A call is handing its request to the SDK (LLM._attempts, just before sending)."""
+    _sent.set()
+
+
+def quiet(timeout: float = 30.0) -> None:
+    """Return once no SDK import is under way and, when a call was waiting for its client,
+    once that call has handed its request to the SDK: background work that can wait
+    (genai-prices' preload) then runs while the model answers, instead of sharing the GIL
+    with what the first request waits for."""
+    settled.wait(timeout)
+    if _awaited.is_set() and _sent.wait(timeout):
+        time.sleep(WRITE_TIME)
