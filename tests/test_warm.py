@@ -3,6 +3,9 @@ exactly the provider, endpoint, key and timeout the call uses, and only once."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -163,3 +166,25 @@ def test_prices_load_once_the_sdk_is_ready_when_no_call_waits(api, preload, monk
     while not preload and time.monotonic() < deadline:
         time.sleep(0.01)
     assert preload and not api.requests
+
+
+def test_the_collector_rests_while_the_sdk_imports_and_skips_it_afterwards():
+    """The SDK's import makes ~150,000 objects that live as long as the process; the cyclic
+    collector walked them again and again meanwhile (~0.1 s of the first request's wait).
+    It now rests during the import, runs again afterwards, and leaves those objects out."""
+    code = textwrap.dedent("""
+        import gc, sys
+        from moss.llm import warm
+        from moss.llm.providers import resolve_provider
+        runs = []
+        gc.callbacks.append(lambda phase, info: phase == "stop" and runs.append(info["generation"]))
+        p = resolve_provider({}, {"provider": "anthropic"},
+                             {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+        warm.start(p, 300.0)
+        assert warm.take(p, 300.0) is not None and "anthropic" in sys.modules
+        print(len(runs), gc.isenabled(), len(gc.get_objects()), gc.get_freeze_count())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    collections, enabled, walked, left_out = int(out[0]), out[1], int(out[2]), int(out[3])
+    assert collections == 0 and enabled == "True"
+    assert left_out > 100_000 and walked < left_out / 10
