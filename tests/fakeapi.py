@@ -26,6 +26,9 @@ limits the reply). Scripted replies then see the body as such a server sees it, 
 GET /v1/models lists `models` (default ["fake-model"]), as local servers do; moss's
 local-server detection reads it.
 
+`FakeAPI(tls=(certfile, keyfile))` serves HTTPS with that certificate (the URLs then say
+https), to test what a client trusts.
+
 Manual run: python tests/fakeapi.py --port 8765 --script replies.json
 """
 
@@ -83,7 +86,8 @@ class Request(NamedTuple):
 
 class FakeAPI:
     def __init__(self, keyless: bool = False, api_key: str | None = None, port: int = 0,
-                 strict: bool = False, models: list[str] | None = None, host: str = "127.0.0.1"):
+                 strict: bool = False, models: list[str] | None = None, host: str = "127.0.0.1",
+                 tls: tuple[str, str] | None = None):
         self.keyless, self.api_key, self.strict = keyless, api_key, strict
         self.models = list(models) if models is not None else ["fake-model"]
         self.requests: list[Request] = []
@@ -95,6 +99,14 @@ class FakeAPI:
         self._server = ThreadingHTTPServer((host, port), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
+        self.scheme = "http"
+        if tls is not None:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -122,11 +134,11 @@ class FakeAPI:
 
     @property
     def anthropic_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     @property
     def openai_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.scheme}://127.0.0.1:{self.port}/v1"
 
     def env(self) -> dict[str, str]:
         return {"ANTHROPIC_BASE_URL": self.anthropic_url, "OPENAI_BASE_URL": self.openai_url,

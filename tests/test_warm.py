@@ -3,6 +3,16 @@ exactly the provider, endpoint, key and timeout the call uses, and only once."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from fakeapi import FakeAPI
+
+from moss.errors import MossError
 from moss.llm import LLM, warm
 from moss.llm.providers import resolve_provider
 
@@ -41,3 +51,140 @@ def test_llm_uses_the_client_prepared_for_its_provider():
     assert not warm._jobs  # the prepared one was taken, none is left over
     llm.prepare(p)  # it exists: nothing more is made
     assert not warm._jobs and warm.settled.is_set()
+
+
+# -- the prepared client trusts what the SDK's own would --------------------------------------
+
+def _self_signed(tmp_path):
+    """(certificate, key) files for 127.0.0.1 that no CA bundle trusts."""
+    pytest.importorskip("cryptography")
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "moss test server")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "server.pem", tmp_path / "server.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_ssl_cert_file_is_honoured_by_the_prepared_client(api, tmp_path, monkeypatch):
+    """An endpoint whose certificate is trusted only through SSL_CERT_FILE answers the first
+    call (made with the client prepared in the background); without it, it is refused."""
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    taken = []
+    real = warm.take
+    monkeypatch.setattr(warm, "take", lambda *a: taken.append(real(*a)) or taken[-1])
+    with FakeAPI(tls=(cert, key)) as fake:
+        env = {"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k", "ANTHROPIC_BASE_URL": fake.anthropic_url,
+               "OPENAI_BASE_URL": fake.openai_url}
+
+        def first_call(**opts):
+            llm = LLM({"llm": {"max_retries": 0}}, {"provider": api, "model": "m", **opts}, env=env)
+            p = llm.provider()
+            llm.prepare(p)
+            return llm, p, llm.chat({"messages": [{"role": "user", "content": "hi"}]})
+
+        monkeypatch.setenv("SSL_CERT_FILE", cert)
+        fake.push("hello over TLS")
+        llm, p, out = first_call()
+        assert out["text"] == "hello over TLS"
+        assert taken[-1] is not None and llm._client(p) is taken[-1]  # the prepared one
+
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with pytest.raises(MossError) as e:
+            first_call(timeout=41)  # another timeout: a new client, made with the default CA bundle
+        assert "certificate" in e.value.message.lower()
+        assert taken[-1] is not None
+
+
+# -- genai-prices' preload keeps off the first request's path ----------------------------------
+
+@pytest.fixture
+def preload(monkeypatch):
+    """A fresh preload (it runs once per process), recording when it imports genai-prices."""
+    from moss.llm import pricing
+
+    monkeypatch.setattr(warm, "_awaited", threading.Event())
+    monkeypatch.setattr(warm, "_sent", threading.Event())
+    monkeypatch.setattr(pricing, "_preload", None)
+    started: list[float] = []
+    monkeypatch.setattr(pricing, "_genai", lambda: started.append(time.monotonic()))
+    yield started
+    if pricing._preload is not None:  # done before the next test's fresh preload
+        pricing._preload.join(5)
+
+
+def _slow_client(monkeypatch, seconds=0.3):
+    """The prepared client takes a while, so the first call waits for it (as in a fresh process)."""
+    from moss.llm import anthropic_client
+
+    make = anthropic_client.make_client
+    monkeypatch.setattr(anthropic_client, "make_client", lambda *a: (time.sleep(seconds), make(*a))[1])
+
+
+def test_prices_load_after_the_first_request_is_sent(api, preload, monkeypatch):
+    """The first call waits for its SDK client, then sends at once: loading prices (~0.1 s of
+    Python) must not run between the client being ready and the request going out."""
+    _slow_client(monkeypatch)
+    received: list[float] = []
+    api.push(lambda body: received.append(time.monotonic()) or "ok")
+    llm = LLM({}, {"provider": "anthropic", "model": "m"}, env=api.env())
+    p = llm.provider()
+    llm.prepare(p)
+    assert llm.chat({"messages": [{"role": "user", "content": "hi"}]})["text"] == "ok"
+    assert received and preload and preload[0] > received[0]
+
+
+def test_prices_load_once_the_sdk_is_ready_when_no_call_waits(api, preload, monkeypatch):
+    """A session that sets its provider up and then waits (for the user's task) loads prices
+    meanwhile, without a request."""
+    _slow_client(monkeypatch, 0.05)
+    llm = LLM({}, {"provider": "anthropic", "model": "m"}, env=api.env())
+    llm.prepare(llm.provider())
+    deadline = time.monotonic() + 10  # (it waits at most 30 s for a request that never comes)
+    while not preload and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert preload and not api.requests
+
+
+def test_the_collector_rests_while_the_sdk_imports_and_skips_it_afterwards():
+    """The SDK's import makes ~150,000 objects that live as long as the process; the cyclic
+    collector walked them again and again meanwhile (~0.1 s of the first request's wait).
+    It now rests during the import, runs again afterwards, and leaves those objects out."""
+    code = textwrap.dedent("""
+        import gc, sys
+        from moss.llm import warm
+        from moss.llm.providers import resolve_provider
+        runs = []
+        gc.callbacks.append(lambda phase, info: phase == "stop" and runs.append(info["generation"]))
+        p = resolve_provider({}, {"provider": "anthropic"},
+                             {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+        warm.start(p, 300.0)
+        assert warm.take(p, 300.0) is not None and "anthropic" in sys.modules
+        print(len(runs), gc.isenabled(), len(gc.get_objects()), gc.get_freeze_count())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    collections, enabled, walked, left_out = int(out[0]), out[1], int(out[2]), int(out[3])
+    assert collections == 0 and enabled == "True"
+    assert left_out > 100_000 and walked < left_out / 10

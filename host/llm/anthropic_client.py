@@ -12,8 +12,21 @@ CACHE = {"type": "ephemeral"}
 def make_client(provider, timeout: float):
     import anthropic  # lazy: importing the SDK costs a noticeable part of start-up
 
-    return anthropic.Anthropic(api_key=provider.api_key, base_url=provider.base_url, timeout=timeout,
-                               max_retries=0)  # moss retries itself and reports every attempt
+    client = anthropic.Anthropic(api_key=provider.api_key, base_url=provider.base_url, timeout=timeout,
+                                 max_retries=0)  # moss retries itself and reports every attempt
+    _first_request_imports()
+    return client
+
+
+def _first_request_imports() -> None:
+    """What the SDK imports on its first request, imported with the client instead (made
+    ahead, host/llm/warm.py): OpenTelemetry's propagators, which it loads from entry points
+    (~15 ms) to put trace headers on requests. A failure is left for the SDK to meet (and
+    log) on that request, as it would without this."""
+    try:
+        import opentelemetry.propagate  # noqa: F401
+    except Exception:
+        pass
 
 
 def _blocks(content, cache: bool) -> list:

@@ -221,6 +221,7 @@ class LLM:
                     _n[0] += len(delta)
                     self.stream(delta)
             t0 = time.monotonic()
+            warm.sending()  # genai-prices' preload may start now (warm.quiet)
             try:
                 return mod.send(client, p, req, sink, self.prompt_cache), attempt
             except Failure as f:

@@ -14,9 +14,9 @@ Override or add a model in the config (USD per million tokens):
     cache_read = 0.3     # default: genai-prices' value for the model, else `input`
     cache_write = 3.75
 
-genai-prices takes about 0.3 s to import; `preload()` starts that in a background thread
-when an LLM is set up, once the SDK is imported, so the first cost is ready by the time the
-first answer arrives.
+genai-prices takes about 0.1-0.3 s to import; `preload()` starts that in a background thread
+when an LLM is set up, once the SDK is imported and the first request is on its way, so the
+first cost is ready by the time the first answer arrives.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ _preload: threading.Thread | None = None
 
 def preload() -> None:
     """Import genai-prices and load its data in a background thread (once), after any SDK
-    import under way (host/llm/warm.py): the first request waits for its SDK, not for prices,
-    so the two imports must not share the GIL."""
+    import under way and, when the first call waits for its SDK, after that call's request
+    is on its way (host/llm/warm.py `quiet`): the first request waits for its SDK, not for
+    prices, so the two must not share the GIL."""
     global _preload
     with _preload_lock:
         if _preload is None:
@@ -50,9 +51,9 @@ def preload() -> None:
 
 
 def _after_sdk():
-    from .warm import settled
+    from .warm import quiet
 
-    settled.wait(30)
+    quiet()
     _genai()
 
 
