@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def sigkill_when(p: subprocess.Popen, ready, *, timeout: float = 30.0, settle: float = 0.2) -> None:
+    """Wait until `ready()` holds (failing the test if it does not within `timeout`), let the
+    process run `settle` seconds more, then SIGKILL it, as the OOM killer or a closed laptop
+    would. The process is gone afterwards in every case."""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not ready():
+            time.sleep(0.05)
+        assert ready(), f"the process did not get there within {timeout} s"
+        time.sleep(settle)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
 
 
 class Project:

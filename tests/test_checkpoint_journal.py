@@ -6,9 +6,8 @@ killed with SIGKILL resumes from its last finished turn."""
 from __future__ import annotations
 
 import json
-import signal
-import time
 
+from conftest import sigkill_when
 from moss import api
 from moss.api.session import JOURNAL_MAX_SAVES, apply_ops, checkpoint_path, journal_path, read_checkpoint
 from moss.context import Context
@@ -121,17 +120,8 @@ def test_sigkill_mid_session_resumes_from_the_last_finished_turn(project):
         api_.push(*[f"$(note step {k})" for k in range(1, 41)], {"text": "$(answer late)", "delay": 60})
         p = project.popen("@agent", "--v1", "-n", "--max-turns", "60", "--provider", "anthropic", "the task",
                           env=api_.env())
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and len(api_.requests) < 41:
-                time.sleep(0.05)
-            assert len(api_.requests) == 41
-            time.sleep(0.2)
-            p.send_signal(signal.SIGKILL)
-            p.wait(timeout=10)
-        finally:
-            if p.poll() is None:
-                p.kill()
+        sigkill_when(p, lambda: len(api_.requests) >= 41, timeout=60)
+        assert len(api_.requests) == 41
     (base,) = (project.root / ".moss/agent").glob("session-*.json")
     sid = base.stem[len("session-"):]
     assert json.loads(base.read_text())["turn"] == 0  # the base alone is the start...

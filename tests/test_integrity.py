@@ -5,10 +5,10 @@ and the session log keeps no credentials."""
 from __future__ import annotations
 
 import json
-import signal
 import time
 
 import pytest
+from conftest import sigkill_when
 from fakeapi import FakeAPI
 from test_sessions import CALC, TEST, checkpoint, events, git, needs_bwrap, tree
 
@@ -138,17 +138,8 @@ def test_sigkill_after_an_edit_landed_does_not_apply_it_twice_on_resume(repo, ap
     api.push("$(edit notes.txt append line-1) $(run sleep 30)")
     p = repo.popen("@agent", "--provider", "anthropic", "--v1", "-n", "--role", "fixer", "add a line",
                    env=api.env())
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "line-1" not in (repo.root / "notes.txt").read_text():
-            time.sleep(0.05)
-        assert "line-1" in (repo.root / "notes.txt").read_text()  # the edit landed, the turn did not end
-        time.sleep(0.3)
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=10)
-    finally:
-        if p.poll() is None:
-            p.kill()
+    # the edit landed, the turn did not end
+    sigkill_when(p, lambda: "line-1" in (repo.root / "notes.txt").read_text(), settle=0.3)
     sid = next((repo.root / ".moss/agent").glob("session-*.json")).stem[len("session-"):]
     assert checkpoint(repo, sid)["turn"] == 0
     with FakeAPI() as api2:  # the model re-issues the turn it never saw finish
