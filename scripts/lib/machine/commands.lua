@@ -18,6 +18,7 @@
 --   { answer = text } | { hold = true } | { output = {cmd, content, ok} } | { finished = reason }
 local parser = require("lib.machine.parser")
 local messages = require("lib.machine.messages")
+local echo = require("lib.machine.echo")
 
 local M = {}
 
@@ -249,10 +250,17 @@ function M.handle(S, state, text, env)
     if not sig then sig = signature(content); sigs[content] = sig end
     return sig
   end
-  for _, c in ipairs(parser.parse(text)) do
+  local cmds = parser.parse(text)
+  local echoes, all_echoed = echo.check(text, cmds, env.own_text)
+  if all_echoed then return M.echoed(S, env, cmds) end
+  if #cmds > 0 then S.echoes = nil end -- the model wrote commands of its own
+  local skipped = {}
+  for _, c in ipairs(cmds) do
     local def = M.find(c.name)
     if def and not allow_known then allow, allow_known = allowed_set(state, env.role), true end
-    if not def then
+    if echoes[c] then
+      skipped[#skipped + 1] = c.raw
+    elseif not def then
       outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
         content = "unknown command `" .. c.name .. "`; known commands: " .. table.concat(M.known(), ", ") }
       log(S, "command", { cmd = c.raw, ok = false, error = "unknown", turn = S.turn })
@@ -271,6 +279,11 @@ function M.handle(S, state, text, env)
     end
   end
 
+  if #skipped > 0 then
+    log(S, "command_echoed", { cmds = skipped, turn = S.turn })
+    messages.say(S, "Not run: " .. table.concat(skipped, " ") .. " — copied from moss's own instructions " ..
+      "(an example or a placeholder), not a command of yours. Write the real arguments.")
+  end
   if answer and hold then
     messages.say(S, "Your answer was set aside because you also wrote $(wait).")
     answer = nil
@@ -307,11 +320,29 @@ function M.handle(S, state, text, env)
   return { outputs = outputs }
 end
 
+--- A reply that only echoed moss's own text (lib/machine/echo.lua): nothing runs, and the
+-- turn makes no progress; `loop_limit` such replies in a row end the session as a loop.
+function M.echoed(S, env, cmds)
+  S.echoes = (S.echoes or 0) + 1
+  log(S, "echo", { turn = S.turn, commands = #cmds, count = S.echoes })
+  if S.echoes >= (env.loop_limit or 3) then
+    log(S, "loop_detected", { cmd = "(moss's own prompt, echoed)", count = S.echoes, turn = S.turn })
+    S.questions = "The model kept repeating moss's own instructions instead of working on the task " ..
+      "(a model too small for the prompt?)"
+    return { finished = "loop" }
+  end
+  messages.say(S, "Nothing was run: your reply repeated moss's own instructions and examples. Work on " ..
+    "the task: write the commands it needs, with real arguments.")
+  return { outputs = {} }
+end
+
 --- The answer in a reply, if it has a concluding command (for a turn that must answer).
 function M.answer_in(S, state, text, env)
-  for _, c in ipairs(parser.parse(text)) do
+  local cmds = parser.parse(text)
+  local echoes = echo.check(text, cmds, env.own_text)
+  for _, c in ipairs(cmds) do
     local def = M.find(c.name)
-    if def and def.concludes then
+    if def and def.concludes and not echoes[c] then
       local r = def.run(context_for(S, state, env, c), c.args)
       if r and r.answer then return r.answer end
     end

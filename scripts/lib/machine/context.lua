@@ -41,6 +41,15 @@ local function task_block(S)
   return table.concat(parts, "\n\n")
 end
 
+local MEMORY_HEADING = "**Working memory** (notes and kept results; $(drop ID) to remove):"
+local NEW_RESULTS = "**New results** (shown once; $(keep N) to keep):"
+local FAILED_HINT = "Some commands failed; try another way."
+local FAILED_WARNING = "**Warning:** some commands failed; consider other approaches."
+
+-- The fixed text moss writes around what it shows (headings, hints): moss's own words, which
+-- a reply must not echo back as commands (lib/machine/echo.lua).
+M.framing = { MEMORY_HEADING, NEW_RESULTS, FAILED_HINT, FAILED_WARNING }
+
 -- Notes and kept results in the order they were kept (each entry a part), so the memory
 -- only grows at its end.
 local function memory_parts(S, notes_only)
@@ -54,7 +63,7 @@ local function memory_parts(S, notes_only)
   end
   if #parts == 0 then return parts end
   table.insert(parts, 1, notes_only and "**Notes:**" or
-    "**Working memory** (notes and kept results; $(drop ID) to remove):")
+    MEMORY_HEADING)
   return parts
 end
 
@@ -114,7 +123,7 @@ function M.modes.last_outputs(S, state)
       S.feedback and S.feedback ~= "" and ("**Evaluator's remarks:**\n" .. S.feedback) or nil,
       messages_block(S),
       #S.last_outputs > 0 and M.outputs_block("**Last results:**", S.last_outputs) or nil,
-      any_failed(S.last_outputs) and "Some commands failed; try another way." or nil,
+      any_failed(S.last_outputs) and FAILED_HINT or nil,
       state.footer
     ),
   }
@@ -134,8 +143,6 @@ function M.modes.all_outputs(S, state)
 end
 
 local function plan_part(S) return S.plan and ("**Plan:**\n" .. S.plan) or nil end
-
-local NEW_RESULTS = "**New results** (shown once; $(keep N) to keep):"
 
 -- The parts a `share_prefix` state was last shown, per session table. Kept out of the
 -- session (and its checkpoint): after a resume the next state builds the same layout
@@ -159,7 +166,7 @@ function M.modes.working_memory(S, state)
     shown = state.share_prefix and results or nil,
     volatile = join(
       messages_block(S),
-      any_failed(pending) and "**Warning:** some commands failed; consider other approaches." or nil,
+      any_failed(pending) and FAILED_WARNING or nil,
       not state.share_prefix and results or nil,
       state.footer
     ),
@@ -185,7 +192,7 @@ function M.modes.after_evaluator(S, state)
     volatile = join(
       S.feedback and S.feedback ~= "" and ("**Evaluator's remarks:**\n" .. S.feedback) or nil,
       messages_block(S),
-      any_failed(S.last_outputs) and "Some commands failed; try another way." or nil,
+      any_failed(S.last_outputs) and FAILED_HINT or nil,
       state.footer
     ),
   }

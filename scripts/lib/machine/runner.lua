@@ -22,6 +22,7 @@ local messages = require("lib.machine.messages")
 local usage = require("lib.machine.usage")
 local output = require("lib.machine.output")
 local compact = require("lib.machine.compact")
+local echo = require("lib.machine.echo")
 
 local M = {}
 
@@ -107,6 +108,7 @@ local function llm_call(S, state, env, extra)
     function() M.save(S, env) end)
   if err then return nil, err end
   if rebuilt then request, user = rebuilt[1], rebuilt[2] end
+  env.own_text = echo.own_text(request, state, S, extra) -- what a reply must not echo back
   log(S, "turn_start", { turn = S.turn, state = S.state, context_chars = #context.text(user),
     working_memory = #S.mem.items,
     pending = #S.mem.pending })
@@ -177,6 +179,7 @@ function M.run(machine, S, env)
     end
     if env.out then env.out:llm(S, state, resp.text) end
     messages.clear(S)
+    if resp.stop_reason == "max_tokens" then M.truncated(S, resp) end
     if state.on_response then state.on_response(S, resp.text) end
 
     -- A state may bring its own grammar (XML tags, JSON, ...) by giving `handle`.
@@ -217,6 +220,16 @@ function M.run(machine, S, env)
     M.save(S, env)
     ::continue::
   end
+end
+
+--- A reply cut off at its token limit (the reply cap, or a local server's window): its
+-- complete commands run; the model is told, on its next turn, that the rest was lost.
+function M.truncated(S, resp)
+  log(S, "truncated", { turn = S.turn, max_tokens = resp.max_tokens })
+  messages.say(S, "Your last reply was truncated: it reached the reply limit" ..
+    (math.type(resp.max_tokens) == "integer" and (" of " .. resp.max_tokens .. " tokens") or "") ..
+    ", and a command left unfinished there was dropped. Keep replies short: a few commands, no " ..
+    "repetition of these instructions.")
 end
 
 --- One last call that must answer (after too many turns without new evidence).
