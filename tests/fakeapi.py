@@ -23,6 +23,13 @@ reaches the model as empty text, and `max_completion_tokens` is ignored (only `m
 limits the reply). Scripted replies then see the body as such a server sees it, while
 `requests` keeps what was sent.
 
+`FakeAPI(strict=True, n_ctx=2048)` also has llama.cpp's window: GET /props answers
+{"n_ctx": 2048, "default_generation_settings": {"n_ctx": 2048}}, and a chat request whose
+prompt (estimate_tokens of each message, plus 4 a message) and `max_tokens` together exceed
+n_ctx is refused with a 400, as a server whose context is full would refuse it. POST
+/api/show answers Ollama's way (`num_ctx N` in its parameters). `window_asks` counts these
+questions (they are not in `requests`).
+
 GET /v1/models lists `models` (default ["fake-model"]), as local servers do; moss's
 local-server detection reads it.
 
@@ -87,8 +94,11 @@ class Request(NamedTuple):
 class FakeAPI:
     def __init__(self, keyless: bool = False, api_key: str | None = None, port: int = 0,
                  strict: bool = False, models: list[str] | None = None, host: str = "127.0.0.1",
-                 tls: tuple[str, str] | None = None):
+                 tls: tuple[str, str] | None = None, n_ctx: int | None = None):
         self.keyless, self.api_key, self.strict = keyless, api_key, strict
+        self.n_ctx = n_ctx
+        self.window_asks = 0
+        self.rejected: list[str] = []  # why each over-window request was refused
         self.models = list(models) if models is not None else ["fake-model"]
         self.requests: list[Request] = []
         self.replies: deque = deque()
@@ -253,6 +263,12 @@ def strict_view(body: dict) -> dict:
     return seen
 
 
+def prompt_tokens(body: dict) -> int:
+    """A chat request's prompt as the window check counts it."""
+    return sum(estimate_tokens(_text_of(m.get("content"))) + 4 for m in body.get("messages", [])
+               if isinstance(m, dict))
+
+
 def _apply_limits(text: str, body: dict, stop_key: str) -> tuple[str, str, str | None]:
     """Honour stop sequences and max_tokens like a model: -> (text, reason, stop_sequence)."""
     stops = body.get(stop_key) or []
@@ -279,6 +295,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         try:
+            if self.path.rstrip("/") == "/props" and self.fake.n_ctx:
+                with self.fake._lock:
+                    self.fake.window_asks += 1
+                n = self.fake.n_ctx
+                return self._json(200, {"n_ctx": n, "default_generation_settings": {"n_ctx": n}})
             if self.path.rstrip("/").endswith("/models"):
                 with self.fake._lock:
                     self.fake.requests.append(Request(self.path, {k.lower(): v for k, v in self.headers.items()},
@@ -308,6 +329,12 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if self.path.rstrip("/") == "/api/show":  # Ollama's window question
+            with self.fake._lock:
+                self.fake.window_asks += 1
+            if not self.fake.n_ctx:
+                return self._error(404, "fakeapi: no /api/show", "openai")
+            return self._json(200, {"parameters": f"num_ctx {self.fake.n_ctx}", "model_info": {}})
         if isinstance(body, dict) and "x-moss-label" in headers:
             body["_moss_label"] = headers["x-moss-label"]
         fake = self.fake
@@ -322,6 +349,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(401, "fakeapi: missing or invalid API key", flavour)
         if fake.strict and flavour == "openai" and isinstance(body, dict):
             body = strict_view(body)
+            if fake.n_ctx:
+                need = prompt_tokens(body) + int(body.get("max_tokens") or fake.n_ctx)
+                if need > fake.n_ctx:
+                    why = (f"fakeapi: the request needs {need} tokens (prompt {prompt_tokens(body)} + max_tokens "
+                           f"{body.get('max_tokens')}), more than the context window of {fake.n_ctx}")
+                    with fake._lock:
+                        fake.rejected.append(why)
+                    return self._error(400, why, flavour)
         reply = fake.next_reply(body)
         fake.sleep(reply.get("delay", 0))
         if reply.get("status", 200) >= 400:
@@ -438,10 +473,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--script", help="JSON list of replies: strings or reply objects ({\"status\": 429, ...})")
     ap.add_argument("--keyless", action="store_true", help="accept requests without an API key")
+    ap.add_argument("--n-ctx", type=int, help="with --strict: serve /props with this window and refuse "
+                                              "requests that exceed it")
     ap.add_argument("--strict", action="store_true", help="behave like a strict local server (string content, "
                                                           "max_tokens only)")
     args = ap.parse_args(argv)
-    api = FakeAPI(keyless=args.keyless, port=args.port, strict=args.strict)
+    api = FakeAPI(keyless=args.keyless, port=args.port, strict=args.strict, n_ctx=args.n_ctx)
     if args.script:
         with open(args.script, encoding="utf-8") as f:
             api.push(*json.load(f))

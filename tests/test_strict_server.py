@@ -76,3 +76,68 @@ def test_openai_itself_still_gets_max_completion_tokens():
     cfg = {"llm": {"providers": {"azure": {"base_url": "https://x.example/v1", "model": "m",
                                            "max_tokens_param": "max_completion_tokens"}}}}
     assert "max_completion_tokens" in build_params(req, resolve_provider(cfg, {"provider": "azure"}, {}))
+
+
+def test_a_whole_session_fits_a_2048_token_server_window(project):
+    """llama.cpp with `-c 2048`: moss asks the server its window (GET /props) once, and no
+    request asks for more than the prompt leaves of it. The strict server refuses (400) any
+    request whose prompt and max_tokens exceed its window, so one over-window request would
+    end the session as an error."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
+    with FakeAPI(strict=True, keyless=True, n_ctx=2048) as server:
+        server.push(*[Model("provider")] * 30)
+        project.write(".moss/config.toml", f'[llm.providers.llamacpp]\nbase_url = "{server.openai_url}"\n')
+        r = project.moss("@agent", "--provider", "llamacpp", "-n", "--output-format", "json",
+                         "How many variants does Provider have?")
+        assert server.rejected == []
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert json.loads(r.stdout)["answer"] == "13"
+        assert server.window_asks == 1  # once per session
+        chats = [q.body for q in server.requests if q.path.endswith("/chat/completions")]
+        assert len(chats) >= 2 and all(0 < b["max_tokens"] <= 1024 for b in chats)
+
+
+def test_without_a_window_a_local_reply_is_capped_at_a_local_default(strict):
+    """A local server that does not say its window (no /props) still gets no 16k-token reply
+    limit: moss asks at most 1024 tokens of it unless [llm] max_output_tokens says more."""
+    strict.push("hi", "hi")
+    llm = LLM({"llm": {"providers": {"llamacpp": {"base_url": strict.openai_url}}}}, {"provider": "llamacpp"}, env={})
+    llm.chat({"prompt": "talk"})
+    assert strict.requests[-1].body["max_tokens"] == 1024
+    more = LLM({"llm": {"max_output_tokens": 3000, "providers": {"llamacpp": {"base_url": strict.openai_url}}}},
+               {"provider": "llamacpp"}, env={})
+    more.chat({"prompt": "talk"})
+    assert strict.requests[-1].body["max_tokens"] == 3000
+
+
+def test_context_window_setting_overrides_what_the_server_says(project):
+    with FakeAPI(strict=True, keyless=True, n_ctx=2048) as server:
+        server.push("fine")
+        cfg = {"llm": {"context_window": 1000, "providers": {"llamacpp": {"base_url": server.openai_url}}}}
+        llm = LLM(cfg, {"provider": "llamacpp"}, env={})
+        r = llm.chat({"prompt": "x" * 1200})
+        assert r["max_tokens"] == server.requests[-1].body["max_tokens"]
+        assert r["max_tokens"] <= 1000 - 1200 // 4 and server.window_asks == 0
+
+
+def test_a_reply_cut_at_its_limit_tells_the_model_next_turn(project):
+    """A turn that hits the cap (finish_reason length) goes on; the session's log says
+    `truncated` and the next request carries a note from moss."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
+    with FakeAPI(strict=True, keyless=True, n_ctx=2048) as server:
+        server.push("$(view Cargo.toml) " + "and so on " * 2000, "$(answer A Rust crate.)")
+        project.write(".moss/config.toml", f'[llm.providers.llamacpp]\nbase_url = "{server.openai_url}"\n')
+        r = project.moss("@agent", "--provider", "llamacpp", "--v1", "-n", "--output-format", "json", "What is it?")
+        assert r.returncode == 0, r.stderr[-2000:]
+        result = json.loads(r.stdout)
+        log = (project.root / ".moss" / "agent" / "logs" / f"{result['session_id']}.jsonl").read_text()
+        events = [json.loads(line) for line in log.splitlines()]
+        cut = [e for e in events if e["event"] == "truncated"]
+        assert [e["turn"] for e in cut] == [1] and cut[0]["max_tokens"] <= 1024
+        assert [e["cmd"] for e in events if e["event"] == "command"] == ["view Cargo.toml"]
+        second = [q.body for q in server.requests if q.path.endswith("/chat/completions")][1]
+        assert "Messages from moss" in second["messages"][-1]["content"]

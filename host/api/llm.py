@@ -66,19 +66,6 @@ def _stderr_stream(delta: str) -> None:
 _stderr_stream.wrote = False
 
 
-def _context_window(config, model):
-    """[llm] context_window, else the known window of the model (host/llm/models.py), else None."""
-    from ..errors import ConfigError
-    from ..llm.models import context_window
-
-    value = (config.get("llm") or {}).get("context_window")
-    if value is None:
-        return context_window(model)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"[llm] context_window must be a whole number of tokens, got {value!r}")
-    return value
-
-
 def _chat_listening(ctx, svc, request):
     """svc.chat in a worker thread while this (the Lua) thread keeps reading the session's
     inbox, so a message is acknowledged before the model answers; a handler that asks to
@@ -147,7 +134,7 @@ def functions(ctx):
         p = svc.provider()
         svc.prepare(p)  # its SDK client is made in the background meanwhile (host/llm/warm.py)
         return {"name": p.name, "model": p.model, "base_url": p.base_url, "is_local": bool(p.local),
-                "detected": p.detected, "context_window": _context_window(ctx.config, p.model)}
+                "detected": p.detected, "context_window": svc.window(p)}
 
     def budget():
         svc = ctx.services.get("llm")

@@ -11,7 +11,8 @@ from typing import Any, Callable, Mapping
 from ..errors import MossError
 from . import cassette
 from .models import rejects_temperature
-from . import pricing, warm
+from . import models, pricing, warm
+from . import window as window_mod
 from .providers import Provider, resolve_provider
 from .request import normalise_request
 from .retry import Failure, backoff, final_error, MAX_SERVER_WAIT
@@ -46,6 +47,16 @@ def timeout_of(config: Mapping | None, options: Mapping | None) -> float:
     return _num(options.get("timeout", cfg.get("timeout", DEFAULT_TIMEOUT)), float, "[llm] timeout")
 
 
+def _tokens_setting(cfg: Mapping, key: str) -> int | None:
+    """[llm] KEY as a whole number of tokens above 0, or None when unset."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MossError(f"[llm] {key} must be a whole number of tokens, got {value!r}", kind="config")
+    return value
+
+
 def _scan(*args, **kwargs):
     """detect.scan, imported only when a local server is looked for (http.client, email: ~20 ms)."""
     from .detect import scan
@@ -75,6 +86,9 @@ class LLM:
         self.timeout = timeout_of(self.config, self.options)
         self.max_retries = _num(cfg.get("max_retries", DEFAULT_MAX_RETRIES), int, "[llm] max_retries")
         self.default_max_tokens = _num(cfg.get("max_tokens", DEFAULT_MAX_TOKENS), int, "[llm] max_tokens")
+        self.max_output_tokens = _tokens_setting(cfg, "max_output_tokens")
+        self.context_window = _tokens_setting(cfg, "context_window")
+        self._windows: dict[tuple, int | None] = {}  # (base_url, model) -> what the server said, per session
         self.prompt_cache = bool(cfg.get("prompt_cache", True))
         self.detect_local = cfg.get("detect", True) is not False  # [llm] detect = false: never probe ports
         self.session = Session(Budgets(self.config, self.options))
@@ -133,6 +147,41 @@ class LLM:
         warm.start(p, self.timeout)
         pricing.preload()  # after the SDK's import: genai-prices' (~0.1-0.3 s) then overlaps the model's answer
 
+    def window(self, p: Provider) -> int | None:
+        """p's context window in tokens: [llm] context_window, else what a local server says
+        it holds (asked once per session, window.py), else the model's known window."""
+        if self.context_window is not None:
+            return self.context_window
+        if p.api == "openai" and (p.local or window_mod.is_loopback(p.base_url)):
+            key = (p.base_url, p.model)
+            with self._lock:
+                known = key in self._windows
+                n = self._windows.get(key)
+            if not known:
+                n = window_mod.server_window(p.name, p.base_url, p.model)
+                with self._lock:
+                    self._windows[key] = n
+            if n:
+                return n
+        return models.context_window(p.model)
+
+    def _capped(self, p: Provider, req: dict) -> tuple[dict, int | None]:
+        """The request with its reply limit capped: at most [llm] max_output_tokens (a local
+        server: LOCAL_MAX_OUTPUT unless that is set), and what the window leaves beside the
+        prompt (estimated cautiously). Returns (request, window or None)."""
+        limit = req["max_tokens"]
+        local = p.local or window_mod.is_loopback(p.base_url)
+        cap = self.max_output_tokens or (window_mod.LOCAL_MAX_OUTPUT if local else None)
+        if cap:
+            limit = min(limit, cap)
+        size = self.window(p)
+        if size:
+            # a prompt that (nearly) fills the window still goes, with a token floor: the
+            # server's own answer then says what is wrong (compaction keeps this rare)
+            room = max(size - window_mod.prompt_tokens(req), window_mod.MIN_REPLY)
+            limit = min(limit, room)
+        return ({**req, "max_tokens": limit} if limit != req["max_tokens"] else req), size
+
     def check(self) -> Provider:
         """Resolve the default provider now (for a CLI that wants to fail fast, exit 2)."""
         return self.provider()
@@ -147,12 +196,15 @@ class LLM:
             raise
         p = self.provider(req["provider"], req["model"])
         fields = {"provider": p.name, "model": p.model}
+        sent, window = (req, None) if p.api in ("replay", "script") else self._capped(p, req)
         detail = {"system": req["system"], "messages_sent": req["messages"]} if self.options.get("verbose") else {}
         if p.base_url_source:
             detail["base_url_source"] = p.base_url_source
+        if window:
+            detail["window"] = window
         self._emit("llm_request", **fields, base_url=p.base_url, messages=len(req["messages"]),
                    chars=sum(_chars(m["content"]) for m in req["messages"]) + len(req["system"] or ""),
-                   max_tokens=req["max_tokens"], stream=self.stream is not None, **detail)
+                   max_tokens=sent["max_tokens"], stream=self.stream is not None, **detail)
         self._announce(p)
         start = time.monotonic()
         attempts = 1
@@ -161,7 +213,7 @@ class LLM:
                 pricing.preload()
                 reply = self._offline_answer(p, req)
             else:
-                reply, attempts = self._attempts(p, self._adapt(p, req), fields)
+                reply, attempts = self._attempts(p, self._adapt(p, sent), fields)
         except MossError as e:
             self._emit("llm_error", **fields, kind=e.kind, message=e.message,
                        status=e.data.get("status"), attempts=e.data.get("attempts", attempts),
@@ -173,6 +225,7 @@ class LLM:
                   "model": reply.get("model") or p.model or p.name, "provider": p.name, "usage": usage}
         if self._recorder is not None:
             self._recorder.record(req, {k: result[k] for k in ("text", "stop_reason", "model", "provider", "usage")})
+        result["max_tokens"] = sent["max_tokens"]  # the reply limit sent (after the caps)
         self._emit("llm_response", **fields, stop_reason=result["stop_reason"], usage=usage, attempts=attempts,
                    duration=round(time.monotonic() - start, 3), text=result["text"])
         return result
