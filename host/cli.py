@@ -341,7 +341,8 @@ def say(words, session_id, action):
     moss say -s k3v9qz2m "use pathlib"     a given session; it sees the message next turn
     moss say --pause                       control messages: --stop, --pause, --resume
     The message lands in the session's inbox (.moss/agent/inbox/ID.jsonl) and is acknowledged
-    by the agent at once; a session that is not running reads it when resumed."""
+    by the agent at once. A session that is not running is not told (exit 2, naming how it
+    ended): resume it with the message instead, moss @agent --resume ID "message"."""
     from . import inbox
     from .context import find_project_root
 
@@ -351,6 +352,7 @@ def say(words, session_id, action):
     if session_id is None and len(words) > (0 if action else 1) and _looks_like_id(words[0], root):
         session_id, words = words[0], words[1:]
     sid = session_id or inbox.latest_running(root)
+    inbox.require_running(root, sid)  # a session that ended would never read it
     if action:
         inbox.post(root, sid, source="say", action=action)
         click.echo(f"asked session {sid} to {action}", err=True)

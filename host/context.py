@@ -36,6 +36,7 @@ class Context:
     services: dict = field(default_factory=dict)  # lazily created per-run services (llm, ...)
     user_config: dict = field(default_factory=dict)  # the user's file alone (for permissions)
     session_id: str | None = None  # set by moss.session.bind; host events are logged there
+    interrupted: bool = False  # the run was interrupted (Ctrl-C, SIGINT from MCP's cancel)
     access: str = "read-only"  # tool access level, raised by policy via moss.access.set
     trust: Any = None  # host.trust.Trust: whether the project's .moss/ content is in use
     # Agent trees (host/api/agents.py): a child agent's context knows its parent, the tree it

@@ -8,8 +8,10 @@ process dies; the session reads the lines it has not seen yet. A line:
      "type": "user", "text": "..."}                       a message
     {"id": ..., "type": "control", "action": "pause"|"stop"|"resume", "source": ...}
 
-A running session also keeps `.moss/agent/running/<id>.json` ({pid, started, task}) while it
-runs, so `moss say` without an id can find the latest one that is still alive.
+A running session also keeps `.moss/agent/running/<id>.json` ({pid, pid_start, started,
+task}) while it runs, so `moss say` without an id can find the latest one that is still
+alive. A marker whose process is gone (or whose pid now belongs to a later process: pid_start
+differs) is stale, and removed wherever the running sessions are listed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from .storage import agent_dir, append_line, check_id, ensure_dir
 from .errors import MossError
-from .tools.procs import alive
+from .tools.procs import alive_since, start_time
 
 CONTROL_ACTIONS = ("pause", "stop", "resume")
 MAX_TEXT = 20_000
@@ -80,8 +82,8 @@ def read_from(root: Path, sid: str, offset: int = 0, path: Path | None = None) -
 def mark_running(root: Path, sid: str, task: str = "") -> None:
     p = running_path(root, sid)
     ensure_dir(p.parent)
-    p.write_text(json.dumps({"pid": os.getpid(), "started": round(time.time(), 3), "task": task[:200]}),
-                 encoding="utf-8")
+    p.write_text(json.dumps({"pid": os.getpid(), "pid_start": start_time(os.getpid()),
+                             "started": round(time.time(), 3), "task": task[:200]}), encoding="utf-8")
 
 
 def mark_stopped(root: Path, sid: str) -> None:
@@ -91,8 +93,9 @@ def mark_stopped(root: Path, sid: str) -> None:
         pass
 
 
-def running(root: Path) -> list[dict]:
-    """Sessions whose process is alive, newest first: {id, pid, started, task}."""
+def running(root: Path, mine: bool = False) -> list[dict]:
+    """Sessions whose process is alive, newest first: {id, pid, started, task}; the markers of
+    dead processes are removed. mine: only this process's sessions."""
     out = []
     d = agent_dir(root) / "running"
     for p in d.glob("*.json") if d.is_dir() else []:
@@ -100,10 +103,28 @@ def running(root: Path) -> list[dict]:
             info = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(info, dict) and alive(info.get("pid")):
+        if not isinstance(info, dict):
+            continue
+        if not alive_since(info.get("pid"), info.get("pid_start")):
+            mark_stopped(root, p.stem)  # stale: its process died without saying so
+        elif not mine or info.get("pid") == os.getpid():
             out.append({"id": p.stem, **info})
     out.sort(key=lambda r: -float(r.get("started") or 0))
     return out
+
+
+def require_running(root: Path, sid: str) -> None:
+    """Nothing when session `sid` is running now; else the error (exit 2) that names its
+    state: a message to a session that has ended would wait unread."""
+    if any(r["id"] == sid for r in running(root)):
+        return
+    from .api.session import list_checkpoints
+
+    rows = [r for r in list_checkpoints(root) if r["id"] == sid]
+    if not rows:
+        raise MossError(f"no session {sid} in this project (moss sessions list shows them)", kind="not_found")
+    raise MossError(f"session {sid} is not running: it ended ({rows[0].get('reason') or 'interrupted'}). "
+                    f"To go on with a message: moss @agent --resume {sid} \"...\"", kind="usage")
 
 
 def latest_running(root: Path) -> str:

@@ -231,6 +231,7 @@ def run_script(name: str, words: list[str]) -> int:
         tree = ctx.tree
         if tree is not None:  # children of an interrupted or finished root stop (resumable)
             tree.close(grace=2.0 if rt.cancelled else 5.0)
+        _settle_sessions(ctx)
         services = ctx.services
         for svc in list(services.values()):
             close = getattr(svc, "close", None)
@@ -254,7 +255,24 @@ def _ask_trust(state: trust_mod.Trust) -> trust_mod.Trust:
     return new
 
 
+def _settle_sessions(ctx) -> None:
+    """The sessions this process ran whose script could not close them (an interrupt trips
+    every further Lua instruction): their checkpoints say "interrupted" (when they had not
+    ended otherwise) and their running markers go, so no listing calls them running."""
+    from . import inbox
+    from .api.session import end_interrupted
+
+    try:
+        for row in inbox.running(ctx.root, mine=True):
+            if ctx.interrupted:
+                end_interrupted(ctx.root, row["id"])
+            inbox.mark_stopped(ctx.root, row["id"])
+    except (OSError, MossError):
+        pass  # the state of .moss/agent is for the next listing to settle
+
+
 def _interrupted(ctx) -> int:
+    ctx.interrupted = True
     msg = "interrupted"
     if ctx.session_id:
         ctx.log("session_end", {"reason": "interrupted"})

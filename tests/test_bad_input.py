@@ -261,7 +261,7 @@ def test_list_sessions_shows_the_good_and_names_the_corrupt(project):
     r = project.moss("@agent", "--list-sessions")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     rows = {ln.split("\t")[0]: ln.split("\t") for ln in r.stdout.splitlines()[1:]}
-    assert rows["good1"][3:6] == ["agent", "running", "what is this?"]
+    assert rows["good1"][3:6] == ["agent", "interrupted", "what is this?"]  # no process runs it
     assert rows["bad1"][3] == rows["bad2"][3] == "corrupt"
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 2 and all("delete it to start fresh" in e for e in errors)

@@ -66,3 +66,52 @@ def test_sigint_stops_code_no_hook_reaches(project, code):
     assert p.returncode == 130
     assert elapsed < 4.0
     assert "interrupted" in p.stderr.read()
+
+
+def test_ctrl_c_of_an_agent_leaves_a_true_state_and_the_session_resumes(project, api):
+    """Ctrl-C while the model thinks: exit 130; the checkpoint and the listing say
+    "interrupted" (not "running"), no running marker is left behind, `moss say` to the
+    session is refused naming that state, and --resume goes on to an answer."""
+    import json
+    import shutil
+    import subprocess
+
+    from conftest import FIXTURES
+    from fakeapi import slow
+
+    from moss.api.session import read_checkpoint
+
+    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=project.root, check=True)
+    api.push("$(view Cargo.toml)", slow("$(answer never seen)", delay=30))
+    p = project.popen("@agent", "--provider", "anthropic", "--v1", "-n", "What is this?", env=api.env())
+    try:
+        deadline = time.monotonic() + 30
+        while len(api.requests) < 2 and time.monotonic() < deadline:  # turn 2 waits for the model
+            time.sleep(0.05)
+        assert len(api.requests) == 2, p.stderr.read() if p.poll() is not None else "no second request"
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130
+    agent = project.root / ".moss" / "agent"
+    [ckpt] = agent.glob("session-*.json")
+    sid = ckpt.stem[len("session-"):]
+    saved = read_checkpoint(ckpt)
+    assert saved["reason"] == "interrupted" and saved["success"] is False and saved["turn"] == 1
+    assert not list((agent / "running").glob("*.json"))
+    listed = project.moss("sessions", "list")
+    assert [ln.split("\t")[4] for ln in listed.stdout.splitlines()[1:]] == ["interrupted"]
+    said = project.moss("say", "-s", sid, "hello")
+    assert said.returncode == 2 and "interrupted" in said.stderr
+
+    api.replies.clear()
+    api.push("$(answer A Rust crate.)")
+    r = project.moss("@agent", "--provider", "anthropic", "--resume", sid, "-n", "--output-format", "json",
+                     env=api.env())
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reason"] == "answered"
+    listed = project.moss("sessions", "list")
+    assert [ln.split("\t")[4] for ln in listed.stdout.splitlines()[1:]] == ["answered"]

@@ -235,11 +235,26 @@ def test_cancelling_run_agent_interrupts_the_agent_and_the_session_resumes(crate
                 await anyio.sleep(0.1)
             assert events[-1] == {**events[-1], "event": "session_end", "reason": "interrupted"}
             seen["stopped_after"] = time.monotonic() - seen["cancelled_at"]
+            # Its listing tells the truth once the agent has exited: interrupted, not running.
+            for _ in range(150):
+                listed = (await client.call_tool("list_sessions", {})).structured_content["sessions"]
+                row = next(r for r in listed if r["id"] == seen["sid"])
+                if not row["running"]:
+                    break
+                await anyio.sleep(0.1)
+            assert row["reason"] == "interrupted" and row["running"] is False
+            # ... and a message for it is refused, naming its state, rather than lost.
+            sent = await client.call_tool("send_message", {"session_id": seen["sid"], "text": "hello?"})
+            assert sent.is_error and "interrupted" in text(sent)
 
     anyio.run(main)
     sid = seen["sid"]
     checkpoint = read_checkpoint((crate.root / ".moss" / "agent" / f"session-{sid}.json"))  # base + journal
     assert checkpoint["turn"] == 1 and not checkpoint.get("done")
+    assert checkpoint["reason"] == "interrupted" and checkpoint["success"] is False
+    assert not list((crate.root / ".moss" / "agent" / "running").glob("*.json"))  # no stale marker
+    listed = crate.moss("sessions", "list")
+    assert listed.returncode == 0 and [ln.split("\t")[4] for ln in listed.stdout.splitlines()[1:]] == ["interrupted"]
     # `--resume` goes on from the checkpoint and answers.
     api.replies.clear()
     api.push(*([model] * 10))
@@ -261,11 +276,11 @@ def test_resume_and_send_message_through_mcp(crate, api):
             out = r.structured_content
             assert out["reason"] == "max_turns" and out["success"] is False
             sid = out["session_id"]
-            # A message for a session goes to its inbox, marked as coming from MCP.
+            # The session has ended: a message for it is refused, naming how it ended (it
+            # would never be read); resume_session takes one.
             sent = await client.call_tool("send_message", {"session_id": sid, "text": "look in src/llm.rs"})
-            assert not sent.is_error and sent.structured_content["session_id"] == sid
-            line = json.loads((crate.root / ".moss/agent/inbox" / f"{sid}.jsonl").read_text().splitlines()[-1])
-            assert line["source"] == "mcp" and line["text"] == "look in src/llm.rs"
+            assert sent.is_error and "max_turns" in text(sent) and "--resume" in text(sent)
+            assert not (crate.root / ".moss/agent/inbox" / f"{sid}.jsonl").exists()
             # Without an id, the latest running session; there is none: a clear error, not a crash.
             none = await client.call_tool("send_message", {"text": "hello"})
             assert none.is_error and "no moss session is running" in text(none)

@@ -290,3 +290,74 @@ def test_validator_detected_and_announced(app, api):
     r = app.moss("@agent", "--provider", "anthropic", "--v1", "-n", "--refactor", "--validate", "make check", "look",
                  env=api.env())
     assert "validation (--validate): validate (`make check`), on edit" in r.stderr
+
+
+# ------------------------------------------------------------------ the true state of a session
+
+def _session_file(project, sid, **fields):
+    d = project.root / ".moss" / "agent"
+    d.mkdir(parents=True, exist_ok=True)
+    state = {"id": sid, "task": "what is this?", "machine": "v1", "role": "explorer", "state": "agent",
+             "turn": 2, "max_turns": 15, "mem": {"items": []}, "messages": {}, "done": False, **fields}
+    (d / f"session-{sid}.json").write_text(json.dumps(state))
+
+
+def _marker(project, sid, pid, pid_start):
+    d = project.root / ".moss" / "agent" / "running"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{sid}.json").write_text(json.dumps({"pid": pid, "pid_start": pid_start, "started": time.time(),
+                                               "task": "what is this?"}))
+    return d / f"{sid}.json"
+
+
+def _reasons(project):
+    r = project.moss("sessions", "list")
+    return r, {ln.split("\t")[0]: ln.split("\t")[4] for ln in r.stdout.splitlines()[1:]}
+
+
+def test_running_markers_of_dead_or_reused_pids_are_cleaned_when_sessions_are_listed(project):
+    """A session is "running" only while the very process that marked it lives: a marker
+    whose pid is gone, or whose pid now belongs to a later process (another start time), is
+    stale; the listing calls its session interrupted and removes the marker."""
+    from moss.tools.procs import start_time
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        for sid in ("dead", "reused", "live"):
+            _session_file(project, sid)
+        dead = _marker(project, "dead", gone.pid, None)
+        reused = _marker(project, "reused", live.pid, "1")  # the pid lives, but it started later
+        alive = _marker(project, "live", live.pid, start_time(live.pid))
+        r, reasons = _reasons(project)
+        assert r.returncode == 0, r.stderr
+        assert reasons == {"dead": "interrupted", "reused": "interrupted", "live": "running"}
+        assert not dead.exists() and not reused.exists() and alive.exists()
+    finally:
+        live.kill()
+        live.wait()
+    r, reasons = _reasons(project)
+    assert reasons["live"] == "interrupted" and not alive.exists()
+
+
+def test_a_checkpoint_with_wrong_types_lists_as_corrupt_not_running(project):
+    _session_file(project, "good")
+    _session_file(project, "bad", reason=["answered"], turn="2")
+    r, reasons = _reasons(project)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert reasons["bad"] == "corrupt" and reasons["good"] == "interrupted"
+    assert "session-bad.json is not a usable checkpoint" in r.stderr and "reason is array, not a string" in r.stderr
+
+
+def test_say_to_a_session_that_has_ended_exits_2_and_names_its_state(crate, api):
+    api.push(*[Model("provider")] * 5)
+    r = crate.moss("@agent", "--provider", "anthropic", "--v2", "-n", "--output-format", "json",
+                   "How many variants does Provider have?", env=api.env())
+    sid = json.loads(r.stdout)["session_id"]
+    said = crate.moss("say", "-s", sid, "also count the structs")
+    assert said.returncode == 2 and "answered" in said.stderr and f"--resume {sid}" in said.stderr
+    assert not (crate.root / ".moss" / "agent" / "inbox" / f"{sid}.jsonl").exists()  # nothing waits unread
+    assert crate.moss("say", sid, "--stop").returncode == 2
+    unknown = crate.moss("say", "-s", "nosuch", "hello")
+    assert unknown.returncode == 2 and "no session nosuch" in unknown.stderr

@@ -93,7 +93,24 @@ def read_checkpoint(path: Path) -> dict:
         raise CorruptCheckpoint(path, f"a JSON {_json_kind(state)} where a checkpoint is an object")
     if not depth_ok(state):
         raise CorruptCheckpoint(path, f"nested more than {MAX_DEPTH} levels deep")
-    return _with_journal(path, state)
+    return _checked(path, _with_journal(path, state))
+
+
+# The fields a listing shows and reads its state from, with the type each has when present.
+# One of another type (a hand-edited file) makes the checkpoint unusable, not "running".
+LISTED_TYPES = {"id": str, "task": str, "state": str, "machine": str, "role": str, "reason": str, "turn": int,
+                "done": bool}
+_TYPE_NAMES = {str: "string", int: "integer", bool: "boolean"}
+
+
+def _checked(path: Path, state: dict) -> dict:
+    for key, want in LISTED_TYPES.items():
+        value = state.get(key)
+        if value is None or (isinstance(value, want) and not (want is int and isinstance(value, bool))):
+            continue
+        raise CorruptCheckpoint(path, f"{key} is {_json_kind(value)}, not {'an' if want is int else 'a'} "
+                                      f"{_TYPE_NAMES[want]}")  # the words of agent.lua's resume check
+    return state
 
 
 def _with_journal(path: Path, state: dict) -> dict:
@@ -180,8 +197,14 @@ def _json_kind(value) -> str:
 
 def list_checkpoints(root: Path) -> list[dict]:
     """Every checkpoint, oldest first. One that cannot be read is listed all the same,
-    with state and reason "corrupt" and `error` saying why and what to do."""
+    with state and reason "corrupt" and `error` saying why and what to do. A session that
+    has not ended and that no live process runs (its process was killed, or interrupted
+    before it could say so) is listed with reason "interrupted"; stale running markers are
+    removed on the way (host/inbox.py)."""
+    from .. import inbox
+
     out = []
+    live = None  # ids of the sessions a live process runs, asked once when needed
     for p in agent_dir(root).glob("session-*.json"):
         sid = p.stem[len("session-"):]
         try:
@@ -201,9 +224,31 @@ def list_checkpoints(root: Path) -> list[dict]:
             row.update(state="corrupt", reason="corrupt", error=e.message)
         else:
             row.update({k: v for k, v in scalars(data).items() if k not in row})
+            if not data.get("done") and not data.get("reason"):
+                if live is None:
+                    live = {r["id"] for r in inbox.running(root)}
+                if sid not in live:
+                    row["reason"] = "interrupted"
         out.append(row)
     out.sort(key=lambda d: d["mtime"])
     return out
+
+
+def end_interrupted(root: Path, sid: str) -> bool:
+    """Record in session `sid`'s checkpoint that it was interrupted (reason "interrupted",
+    success false), unless it ended otherwise; True when it was written. The host calls this
+    for the sessions its process ran when it is interrupted: the agent's Lua cannot run any
+    more by then."""
+    p = checkpoint_path(root, check_id(sid))
+    try:
+        state = read_checkpoint(p)
+    except (FileNotFoundError, MossError):
+        return False
+    if state.get("done") or state.get("reason"):
+        return False
+    state.update(reason="interrupted", success=False)
+    _write_base(p, sid, state, time.time())
+    return True
 
 
 def load_checkpoint(root: Path, sid: str | None) -> dict:

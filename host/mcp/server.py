@@ -102,6 +102,7 @@ def build(root: Path) -> MCPServer:
 
         try:
             sid = _check_id(session_id) if session_id else inbox.latest_running(root)
+            inbox.require_running(root, sid)  # an ended session would never read it: resume_session
             record = inbox.post(root, sid, text, source="mcp")
         except MossError as e:
             raise _fail(e) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 
 def start(plan, *, cwd: str, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -36,6 +37,28 @@ def alive(pid) -> bool:
     except (OSError, ValueError, TypeError):
         return False
     return True
+
+
+def start_time(pid) -> str | None:
+    """The kernel's start time of `pid` (/proc/PID/stat, field 22), to tell a live process
+    from a later one that reused its pid; None when there is no such process (or no /proc)."""
+    try:
+        data = Path(f"/proc/{int(pid)}/stat").read_text()
+        fields = data.rsplit(")", 1)[1].split()
+        return fields[19] if fields[0] != "Z" else None
+    except (OSError, IndexError, ValueError, TypeError):
+        return None
+
+
+def alive_since(pid, start: str | None) -> bool:
+    """Whether process `pid` runs and is the one that started at `start` (start_time(pid)
+    when it was recorded; None: any process with that pid)."""
+    if not pid or not alive(pid):
+        return False
+    now = start_time(pid)
+    if now is None:
+        return not Path("/proc").is_dir()  # no /proc: trust kill(0)
+    return start is None or now == str(start)
 
 
 def signal_group(pid: int | None, sig: int) -> None:

@@ -224,23 +224,8 @@ def parse_rule(spec: Any) -> Rule:
 
 # ---- processes -----------------------------------------------------------------------------
 
-def _proc_start(pid: int) -> str | None:
-    """The kernel's start time of `pid` (to tell a live process from a reused pid)."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_text()
-        fields = data.rsplit(")", 1)[1].split()
-        return fields[19] if fields[0] != "Z" else None
-    except (OSError, IndexError):
-        return None
-
-
-def _alive(pid: int | None, start: str | None) -> bool:
-    if not pid or not procs.alive(pid):
-        return False
-    now = _proc_start(pid)
-    if now is None:
-        return not Path("/proc").is_dir()  # no /proc: trust kill(0)
-    return start is None or now == start
+_proc_start = procs.start_time  # the kernel's start time of a pid (to tell a reused pid)
+_alive = procs.alive_since
 
 
 def _now() -> float:

@@ -136,6 +136,9 @@ function M.run(machine, S, env)
   end
   S.usage_prior = S.usage
   env.usage_start = moss.llm.usage()
+  -- running again: an unfinished session's last reason ("interrupted", written by the host
+  -- when its process was stopped) is history now
+  if not S.done then S.reason, S.success = nil, nil end
   if S.turn == 0 then
     log(S, "session_start", { session_id = S.id, root = moss.root, machine = S.machine, role = S.role })
     log(S, "task", { task = S.task, machine = S.machine, max_turns = S.max_turns, start = S.state, role = S.role })
