@@ -15,7 +15,9 @@ failed, and `--provider openai` with OPENAI_BASE_URL at it ran past the reply li
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import re
 import json
 import shutil
 import socket
@@ -45,13 +47,26 @@ def smollm2() -> Path:
 
 @pytest.fixture
 def llama_server(tmp_path):
+    with serve(tmp_path, 8192) as url:
+        yield url
+
+
+@pytest.fixture
+def small_llama_server(tmp_path):
+    """The issue's setup: a 2,048-token context."""
+    with serve(tmp_path, 2048) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve(tmp_path, n_ctx: int):
     model = smollm2()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = open(tmp_path / "llama-server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", "8192", "--model_alias", "smollm2"],
+                             "--port", str(port), "--n_ctx", str(n_ctx), "--model_alias", "smollm2"],
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -100,3 +115,21 @@ def test_blocks_and_the_reply_limit_with_openai_base_url(llama_server):
         {"role": "user", "content": [{"type": "text", "text": text, "cache": True}, {"type": "text", "text": "!"}]}]})
     assert r["usage"]["input_tokens"] > 100  # the blocks' text reached the model
     assert r["stop_reason"] == "max_tokens" and r["usage"]["output_tokens"] <= 5
+
+
+def test_the_bare_question_never_ends_answered_with_an_echoed_placeholder(project, small_llama_server):
+    """`moss @agent "what does this project do?"` with only a small model to talk to: the model
+    echoes its system prompt, whose `$(answer ...)` once ended the session `answered` with the
+    answer "...", exit 0. Whatever the model writes now, an answer copied from moss's prompt
+    is no answer: the session ends some other way (loop, max_turns), exit 1, or answers with
+    text of the model's own."""
+    shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
+    r = project.moss("@agent", "--provider", "llamacpp", "--base-url", small_llama_server, "-n",
+                     "--output-format", "json", "what does this project do?", timeout=1800)
+    result = json.loads(r.stdout)
+    print(f"\nreason {result['reason']}, exit {r.returncode}, turns {result['turns']}, "
+          f"answer {str(result.get('answer'))[:80]!r}")
+    assert (r.returncode == 0) == (result["success"] is True) == (result["reason"] == "answered")
+    if result["reason"] == "answered":
+        answer = result["answer"].strip()
+        assert not re.fullmatch(r"[\s.…]*|[A-Z][A-Z ]*|<[^>]*>", answer), answer  # a placeholder

@@ -97,7 +97,8 @@ def build(root: Path) -> MCPServer:
     @mcp.tool()
     async def send_message(text: str, session_id: str | None = None) -> dict[str, Any]:
         """Say something to a running session (the latest running one without session_id);
-        the agent reads it at its next turn. Returns {session_id, message_id}."""
+        the agent reads it at its next turn. Returns {session_id, message_id}. A session that
+        is not running is an error naming how it ended: resume_session takes a message."""
         from .. import inbox
 
         try:

@@ -125,6 +125,7 @@ function moss.ui.live_stop() end
 ---@field model string
 ---@field provider string
 ---@field usage moss.Usage
+---@field max_tokens integer    # the reply limit sent, after the caps of docs/llm.md (window, max_output_tokens)
 
 ---@class moss.ChatRequest
 ---@field messages? {role: "user"|"assistant", content: string}[]
@@ -157,7 +158,8 @@ function moss.llm.budget() end
 --- OpenAI-compatible server found running (Ollama, llama.cpp, LM Studio, vLLM) is chosen and
 --- stderr says which. Raises kind "config" (saying what was tried) when there is none, so a
 --- script can fail before its first turn.
---- context_window: [llm] context_window, else the known window of the model (tokens), else nil.
+--- context_window: [llm] context_window, else what a local server says it holds (asked once
+--- per session), else the known window of the model (tokens), else nil.
 ---@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?, context_window: integer?}
 function moss.llm.provider() end
 
