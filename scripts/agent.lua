@@ -219,7 +219,7 @@ local function reopen(S, machine, max_turns, answered_by_user)
   S.done, S.reason, S.success = false, nil, nil
   S.blocked = nil
   if S.safety then S.safety.failures, S.safety.rolled_back = 0, false end
-  S.stale, S.repeats = 0, moss.dict()
+  S.stale, S.repeats, S.echoes = 0, moss.dict(), nil
   if S.turn >= S.max_turns then S.max_turns = S.turn + (max_turns or machine.max_turns or 15) end
   if S.answer then
     -- a follow-up to an answered session: it goes on from the state that concluded

@@ -325,8 +325,9 @@ def test_running_markers_of_dead_or_reused_pids_are_cleaned_when_sessions_are_li
     gone.wait()
     live = subprocess.Popen(["sleep", "60"])
     try:
-        for sid in ("dead", "reused", "live"):
+        for sid in ("dead", "reused"):
             _session_file(project, sid)
+        _session_file(project, "live", reason="interrupted")  # resumed: running again
         dead = _marker(project, "dead", gone.pid, None)
         reused = _marker(project, "reused", live.pid, "1")  # the pid lives, but it started later
         alive = _marker(project, "live", live.pid, start_time(live.pid))

@@ -224,10 +224,12 @@ def list_checkpoints(root: Path) -> list[dict]:
             row.update(state="corrupt", reason="corrupt", error=e.message)
         else:
             row.update({k: v for k, v in scalars(data).items() if k not in row})
-            if not data.get("done") and not data.get("reason"):
+            if not data.get("done"):
                 if live is None:
                     live = {r["id"] for r in inbox.running(root)}
-                if sid not in live:
+                if sid in live:
+                    row["reason"] = None  # running again (a resume), whatever it last ended with
+                elif not data.get("reason"):
                     row["reason"] = "interrupted"
         out.append(row)
     out.sort(key=lambda d: d["mtime"])

@@ -168,7 +168,7 @@ class LLM:
     def _capped(self, p: Provider, req: dict) -> tuple[dict, int | None]:
         """The request with its reply limit capped: at most [llm] max_output_tokens (a local
         server: LOCAL_MAX_OUTPUT unless that is set), and what the window leaves beside the
-        prompt (estimated cautiously). Returns (request, window or None)."""
+        prompt (window.prompt_tokens). Returns (request, window or None)."""
         limit = req["max_tokens"]
         local = p.local or window_mod.is_loopback(p.base_url)
         cap = self.max_output_tokens or (window_mod.LOCAL_MAX_OUTPUT if local else None)
