@@ -162,7 +162,7 @@ def test_lock_from_lua_covers_a_directory_but_not_a_sibling(project):
     project.write("lib/b.py", "y = 1\n")
     project.script("dirs", """
         moss.session.bind("dirs0001")
-        local l = assert(moss.lock("src/"))
+        local l = assert(moss.lock("src/", { timeout = 1 }))
         print(#moss.locks.list())
         l:release()
         print(#moss.locks.list(), l:release())
