@@ -1,0 +1,66 @@
+"""Hostile input costs bounded work: each attack of issue 22's "bounded work" list, reproduced
+through the real CLI, and shown to fail safe.
+
+A model (through the fake API server, tests/fakeapi.py) writes 50,000 commands in one reply or
+a reply of megabytes; a repository holds a file whose name has a newline in it; a config or a
+model names a catastrophic alert regex; many sandboxed commands leave background jobs behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fakeapi import last_user_text
+
+
+def run_agent(project, api, replies, *args, timeout=120):
+    api.push(*replies)
+    return project.moss("@agent", "--provider", "anthropic", "-n", "--output-format", "json", *args,
+                        "What does this project do?", env=api.env(), timeout=timeout)
+
+
+def events(project, sid):
+    path = project.root / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def allow_long_replies(project):
+    """The fake server counts as a local one (1,024-token replies): let a whole flood arrive."""
+    project.write(".moss/config.toml", "[agent]\nmax_tokens = 10000000\n[llm]\nmax_output_tokens = 10000000\ncontext_window = 20000000\n")
+
+
+# ---- one reply, many commands ----------------------------------------------------------------
+
+def test_a_reply_of_50000_commands_runs_only_the_cap_and_says_so(project, api):
+    project.write("README.md", "a project\n")
+    allow_long_replies(project)
+    flood = " ".join(f"$(view missing{i}.txt)" for i in range(50_000))  # one line, as a model may send it
+    r = run_agent(project, api, [flood, "$(answer a project)"], "--v1", timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout)
+    log = events(project, result["session_id"])
+    ran = [e for e in log if e["event"] == "command"]
+    assert len(ran) == 50  # the default cap
+    assert [(e["kept"], e["dropped"]) for e in log if e["event"] == "commands_dropped"] == [(50, 49_950)]
+    told = last_user_text(api.requests[1].body)
+    assert "49950" in told.replace(",", "")  # the model hears how many of its commands did not run
+
+
+def test_the_cap_is_configurable_and_a_bad_value_is_a_config_error(project, api):
+    project.write(".moss/config.toml", "[agent]\nmax_commands_per_reply = 3\n")
+    r = run_agent(project, api, [" ".join(f"$(view f{i}.txt)" for i in range(10)), "$(answer ok)"], "--v1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = events(project, json.loads(r.stdout)["session_id"])
+    assert len([e for e in log if e["event"] == "command"]) == 3
+
+    project.write(".moss/config.toml", "[agent]\nmax_commands_per_reply = \"many\"\n")
+    r = run_agent(project, api, ["$(answer ok)"], "--v1")
+    assert r.returncode == 2
+    assert "[agent] max_commands_per_reply must be a whole number above 0" in r.stderr
+    assert "Traceback" not in r.stderr
