@@ -64,3 +64,17 @@ def test_the_cap_is_configurable_and_a_bad_value_is_a_config_error(project, api)
     assert r.returncode == 2
     assert "[agent] max_commands_per_reply must be a whole number above 0" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# ---- the session log -------------------------------------------------------------------------
+
+def test_a_large_reply_is_logged_once(project, api):
+    allow_long_replies(project)
+    reply = "The project, described at length. " * 60_000 + "$(answer a project)"  # about 2 MB
+    r = run_agent(project, api, [reply], "--v1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    sid = json.loads(r.stdout)["session_id"]
+    log = project.root / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
+    assert log.stat().st_size < 1.2 * len(reply)  # was twice the reply: once per LLM event, once per turn
+    assert [e["text"] for e in events(project, sid) if e["event"] == "response"] == [reply]
+    assert [e["chars"] for e in events(project, sid) if e["event"] == "llm_response"] == [len(reply)]
