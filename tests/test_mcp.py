@@ -312,6 +312,9 @@ def test_errors_come_back_as_error_results_and_paths_stay_inside_the_project(cra
             await err("text_search", {"pattern": "TOP SECRET", "only": [str(tmp_path) + "/*"]}, "stay inside")
             await err("text_search", {"pattern": "("}, "regex")
             await err("run_agent", {"task": "  "}, "needs a task")
+            # 200 KB does not fit on a command line: the error says so and names the limit
+            await err("run_agent", {"task": "Summarise this log:\n" + "x" * 200_000}, "bytes; at most 100,000")
+            await err("resume_session", {"message": "y" * 200_000}, "bytes; at most 100,000")
             await err("show_session", {"session_id": "../../etc"}, "bad session id")
             await err("show_session", {"session_id": "nosuch"}, "nosuch")
             await err("resume_session", {"session_id": "nosuch"}, "nosuch")
