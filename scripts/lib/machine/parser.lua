@@ -21,8 +21,9 @@ local function closing_quote(text, j, q)
   return nil
 end
 
--- `after` of a command: the rest of its line, made only when asked for. Made for every
--- command, it would copy the rest of a long one-line reply once per command (quadratic).
+-- `after` of a command: the rest of its line, made when the field is first read (so pairs()
+-- and moss.json.encode do not see it before). Made for every command, it would copy the rest
+-- of a long one-line reply once per command: quadratic in time and memory.
 local reply_of = setmetatable({}, { __mode = "k" }) -- command -> the text it was found in
 local lazy_after = {
   __index = function(c, k)
