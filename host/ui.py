@@ -63,7 +63,7 @@ def escape(text: str) -> str:
 # escape sequence (titles, clearing the screen, moving the cursor, OSC 52 clipboard
 # writes), and \x9b is a one-byte CSI on some terminals. Lone surrogates cannot be
 # written to a UTF-8 stream at all. The bidi controls (U+202E RIGHT-TO-LEFT OVERRIDE and
-# kin) reorder what a terminal shows, so `rm -rf /‮txt.exe` would read otherwise.
+# kin) reorder what a terminal shows: a name ending in U+202E then `txt.exe` reads `exe.txt`.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -96,10 +96,10 @@ def visible_name(name: str) -> str:
 
 
 def _name_escape(m: re.Match) -> str:
-    ch = m.group()
-    if "\ud800" <= ch <= "\udfff":
-        return f"\\x{ord(ch) - 0xdc00:02x}"  # a byte that is not UTF-8 (surrogateescape)
-    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+    o = ord(m.group())
+    if 0xDC80 <= o <= 0xDCFF:
+        return f"\\x{o - 0xDC00:02x}"  # a byte that is not UTF-8 (decoded with surrogateescape)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
 
 # -- the live status line ----------------------------------------------------------------

@@ -2,20 +2,17 @@
 through the real CLI, and shown to fail safe.
 
 A model (through the fake API server, tests/fakeapi.py) writes 50,000 commands in one reply or
-a reply of megabytes; a repository holds a file whose name has a newline in it; a config or a
-model names a catastrophic alert regex; many sandboxed commands leave background jobs behind.
+a reply of megabytes; a repository holds a file whose name has a newline in it; many sandboxed
+commands leave background jobs behind. (A catastrophic alert regex: tests/test_wild.py; hostile
+MCP results and oversized tasks: tests/test_mcp.py; bidi on the terminal: test_status_line.py.)
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-import pytest
 from fakeapi import last_user_text
 
 

@@ -115,7 +115,7 @@ class Rule:
             metric = spec["metric"]
             self.metric = metric
             # RE2 has no lookaround: the name must not follow a word character, and the
-            # number must not run on into one (checked in _values)
+            # number must not run on into one (checked in check)
             self.regex = saferegex.compile(
                 r"(?:^|\W)" + saferegex.escape(metric) + r"""["']?\s*[=:]?\s*["']?(""" + NUMBER + r")",
                 ignore_case=True, what=f"alert rule {key!r}: metric")
