@@ -26,12 +26,13 @@ _SHAPES = re.compile(
     )""",
     re.X,
 )
-# `Authorization: Bearer x`, `api_key = "x"`, `PASSWORD=x`: keep the name, hide the value. The
-# pattern starts at the keyword itself (no open-ended prefix to backtrack over), so it stays
-# linear on long outputs.
+# `Authorization: Bearer x`, `api_key = "x"`, `PASSWORD=x`, `aws_secret_access_key: x`: keep the
+# name, hide the value. The pattern starts at the keyword itself (no open-ended prefix to
+# backtrack over) and takes the rest of the name (`_access_key`: at most 6 parts, possessively),
+# so it stays linear on long outputs.
 _ASSIGNED = re.compile(
-    r"""(?P<name>(?:api[_-]?key|token|secret|password|passwd|authorization)(?![a-z])["']?\s*[:=]\s*
-            (?:bearer\s+)?["']?|bearer\s+)(?P<value>[^\s"',;]{8,})""",
+    r"""(?P<name>(?:api[_-]?key|token|secret|password|passwd|authorization)(?![a-z])(?:[_-][a-z0-9]{1,24}){0,6}+
+            ["']?\s*[:=]\s*(?:bearer\s+)?["']?|bearer\s+)(?P<value>[^\s"',;]{8,})""",
     re.X | re.I,
 )
 

@@ -62,8 +62,9 @@ def escape(text: str) -> str:
 # C0 controls but tab and newline, DEL and the C1 controls: ESC starts every terminal
 # escape sequence (titles, clearing the screen, moving the cursor, OSC 52 clipboard
 # writes), and \x9b is a one-byte CSI on some terminals. Lone surrogates cannot be
-# written to a UTF-8 stream at all.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# written to a UTF-8 stream at all. The bidi controls (U+202E RIGHT-TO-LEFT OVERRIDE and
+# kin) reorder what a terminal shows: a name ending in U+202E then `txt.exe` reads `exe.txt`.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _visible(m: re.Match) -> str:
@@ -72,15 +73,33 @@ def _visible(m: re.Match) -> str:
         return ""  # \r\n is a line end; a lone \r would let later text overwrite earlier
     if "\ud800" <= ch <= "\udfff":
         return "\ufffd"
-    return f"\\x{ord(ch):02x}"
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
 
 def sanitize(text: str) -> str:
-    """`text` (a model's, or a file's) made safe for a terminal: every control character
-    except tab and newline is shown as a visible `\\xNN` escape, so no text can drive the
-    terminal (set its title, clear it, hide what came before). Logs, JSON and stream-json
-    output keep the raw text; only what is shown to a person passes through here."""
+    """`text` (a model's, a file's, an MCP server's) made safe for a terminal and a prompt:
+    every control character except tab and newline is shown as a visible `\\xNN` escape and
+    every bidi control as `\\uXXXX`, so no text can drive the terminal (set its title, clear
+    it, hide what came before) or reorder what it shows. Logs, JSON and stream-json output
+    keep the model's raw text; what is shown to a person passes through here."""
     return _UNSAFE.sub(_visible, text) if _UNSAFE.search(text) else text
+
+
+_NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+
+
+def visible_name(name: str) -> str:
+    """A file name as one safe line: control characters, newlines and tabs included, and
+    bidi, zero-width and line-separator characters as `\\xNN` / `\\uXXXX`, so a file
+    named with a newline cannot pass for two lines of a listing."""
+    return _NAME_UNSAFE.sub(_name_escape, name) if _NAME_UNSAFE.search(name) else name
+
+
+def _name_escape(m: re.Match) -> str:
+    o = ord(m.group())
+    if 0xDC80 <= o <= 0xDCFF:
+        return f"\\x{o - 0xDC00:02x}"  # a byte that is not UTF-8 (decoded with surrogateescape)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
 
 # -- the live status line ----------------------------------------------------------------

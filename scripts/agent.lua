@@ -54,7 +54,7 @@ Exit status: 0 answered, 1 no answer (turn limit, loop, cycle limit, budget, err
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
 .moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,
 role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on,
-compact_at, spawn; [llm] context_window. While it works, type to it, or: moss say "...".]]
+compact_at, spawn, max_commands_per_reply; [llm] context_window. While it works, type to it, or: moss say "...".]]
 end
 
 local function copy(t)
@@ -180,6 +180,7 @@ local function run_stage(o)
     out = o.out,
     interactive = o.interactive,
     loop_limit = o.cfg.loop_limit,
+    max_commands = o.cfg.max_commands_per_reply,
     max_tokens = o.cfg.max_tokens,
     auto_approve = o.auto_approve,
     spawn = o.spawn,
@@ -259,7 +260,7 @@ local CONFIG = {
   machine = "string", role = "string", dispatch = "string", output_format = "string",
   max_turns = "count", max_retries = "natural", loop_limit = "count", max_tokens = "count",
   recall_limit = "natural", plan = "boolean", recall = "boolean", spawn = "boolean",
-  scout = "boolean", fan_out = "natural", max_children = "count",
+  scout = "boolean", fan_out = "natural", max_children = "count", max_commands_per_reply = "count",
   pipeline = "strings", validate = "strings", validate_commands = "commands",
   auto_approve = { "low", "medium", "high" }, validate_on = { "edit", "done", "turn", "never" },
 }

@@ -189,6 +189,7 @@ def lua(tmp_path_factory):
     proj.script("libcases", HARNESS)
     proj.write(".moss/scripts/tcase/mem.lua", MEM_HELPER)
     proj.write(".moss/scripts/tcase/cli.lua", CLI_HELPER)
+    proj.write(".moss/scripts/tcase/parse.lua", PARSE_HELPER)
     proj.write("cases.json", json.dumps(CASES))
     r = proj.moss("@libcases")
     assert r.returncode == 0, r.stderr
@@ -282,16 +283,25 @@ def test_parse_raw_and_line_numbers(lua):
     assert first(lua, "parse/padding_trimmed")[0]["raw"] == "$(  view   a b  )"
 
 
-case("parse/done_after", P, "parse", "I checked llm.rs.\n$(done ANSWER) the answer is 13\nThanks!")
-case("parse/done_inline", P, "parse", "$(done 13)")
+# `after` is worked out when a command's field is read (see parser.lua), so read it in Lua
+PARSE_HELPER = r'''
+local parser = require("lib.machine.parser")
+return { afters = function(text)
+  local out = {}
+  for i, c in ipairs(parser.parse(text)) do out[i] = { c.name, c.args, c.line, c.after } end
+  return out
+end }
+'''
+
+case("parse/done_after", "tcase.parse", "afters", "I checked llm.rs.\n$(done ANSWER) the answer is 13\nThanks!")
+case("parse/done_inline", "tcase.parse", "afters", "$(done 13)")
+case("parse/afters_on_one_line", "tcase.parse", "afters", "$(view a) and $(view b) end\nnext")
 
 
 def test_parse_done_after_takes_rest_of_line(lua):
-    (done,) = first(lua, "parse/done_after")
-    assert (done["name"], done["args"], done["line"]) == ("done", "ANSWER", 2)
-    assert done["after"] == " the answer is 13"  # the rest of that line only, not "Thanks!"
-    (inline,) = first(lua, "parse/done_inline")
-    assert (inline["args"], inline["after"]) == ("13", "")
+    assert first(lua, "parse/done_after") == [["done", "ANSWER", 2, " the answer is 13"]]  # not "Thanks!"
+    assert first(lua, "parse/done_inline") == [["done", "13", 1, ""]]
+    assert first(lua, "parse/afters_on_one_line") == [["view", "a", 1, " and $(view b) end"], ["view", "b", 1, " end"]]
 
 
 # parser.words: shell-like splitting that keeps regex backslashes

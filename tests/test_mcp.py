@@ -312,6 +312,9 @@ def test_errors_come_back_as_error_results_and_paths_stay_inside_the_project(cra
             await err("text_search", {"pattern": "TOP SECRET", "only": [str(tmp_path) + "/*"]}, "stay inside")
             await err("text_search", {"pattern": "("}, "regex")
             await err("run_agent", {"task": "  "}, "needs a task")
+            # 200 KB does not fit on a command line: the error says so and names the limit
+            await err("run_agent", {"task": "Summarise this log:\n" + "x" * 200_000}, "bytes; at most 100,000")
+            await err("resume_session", {"message": "y" * 200_000}, "bytes; at most 100,000")
             await err("show_session", {"session_id": "../../etc"}, "bad session id")
             await err("show_session", {"session_id": "nosuch"}, "nosuch")
             await err("resume_session", {"session_id": "nosuch"}, "nosuch")
@@ -545,6 +548,24 @@ def test_hostile_server_is_capped_sanitised_and_timed_out(project):
     assert int(huge[1]) <= 20000 and huge[2] == "1000000" and huge[3] == "HEAD" and huge[4] == "TAIL"
     assert "slow\ttrue\ttrue\ttrue" in out
     assert "after\t3" in out  # the same server goes on serving after a timed-out call
+
+
+def test_a_hostile_result_reaches_the_model_and_the_terminal_without_escapes_or_bidi(crate, api):
+    user_server(crate, env={"MCP_TEST_HOSTILE": "1"})
+    seen = []
+
+    def model(body):
+        seen.append(last_user_text(body))
+        return "$(answer seen)" if len(seen) > 1 else "$(mcp t ansi {})"
+
+    api.push(*([model] * 4))
+    r = crate.moss("@agent", "--v1", "-n", "--output-format", "stream-json", "what does ansi say?", env=api.env())
+    assert r.returncode == 0, r.stderr
+    [cmd] = [json.loads(x) for x in r.stdout.splitlines() if json.loads(x)["type"] == "command"]
+    for shown in (cmd["output"], seen[1], r.stderr):
+        assert not any(c in shown for c in "\x1b\x07\x9b\u202e\u202c"), repr(shown)
+    # what the server sent is still there to read, as visible escapes
+    assert "result \\x1b]0;pwned\\x07\\x1b[2J\\x9b31m \\u202eexe.txt\\u202c done" in cmd["output"]
 
 
 def test_agent_session_uses_an_mcp_tool(crate, api):

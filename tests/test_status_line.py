@@ -125,3 +125,12 @@ def test_json_output_on_a_terminal_has_no_status_line(project, api):
     result = json.loads(out)  # stdout is exactly one JSON object
     assert result["answer"] == "forty-two"
     assert not SPINNER & set(plain(tty)) and "moss sessions show" not in tty
+
+
+def test_bidi_overrides_and_escapes_from_the_model_reach_the_terminal_only_as_visible_escapes(project, api):
+    # U+202E would show `txt.exe` as `exe.txt`; OSC 0 would retitle the terminal
+    api.push(slow("Saved to \u202etxt.exe\u202c.\x1b]0;pwned\x07\n$(answer saved)", delay=1.2))
+    code, out, tty = run_on_pty(project, api, "@agent", "--provider", "anthropic", "where is it?")
+    assert code == 0, tty
+    assert "\u202e" not in tty and "\u202c" not in tty and "\x1b]0;pwned" not in tty, repr(tty)
+    assert "  │ Saved to \\u202etxt.exe\\u202c.\\x1b]0;pwned\\x07" in plain(tty)  # the gutter shows what was sent

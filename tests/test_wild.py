@@ -295,6 +295,7 @@ def test_runs_need_write_access_and_valid_rules(lab):
         print(try(moss.runs.start, { cmd = "true" }))
         moss.access.set("full")
         print(try(moss.runs.start, { cmd = "true", alerts = { "loss ~ 3" } }))
+        print(try(moss.runs.start, { cmd = "true", alerts = { "/(?<=loss )nan/" } }))
         print(try(moss.runs.start, { cmd = "true", workdir = "../.." }))
         print(try(moss.runs.start, { cmd = "true", colour = "red" }))
         print(try(moss.runs.stop, "nosuchrun"))
@@ -304,9 +305,11 @@ def test_runs_need_write_access_and_valid_rules(lab):
     assert lines[0].startswith("denied: ") and "needs edit or full" in lines[0]
     assert lines[1].startswith("denied: ")
     assert lines[2].startswith("usage: ") and "alert rule" in lines[2]
-    assert lines[3].startswith("denied: ")
-    assert lines[4].startswith("usage: ") and "unknown field(s) colour" in lines[4]
-    assert lines[5].startswith("not_found: ")
+    # lookbehind is not linear: RE2 refuses it, and the error says what and why in one line
+    assert lines[3].startswith("usage: ") and "bad regex '(?<=loss )nan'" in lines[3] and "lookaround" in lines[3]
+    assert lines[4].startswith("denied: ")
+    assert lines[5].startswith("usage: ") and "unknown field(s) colour" in lines[5]
+    assert lines[6].startswith("not_found: ")
 
 
 def test_attached_runs_stop_when_moss_exits_detached_ones_are_adopted(lab):
@@ -380,6 +383,24 @@ def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
     assert "$(view" in system_text(api.requests[0].body)
     # the runs really ran the commands (with the project writable) and wrote their files
     assert (lab.root / "out-0.001.txt").exists() and (lab.root / "out-0.1.txt").exists()
+
+
+def test_catastrophic_alert_regexes_from_config_and_the_model_end_promptly(lab, api):
+    # /(a+)+$/ against 50 a's and a b backtracks 2^50 times on Python's re: the host's
+    # monitor thread would hold a core for ever and the loop would never see the run end.
+    # On RE2 each line costs time linear in its length; the rule still matches what it should.
+    lab.write("evil.py", "print('a' * 50 + 'b', flush=True)\nprint('x' * 40 + 'y', flush=True)\n"
+                         "print('aaaa', flush=True)\n")
+    lab.write(".moss/config.toml", '[agent.wild]\nalerts = ["/(x+x+)+z/"]\n')
+    model = WildModel(lab, [sweep_tag({"lr": 0.001}, base="python3 evil.py", alerts=["/(a+)+$/"])],
+                      choice="continue")
+    r = wild(lab, api, "--output-format", "json", "try the evil script", model=model, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (rec,) = model.at_analysis[0]
+    assert rec["status"] == "finished"
+    # the model's rule fired on "aaaa" (and only there), the config's on nothing
+    assert [(a["message"].split(" (run")[0], a.get("line")) for a in rec["alerts"]] == [
+        ("log line matches /(a+)+$/", "aaaa")]
 
 
 def test_an_alert_left_pending_is_shown_again_before_the_analysis(lab, api):

@@ -226,8 +226,10 @@ class LLM:
         if self._recorder is not None:
             self._recorder.record(req, {k: result[k] for k in ("text", "stop_reason", "model", "provider", "usage")})
         result["max_tokens"] = sent["max_tokens"]  # the reply limit sent (after the caps)
+        # the reply's length, not its text: the caller logs the text once (the runner's
+        # `response`), so a session log holds each reply one time, not twice
         self._emit("llm_response", **fields, stop_reason=result["stop_reason"], usage=usage, attempts=attempts,
-                   duration=round(time.monotonic() - start, 3), text=result["text"])
+                   duration=round(time.monotonic() - start, 3), chars=len(result["text"]))
         return result
 
     # -- internals ---------------------------------------------------------------------

@@ -16,7 +16,8 @@ call it; `close()` (run at exit through ctx.services) stops every server. A stdi
 a scrubbed environment (host/tools/sandbox.command_env) plus its own `env`, and its stderr
 goes to `.moss/agent/mcp/NAME.log`. What a server sends is untrusted: tool names that are not
 plain identifiers are left out, descriptions and schemas are sanitised and capped, results are
-capped like every tool output, and every call has a deadline.
+sanitised like the model's text (ui.sanitize) and capped like every tool output, and every
+call has a deadline.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 from ..errors import MossError
 from ..tools.caps import cap
+from ..ui import sanitize
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,127}$")
@@ -319,10 +321,11 @@ class Servers:
                                 f"cancelled; set timeout = N under [mcp.servers.{name}])",
                         "is_error": True, "timed_out": True, "chars": 0}
             raise MossError(f"MCP {name}/{tool} failed: {_reason(e)}", kind="config") from None
-        text = _content_text(result)
+        raw = _content_text(result)
+        text = sanitize(raw)  # like the model's text: no escape or bidi control reaches a prompt or a terminal
         out = {"text": cap(text, max_chars) if max_chars else text, "is_error": bool(result.is_error),
-               "chars": len(text)}
-        self.ctx.log("mcp_call", {"server": name, "tool": tool, "ok": not result.is_error, "chars": len(text),
+               "chars": len(raw)}
+        self.ctx.log("mcp_call", {"server": name, "tool": tool, "ok": not result.is_error, "chars": len(raw),
                                   "seconds": round(time.monotonic() - started, 3)})
         return out
 

@@ -31,6 +31,8 @@ from ..errors import MossError
 
 MAX_TEXT = 20_000          # a view or search result, as the agent sees it
 STDERR_TAIL = 4_000        # how much of a failed child's stderr an error result quotes
+MAX_TASK_BYTES = 100_000   # a task or message travels as one argument of the agent's command line,
+                           # which Linux caps at 128 KiB (MAX_ARG_STRLEN)
 INTERRUPT_GRACE = 15.0     # seconds a child gets after SIGINT to save and exit
 _children: set[subprocess.Popen] = set()  # running agents, stopped with the server
 
@@ -65,6 +67,7 @@ def build(root: Path) -> MCPServer:
         call interrupts the agent; its session keeps its checkpoint (resume_session)."""
         if not task or not task.strip():
             raise ToolError("run_agent needs a task")
+        _fits("run_agent", "task", task)
         args = ["--output-format", "stream-json", "-n"]
         if role:
             args.append(f"--role={role}")
@@ -91,6 +94,7 @@ def build(root: Path) -> MCPServer:
         if max_turns is not None:
             args.append(f"--max-turns={int(max_turns)}")
         if message:
+            _fits("resume_session", "message", message)
             args += ["--", message]
         return await _run_child(root, args, ctx, max_turns)
 
@@ -171,6 +175,15 @@ def build(root: Path) -> MCPServer:
             raise _fail(e) from None
 
     return mcp
+
+
+def _fits(tool: str, field: str, text: str) -> None:
+    """A ToolError naming the limit for text too long to pass to the agent (else the OS refuses
+    to start it, and the client would learn nothing of why)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_TASK_BYTES:
+        raise ToolError(f"{tool}: the {field} is {size:,} bytes; at most {MAX_TASK_BYTES:,} fit on the agent's "
+                        f"command line. Put the long part in a file in the project and name that file in the {field}")
 
 
 def _check_id(sid: str) -> str:

@@ -8,7 +8,9 @@ included.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 
@@ -62,10 +64,65 @@ def alive_since(pid, start: str | None) -> bool:
 
 
 def signal_group(pid: int | None, sig: int) -> None:
-    """Send `sig` to the process group led by `pid`; a group already gone is not an error."""
+    """Send `sig` to the process group led by `pid`; a group already gone is not an error.
+
+    A sandbox is stopped from inside first: its pid 1 (in a session of its own, out of the
+    group's reach, and deaf to SIGTERM as a namespace's init) gets SIGKILL, which ends
+    everything in the sandbox, and bwrap reaps it and exits. Killed before that, bwrap would
+    leave the sandbox's pid 1 to the host's pid 1 (an orphan, a zombie in a container)."""
     if not pid:
+        return
+    inits = sandbox_inits(pid)
+    for init in inits:
+        try:
+            os.kill(init, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    if inits and _ends_within(pid, BWRAP_EXIT_WAIT):
         return
     try:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+BWRAP_EXIT_WAIT = 1.0  # seconds bwrap gets to reap its sandbox and exit by itself
+
+
+def sandbox_inits(pid: int) -> list[int]:
+    """The pid 1 of each bubblewrap sandbox `pid` runs: `pid` is bwrap, or the shell that
+    waits for a detached run's bwrap."""
+    found = []
+    for p in [pid, *_children(pid)]:
+        if _comm(p) == "bwrap":
+            found += _children(p)
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{int(pid)}/task"):
+            with open(f"/proc/{int(pid)}/task/{task}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        pass  # gone, or a kernel without /proc/PID/task/TID/children
+    return out
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{int(pid)}/comm") as f:
+            return f.read().strip()
+    except (OSError, ValueError):
+        return ""
+
+
+def _ends_within(pid: int, seconds: float) -> bool:
+    """Whether `pid` exits (or is a zombie, waiting for its parent) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while start_time(pid) is not None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True

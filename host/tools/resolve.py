@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from moss.errors import MossError
+from moss.ui import visible_name
 
 _RG_CACHE: list[str] = []
 
@@ -48,11 +49,12 @@ def list_files(root: Path, sub: str = ".") -> list[str]:
     """Files under `root/sub` that are not ignored, as root-relative posix paths."""
     root = Path(root)
     proc = subprocess.run(
-        [rg_binary(), "--files", *RG_WALK_FLAGS, "--", sub],
+        [rg_binary(), "--files", "--null", *RG_WALK_FLAGS, "--", sub],
         cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
     )
     out = []
-    for raw in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+    # NUL-separated: a name may hold a newline (or \r, \x0c, U+2028 that splitlines cuts at)
+    for raw in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
         if raw.startswith("./"):
             raw = raw[2:]
         if raw:
@@ -125,7 +127,7 @@ def _all_paths(files: list[str]) -> dict[str, bool]:
 
 
 def _describe(cands: list[tuple[str, bool]]) -> str:
-    return "\n".join(f"  {p} ({'directory' if d else 'file'})" for p, d in cands)
+    return "\n".join(f"  {visible_name(p)} ({'directory' if d else 'file'})" for p, d in cands)
 
 
 def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,

@@ -49,7 +49,7 @@ from typing import Any, Callable
 from moss.errors import MossError
 from moss.tools.atomic import write_atomic
 from moss.tools.confine import confine
-from moss.tools import gitguard, procs
+from moss.tools import gitguard, procs, saferegex
 from moss.tools.sandbox import SHELL, Setup, check_env, check_level, command_plan, require_write
 
 __all__ = ["RunManager", "parse_rule", "STATUSES", "TERMINAL"]
@@ -107,19 +107,18 @@ class Rule:
             raise MossError(f"alert rule {key!r}: choices must be a non-empty list of strings", kind="usage")
         self.choices = choices
         self.once = spec.get("once", True) is not False
+        # Patterns and metric names come from config or the model: RE2, never backtracking
         if kind == "pattern":
-            flags = re.I if spec.get("ignore_case") else 0
-            try:
-                self.regex = re.compile(spec["pattern"], flags)
-            except re.error as e:
-                raise MossError(f"alert rule {key!r}: bad regex: {e}", kind="usage") from None
+            self.regex = saferegex.compile(spec["pattern"], ignore_case=bool(spec.get("ignore_case")),
+                                           what=f"alert rule {key!r}: bad regex")
         else:
             metric = spec["metric"]
             self.metric = metric
-            self.regex = re.compile(
-                r"(?<![\w])" + re.escape(metric) + r"""["']?\s*[=:]?\s*["']?(""" + NUMBER + r")(?![\w.])",
-                re.I,
-            )
+            # RE2 has no lookaround: the name must not follow a word character, and the
+            # number must not run on into one (checked in check)
+            self.regex = saferegex.compile(
+                r"(?:^|\W)" + saferegex.escape(metric) + r"""["']?\s*[=:]?\s*["']?(""" + NUMBER + r")",
+                ignore_case=True, what=f"alert rule {key!r}: metric")
             if kind == "threshold":
                 self.op = spec.get("op") or ">"
                 self.threshold = float(spec["threshold"])
@@ -136,6 +135,9 @@ class Rule:
                 return f"log line matches /{self.regex.pattern}/", m.group(0)
             return None
         for m in self.regex.finditer(line):
+            after = line[m.end():m.end() + 1]
+            if after and (after.isalnum() or after in "._"):
+                continue  # "loss=12abc": not a number of that metric
             raw = m.group(1)
             try:
                 value = float(raw)

@@ -361,18 +361,27 @@ def _base_args(bwrap: str, hidden: list[str]) -> list[str]:
 
 
 def _isolation_args() -> list[str]:
-    # --unshare-pid: when bwrap is killed, its pid-1 dies (--die-with-parent) and the
-    # kernel kills everything left in the namespace, background jobs included.
+    # --unshare-pid: when the sandbox's pid 1 ends (or bwrap is killed: --die-with-parent),
+    # the kernel kills everything left in the namespace, background jobs included.
+    # --as-pid-1: that pid 1 is our shell (SANDBOX_INIT), which bwrap reaps before it exits.
+    # bwrap's own init would outlive bwrap for a moment and be left to the host's pid 1: one
+    # orphan per command, a zombie for good where pid 1 does not reap (a container).
     # --cap-drop ALL: run as root, bwrap would otherwise keep every capability and the
     # command could simply `mount -o remount,rw /`, load modules or make device nodes.
     return [
         "--unshare-net",
         "--unshare-pid",
+        "--as-pid-1",
         "--unshare-ipc",
         "--cap-drop", "ALL",
         "--die-with-parent",
         "--new-session",
     ]
+
+
+# The sandbox's pid 1: runs the command as its child (never as pid 1 itself, whose signals
+# and orphans the kernel treats apart) and exits with its status.
+SANDBOX_INIT = f'{SHELL} -c "$1"; exit $?'
 
 
 def _inside_root(p: str, root: str) -> bool:
@@ -410,7 +419,7 @@ def bwrap_argv(bwrap: str, access: str, root: str, cwd: str, cmd: str, *,
         + _rebinds(hidden, root, setup)
         + root_bind
         + _isolation_args()
-        + ["--chdir", cwd, "--", SHELL, "-c", cmd]
+        + ["--chdir", cwd, "--", SHELL, "-c", SANDBOX_INIT, SHELL, cmd]
     )
 
 

@@ -21,11 +21,13 @@ import re
 import subprocess
 import threading
 from pathlib import Path
+from typing import Iterator
 
 from moss.errors import MossError
 from moss.tools.caps import cap
 from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
 from moss.tools.treesitter import around_lines, innermost, language_for, structure
+from moss.ui import visible_name
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
@@ -148,7 +150,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     total = 0
     files_with: set[str] = set()
     try:
-        for raw in proc.stdout:
+        for raw in _records(proc.stdout):
             hit = _parse_hit(raw)
             if hit is None:
                 continue  # a warning such as "binary file matches"
@@ -268,6 +270,25 @@ _OMITTED = re.compile(rb"\[Omitted long line with \d+ match(?:es)?\]\r?\n?\Z")
 _HIT = re.compile(rb"(\d+):(\d+):(\d+):(.*)\Z", re.S)
 
 
+def _records(stream) -> Iterator[bytes]:
+    """ripgrep's output lines, `path NUL line:column:offset:text`, where the path may hold a
+    newline: a record ends at the first newline after its NUL, not at the first newline."""
+    pending = b""
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        pending += chunk
+        start = 0
+        while True:
+            nul = pending.find(b"\0", start)
+            end = pending.find(b"\n", nul + 1) if nul != -1 else -1
+            if end == -1:
+                break
+            yield pending[start:end + 1]
+            start = end + 1
+        pending = pending[start:]
+    if pending:
+        yield pending
+
+
 def _parse_hit(raw: bytes) -> tuple[str, int, int, int, bytes] | None:
     """(path, line, column, byte offset of the line, text) of one ripgrep output line."""
     path, nul, rest = raw.partition(b"\0")
@@ -280,7 +301,7 @@ def _parse_hit(raw: bytes) -> tuple[str, int, int, int, bytes] | None:
 
 
 def _shown_path(path: str) -> str:
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return visible_name(path)  # one line whatever the name holds (a newline, ESC, U+202E)
 
 
 def _window(root: Path, rel: str, offset: int, column: int) -> str:

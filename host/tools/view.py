@@ -29,6 +29,7 @@ from moss.tools.treesitter import (
     LANGUAGES, Symbol, for_lookup, innermost, language_for, match_symbols, outline, pick_symbol,
     structure,
 )
+from moss.ui import visible_name
 
 MAX_OUTLINE_BYTES = 2_000_000      # larger files get a one-line message, not a skeleton
 MAX_RANGE_BYTES = 64_000_000       # line ranges still work up to this size
@@ -62,6 +63,11 @@ def _short(text: str, n: int = 120) -> str:
 def _rel(root: Path, path: Path) -> str:
     rel = path.relative_to(root).as_posix()
     return rel if rel != "." else "."
+
+
+def _shown(root: Path, path: Path) -> str:
+    """_rel as shown: one line whatever the name holds (a newline, ESC, U+202E)."""
+    return visible_name(_rel(root, path))
 
 
 def _view(root: Path, target: str, depth: int) -> str:
@@ -140,7 +146,7 @@ def _fallback(root: Path, target: str, depth: int, files: list[str] | None) -> s
         if found is not None:
             return found
         err = _not_found(root, target, files)
-        raise MossError(f"{err.message}\n(no symbol {rest} under {_rel(root, path)}/ either)",
+        raise MossError(f"{err.message}\n(no symbol {rest} under {_shown(root, path)}/ either)",
                         kind="not_found", **err.data)
     found = _symbol_search(root, target, root)
     if found is not None:
@@ -164,7 +170,7 @@ def _load_text(root: Path, path: Path, limit: int) -> tuple[str | None, str | No
 
 def _load(root: Path, path: Path, limit: int) -> tuple[str | None, str | None, bytes | None]:
     """_load_text, with the bytes read as well."""
-    rel = _rel(root, path)
+    rel = _shown(root, path)
     require_regular(path, rel, "view reads regular files only (reading it might never end)")
     size = path.stat().st_size
     if size > limit:
@@ -284,7 +290,7 @@ def _markdown_outline(lines: list[str], depth: int) -> list[str]:
 
 
 def _skeleton(root: Path, path: Path, depth: int) -> str:
-    rel = _rel(root, path)
+    rel = _shown(root, path)
     text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
     if msg:
         return msg
@@ -319,7 +325,7 @@ def _skeleton(root: Path, path: Path, depth: int) -> str:
 # ------------------------------------------------------------------- lines and symbols
 
 def _range_view(root: Path, path: Path, a: int, b: int | None) -> str:
-    rel = _rel(root, path)
+    rel = _shown(root, path)
     text, msg = _load_text(root, path, MAX_RANGE_BYTES)
     if msg:
         return msg
@@ -341,7 +347,7 @@ def _range_view(root: Path, path: Path, a: int, b: int | None) -> str:
 
 
 def _line_view(root: Path, path: Path, n: int) -> str:
-    rel = _rel(root, path)
+    rel = _shown(root, path)
     text, msg = _load_text(root, path, MAX_RANGE_BYTES)
     if msg:
         return msg
@@ -383,7 +389,7 @@ def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
     """`data` is the file's (UTF-8) bytes; `complete(symbol)` fills in the signature of a
     symbol from `for_lookup` before it is shown."""
     complete = complete or (lambda s: None)
-    rel = _rel(root, path)
+    rel = _shown(root, path)
     a, b = sym.doc_start_line, sym.end_line
     out = [f"# {rel}/{sym.path} ({_span(a, b)})"]
     if sym.parent is not None:
@@ -401,7 +407,7 @@ def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
 
 
 def _symbol_view(root: Path, path: Path, query: str) -> str:
-    rel = _rel(root, path)
+    rel = _shown(root, path)
     _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
     if msg:
         return msg
@@ -424,11 +430,11 @@ def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
     if not want or not re.fullmatch(r"[\w$#-]+", want[-1]):
         return None
     proc = subprocess.run(
-        [rg_binary(), "-l", "-F", "-w", "-i", *RG_WALK_FLAGS, "--type-add",
+        [rg_binary(), "-l", "--null", "-F", "-w", "-i", *RG_WALK_FLAGS, "--type-add",
          f"moss:{_SOURCE_GLOB}", "-t", "moss", "-e", want[-1], "--", _rel(root, scope)],
         cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
-    paths = sorted(p[2:] if p.startswith("./") else p
-                   for p in proc.stdout.decode("utf-8", "replace").splitlines())
+    paths = sorted(p[2:] if p.startswith("./") else p  # NUL-separated: a name may hold a newline
+                   for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
     hits: list[tuple[Path, Symbol, list[Symbol]]] = []
     for rel in paths[:_SEARCH_FILES]:
         path = root / rel
@@ -452,7 +458,7 @@ def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
         path, sym, syms = hits[0]
         _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
         return msg or _symbol_source(root, path, sym, syms, data)
-    listing = "\n".join(f"  {_rel(root, p)}/{s.path} ({s.kind}, {s.lines})"
+    listing = "\n".join(f"  {_shown(root, p)}/{s.path} ({s.kind}, {s.lines})"
                         for p, s, _ in hits[:20])
     more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
     raise MossError(f"{query} matches {len(hits)} symbols; say which:\n{listing}{more}",
@@ -528,7 +534,7 @@ def _tree(root: Path, directory: Path, depth: int) -> str:
     files = list_files(root, rel)
     if rel != ".":
         files = [f[len(rel) + 1:] for f in files if f.startswith(rel + "/")]
-    head = f"# . ({root.name})" if rel == "." else f"# {rel}/"
+    head = f"# . ({visible_name(root.name)})" if rel == "." else f"# {visible_name(rel)}/"
     top = _build(files)
     ndirs, nfiles = top.counts()
     out = [head]
@@ -553,17 +559,17 @@ def _tree(root: Path, directory: Path, depth: int) -> str:
         entries = [(n, d) for n, d in dirs] + [(n, None) for n in fnames]
         for name, sub in entries[:TREE_PER_DIR]:
             if sub is None:
-                out.append(f"{ind}{name}")
+                out.append(f"{ind}{visible_name(name)}")
                 if show_symbols:
                     _file_symbols(directory / prefix / name, ind + "  ", out)
             elif level < max_level or depth < 0:
-                out.append(f"{ind}{name}/")
+                out.append(f"{ind}{visible_name(name)}/")
                 walk(sub, level + 1, f"{prefix}{name}/")
             else:
                 d, f = sub.counts()
                 inside = ", ".join(x for x in (_plural(d, "dir", "dirs") if d else "",
                                                _plural(f, "file", "files")) if x)
-                out.append(f"{ind}{name}/ ({inside})")
+                out.append(f"{ind}{visible_name(name)}/ ({inside})")
         if len(entries) > TREE_PER_DIR:
             rest = entries[TREE_PER_DIR:]
             rd = sum(1 for _, s in rest if s is not None)
@@ -574,7 +580,7 @@ def _tree(root: Path, directory: Path, depth: int) -> str:
     out.append("")
     out.append(f"{_plural(ndirs, 'directory', 'directories')}, {_plural(nfiles, 'file', 'files')}")
     if folded:
-        out.append(f"(deeper directories folded to fit; view one of them, e.g. `{rel}/DIR`, "
+        out.append(f"(deeper directories folded to fit; view one of them, e.g. `{visible_name(rel)}/DIR`, "
                    "to see inside)" if rel != "." else
                    "(deeper directories folded to fit; view one of them to see inside)")
     return "\n".join(out) + "\n"

@@ -482,6 +482,7 @@ function moss.mcp.call(server, tool, args, opts) end
 ---@field alerts moss.Alert[]
 ---@field git? string[]               # git metadata the run created or changed (undone where possible)
 
+--- An alert rule; `pattern` (and "/REGEX/") is RE2 syntax: linear time, no backreferences or lookaround.
 ---@alias moss.AlertRule string|{pattern?: string, ignore_case?: boolean, metric?: string, op?: ">"|">="|"<"|"<=", threshold?: number, nan?: boolean, spike?: number, min_points?: integer, severity?: "info"|"warning"|"critical", message?: string, choices?: string[], name?: string, once?: boolean}
 
 ---@class moss.RunEvent

@@ -23,6 +23,7 @@ local echo = require("lib.machine.echo")
 local M = {}
 
 M.defs = nil -- name or alias -> definition, loaded on first use (change it with M.define)
+M.max_per_reply = 50 -- commands run from one reply ([agent] max_commands_per_reply, env.max_commands)
 
 local sorted_names = nil -- M.known()'s list, worked out once per change of M.defs
 
@@ -239,6 +240,19 @@ local function refuse(S, state, env, c, def)
   log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
 end
 
+-- The first `max_commands` commands of a reply; the model is told how many more it wrote,
+-- none of which ran (one reply must not become thousands of tool calls).
+local function drop_beyond_the_cap(S, env, cmds)
+  local cap = env.max_commands or M.max_per_reply
+  local dropped = #cmds - cap
+  if dropped <= 0 then return cmds end
+  local kept = table.move(cmds, 1, cap, 1, {})
+  log(S, "commands_dropped", { kept = cap, dropped = dropped, turn = S.turn })
+  messages.say(S, ("Only the first %d commands of your reply were run; the other %d were dropped, not run. " ..
+    "Send at most %d commands in one reply."):format(cap, dropped, cap))
+  return kept
+end
+
 --- Carry out the commands of one reply. Returns a verdict:
 --   { answer = text } | { outputs = {...} } | { finished = reason, extra = {...} }
 function M.handle(S, state, text, env)
@@ -250,7 +264,7 @@ function M.handle(S, state, text, env)
     if not sig then sig = signature(content); sigs[content] = sig end
     return sig
   end
-  local cmds = parser.parse(text)
+  local cmds = drop_beyond_the_cap(S, env, parser.parse(text))
   local echoes, all_echoed = echo.check(text, cmds, env.own_text)
   if all_echoed then return M.echoed(S, env, cmds) end
   if #cmds > 0 then S.echoes = nil end -- the model wrote commands of its own
