@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import secrets
 import stat
@@ -61,6 +62,8 @@ class _OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
+_SYSCALL_NR = ctypes.c_long(_SYS_OPENAT2)
+_HOW_SIZE = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
 _libc = None
 # None: not tried yet; False: the kernel (or a seccomp filter) has no openat2.
 _openat2_ok: bool | None = None
@@ -78,8 +81,7 @@ def _openat2(dirfd: int, rel: str, flags: int, mode: int, resolve: int) -> int |
             _openat2_ok = False
             return None
     how = _OpenHow(flags, mode if flags & os.O_CREAT else 0, resolve)  # else EINVAL
-    fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dirfd), os.fsencode(rel),
-                       ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+    fd = _libc.syscall(_SYSCALL_NR, dirfd, os.fsencode(rel), ctypes.byref(how), _HOW_SIZE)
     if fd < 0:
         err = ctypes.get_errno()
         if err in (errno.ENOSYS, errno.EPERM) and _openat2_ok is None:
@@ -102,6 +104,17 @@ def use_openat2(enabled: bool) -> None:
 def parts_of(root: Path, path: Path | str) -> list[str]:
     """The components of `path` below `root`, lexically (no filesystem access). An absolute
     path must lie under `root`; `..` and empty names are refused."""
+    if isinstance(path, str):  # a log line per event names the same file: split it once
+        return list(_parts_of_str(str(root), path))
+    return _parts(root, path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parts_of_str(root: str, path: str) -> tuple[str, ...]:
+    return tuple(_parts(Path(root), path))
+
+
+def _parts(root: Path, path: Path | str) -> list[str]:
     p = PurePosixPath(os.fspath(path))
     if p.is_absolute():
         try:
