@@ -103,12 +103,7 @@ def running(root: Path, mine: bool = False) -> list[dict]:
     dead processes are removed. mine: only this process's sessions."""
     out = []
     d = agent_dir(root) / "running"
-    try:
-        names = storage.listdir(d)
-    except UnsafePath as e:
-        storage.skipped(d, e)
-        names = []
-    for name in names:
+    for name in storage.listed(d):
         if not name.endswith(".json") or not storage.ID_RE.match(name[:-5]):
             continue
         p = d / name

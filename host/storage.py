@@ -107,6 +107,16 @@ def listdir(folder: Path | str) -> list[str]:
     return t.listdir(rel)
 
 
+def listed(folder: Path | str) -> list[str]:
+    """listdir for a listing: a folder that is a link (or passes through one) lists nothing,
+    with a one-line warning, instead of failing the listing."""
+    try:
+        return listdir(folder)
+    except UnsafePath as e:
+        skipped(folder, e)
+        return []
+
+
 def lstat(path: Path | str) -> os.stat_result | None:
     t, rel = at(path)
     return t.lstat(rel)

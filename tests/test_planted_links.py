@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
+from swapper import swapping
 
 SECRET = "host-secret-7f3a9c"
 
@@ -207,22 +206,7 @@ def test_corrupt_run_records_are_listed_as_corrupt_in_one_line_each(repo):
 
 # ---- a race: the log folder swapped for a link while a session appends -----------------------
 
-_SWAPPER = textwrap.dedent("""
-    import ctypes, os, sys
-    libc = ctypes.CDLL(None, use_errno=True)
-    RENAME_EXCHANGE = 2
-    a, b = (os.fsencode(x) for x in sys.argv[1:3])
-    print("swapping", flush=True)
-    while True:
-        libc.renameat2(-100, a, -100, b, RENAME_EXCHANGE)
-""")
-
-
 def test_a_log_folder_swapped_for_a_link_in_a_loop_gets_no_line_outside(repo, outside):
-    import ctypes
-
-    if not hasattr(ctypes.CDLL(None), "renameat2"):
-        pytest.skip("this libc has no renameat2 (glibc < 2.28)")
     agent_dir = repo.root / ".moss" / "agent"
     (agent_dir / "logs").mkdir(parents=True)
     victim = outside / "victim"
@@ -237,14 +221,8 @@ def test_a_log_folder_swapped_for_a_link_in_a_loop_gets_no_line_outside(repo, ou
         end
         print(wrote, refused)
     """)
-    swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(agent_dir / "logs"),
-                                str(agent_dir / "logs-swap")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert swapper.stdout.readline().strip() == "swapping"
+    with swapping(agent_dir / "logs", agent_dir / "logs-swap"):
         r = repo.moss("@chatty", timeout=120)
-    finally:
-        swapper.kill()
-        swapper.wait()
     assert r.returncode == 0, r.stderr
     wrote, refused = map(int, r.stdout.split())
     assert wrote + refused == 2000 and wrote > 0

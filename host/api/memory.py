@@ -44,13 +44,8 @@ def kinds(root: Path) -> list[str]:
     import stat
 
     d = memory_dir(root)
-    try:
-        names = storage.listdir(d)
-    except UnsafePath as e:
-        storage.skipped(d, e)
-        return []
     out = []
-    for name in names:
+    for name in storage.listed(d):
         if not name.endswith(".md") or not KIND_RE.match(name[:-3]):
             continue
         st = storage.lstat(d / name)

@@ -207,12 +207,7 @@ def list_checkpoints(root: Path) -> list[dict]:
     out = []
     live = None  # ids of the sessions a live process runs, asked once when needed
     folder = agent_dir(root)
-    try:
-        names = storage.listdir(folder)
-    except UnsafePath as e:
-        storage.skipped(folder, e)
-        return out
-    for name in names:
+    for name in storage.listed(folder):
         if not (name.startswith("session-") and name.endswith(".json")):
             continue
         p = folder / name
@@ -625,12 +620,7 @@ def functions(ctx):
     def logs():
         out = []
         folder = agent_dir(ctx.root) / "logs"
-        try:
-            names = storage.listdir(folder)
-        except UnsafePath as e:
-            storage.skipped(folder, e)
-            return out
-        for name in names:
+        for name in storage.listed(folder):
             if not name.endswith(".jsonl"):
                 continue
             p = folder / name

@@ -366,12 +366,7 @@ class RunManager:
 
     def _records(self) -> list[Path]:
         """The record files of the runs folder ([] when it is missing or refused)."""
-        try:
-            names = self._tree().listdir(".moss/agent/runs")
-        except storage.UnsafePath as e:
-            storage.skipped(self.dir, e)
-            return []
-        return [self.dir / n for n in names if n.endswith(".json") and not n.startswith(".")]
+        return [self.dir / n for n in storage.listed(self.dir) if n.endswith(".json") and not n.startswith(".")]
 
     def _read_from(self, rid: str, ext: str, offset: int, limit: int = MAX_READ) -> bytes:
         """Bytes of `<rid>.<ext>` from `offset` (b"" when it is missing or not a regular file)."""
