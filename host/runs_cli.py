@@ -79,7 +79,7 @@ def runs_list():
         alerts = f"{pending} pending / {len(r['alerts'])}" if r["alerts"] else ""
         rows.append([r["id"], r["name"], _where(r), r["status"], "" if r.get("code") is None else r["code"],
                      _duration(r), alerts, _age(r.get("started_at") or r.get("created_at"))])
-    for file, why in sorted(m.corrupt.items()):
+    for file in sorted(m.corrupt):
         rows.append([file.rsplit("/", 1)[-1][:-len(".json")], "", "", "corrupt", "", "", "", ""])
     if not rows:
         click.echo("no runs in this project", err=True)

@@ -252,7 +252,7 @@ class LockManager:
             if held.file is not None:
                 try:
                     self._tree().unlink(f"{self._rel}/{held.file.name}")
-                except OSError:
+                except (OSError, MossError):
                     pass
             self._cond.notify_all()
 
@@ -339,7 +339,7 @@ class LockManager:
                 if stale:
                     try:
                         self._tree().unlink(f"{self._rel}/{path.name}")
-                    except OSError:
+                    except (OSError, MossError):
                         pass
                     if log is not None:
                         log("lock_takeover", {"targets": [str(t) for t in theirs], "dead_pid": pid,
