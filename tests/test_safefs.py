@@ -174,3 +174,27 @@ def test_concurrent_appends_from_threads_keep_whole_lines(project):
         th.join()
     lines = (root / ".moss/agent/logs/s.jsonl").read_text().splitlines()
     assert len(lines) == 800 and all(len(set(line[i:i + 4] for i in range(0, 200, 4))) == 1 for line in lines)
+
+
+def test_a_refusal_names_the_component_at_fault(project):
+    root, outside, t = project
+    os.symlink(outside, root / ".moss" / "agent")
+    with pytest.raises(UnsafePath) as e:
+        t.append(".moss/agent/logs/s1.jsonl", "{}\n")
+    assert e.value.message == ".moss/agent is a symlink; moss does not follow links here — remove it"
+    (root / ".moss" / "store").write_text("a file where a folder should be")
+    with pytest.raises(UnsafePath) as e:
+        t.write_atomic(".moss/store/doc.json", "{}")
+    assert e.value.message == ".moss/store is a file, but moss needs a folder there: rename or remove .moss/store"
+    os.mkfifo(root / ".moss" / "memory" / "pipe.md")
+    with pytest.raises(UnsafePath, match=r"^\.moss/memory/pipe\.md is a named pipe; moss expected a regular file"):
+        t.read_bytes(".moss/memory/pipe.md")
+
+
+def test_touch_sets_the_times_of_a_link_itself_not_of_its_target(project):
+    root, outside, t = project
+    os.utime(outside / "secret", (1_000_000, 1_000_000))
+    os.symlink(outside / "secret", root / ".moss" / "memory" / "lock.json")
+    t.touch(".moss/memory/lock.json")
+    assert os.stat(outside / "secret").st_mtime == 1_000_000
+    assert os.lstat(root / ".moss" / "memory" / "lock.json").st_mtime > 1_000_000

@@ -166,9 +166,11 @@ class Tree:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _explain(self, parts: list[str], e: OSError, upto: int | None = None) -> UnsafePath:
+    def _explain(self, parts: list[str], e: OSError, upto: int | None = None, *,
+                 folder: bool = False) -> UnsafePath:
         """The refusal for `e`, naming the component at fault (the link, or the file where a
-        folder should be) rather than the whole path; looked up by name for the message only."""
+        folder should be; every component is one with `folder`) rather than the whole path;
+        looked up by name for the message only."""
         if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
             for i in range(1, len(parts) + 1):
                 try:
@@ -178,7 +180,7 @@ class Tree:
                 shown = _shown(parts[:i])
                 if stat.S_ISLNK(st.st_mode):
                     return UnsafePath(f"{shown} is a symlink; moss does not follow links here — remove it")
-                if i < len(parts) and not stat.S_ISDIR(st.st_mode):
+                if (i < len(parts) or folder) and not stat.S_ISDIR(st.st_mode):
                     return UnsafePath(f"{shown} is a file, but moss needs a folder there: rename or remove {shown}")
         return _refuse(parts, e, upto)
 
@@ -197,7 +199,7 @@ class Tree:
             except FileNotFoundError:
                 raise
             except OSError as e:
-                raise self._explain(parts, e) from None
+                raise self._explain(parts, e, folder=True) from None
             if fd is not None:
                 return fd
         return self._walk(parts, create)
@@ -218,9 +220,9 @@ class Tree:
                     try:
                         nxt = os.open(name, _NOFOLLOW_DIR, dir_fd=fd)
                     except OSError as e:
-                        raise self._explain(parts, e, i + 1) from None
+                        raise self._explain(parts, e, i + 1, folder=True) from None
                 except OSError as e:
-                    raise self._explain(parts, e, i + 1) from None
+                    raise self._explain(parts, e, i + 1, folder=True) from None
                 os.close(fd)
                 fd = nxt
             return fd
