@@ -227,3 +227,15 @@ def test_a_log_folder_swapped_for_a_link_in_a_loop_gets_no_line_outside(repo, ou
     wrote, refused = map(int, r.stdout.split())
     assert wrote + refused == 2000 and wrote > 0
     assert os.listdir(victim) == []
+
+
+def test_moss_init_creates_nothing_through_dangling_links(project, outside):
+    memory = project.root / ".moss" / "memory"
+    memory.mkdir(parents=True)
+    os.symlink(outside / "made-by-init", memory / "facts.md")
+    os.symlink(outside / "made-by-init-config", project.root / ".moss" / "config.toml")
+    r = project.moss("init")
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert "created .moss/memory/decisions.md" in r.stdout and "created .moss/memory/facts.md" not in r.stdout
+    assert ".moss/config.toml exists; kept it" in r.stderr
