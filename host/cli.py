@@ -59,30 +59,30 @@ def cli():
 def init(force):
     """Create .moss/ here: config.toml (commented template), memory/, scripts/, .gitignore."""
     from .config import GITIGNORE, template
+    from .tools import safefs
 
-    base = Path.cwd() / ".moss"
-    base.mkdir(exist_ok=True)
-    (base / "memory").mkdir(exist_ok=True)
-    (base / "scripts").mkdir(exist_ok=True)
-    cfg = base / "config.toml"
+    # by descriptor from here, never through a link a cloned repository planted under .moss/
+    t = safefs.tree(Path.cwd())
+    t.mkdirs(".moss/memory")
+    t.mkdirs(".moss/scripts")
     made = []
-    if not cfg.exists() or force:
-        cfg.write_text(template(), encoding="utf-8")
+
+    def put(rel: str, text: str, replace: bool) -> bool:
+        if replace:
+            t.write_atomic(rel, text)
+            return True
+        return t.create_exclusive(rel, text)  # False when anything is there, a dangling link too
+
+    if put(".moss/config.toml", template(), force):
         made.append(".moss/config.toml")
     else:
         click.echo(".moss/config.toml exists; kept it (use --force to overwrite)", err=True)
-    gi = base / ".gitignore"
-    if not gi.exists() or force:
-        gi.write_text(GITIGNORE, encoding="utf-8")
+    if put(".moss/.gitignore", GITIGNORE, force):
         made.append(".moss/.gitignore")
     for name in ("facts.md", "preferences.md", "decisions.md"):
-        f = base / "memory" / name
-        if not f.exists():
-            f.write_text(f"# {name[:-3].capitalize()}\n", encoding="utf-8")
+        if put(f".moss/memory/{name}", f"# {name[:-3].capitalize()}\n", False):
             made.append(f".moss/memory/{name}")
-    luarc = base / "scripts" / ".luarc.json"
-    if not luarc.exists() or force:
-        luarc.write_text(_luarc_json(), encoding="utf-8")
+    if put(".moss/scripts/.luarc.json", _luarc_json(), force):
         made.append(".moss/scripts/.luarc.json")
     for m in made:
         click.echo(f"created {m}")
@@ -364,8 +364,9 @@ def say(words, session_id, action):
 def _looks_like_id(word: str, root) -> bool:
     """`moss say ID message`: the first word names a saved session."""
     from .api.session import ID_RE, checkpoint_path
+    from .storage import lstat
 
-    return bool(ID_RE.match(word)) and checkpoint_path(root, word).exists()
+    return bool(ID_RE.match(word)) and lstat(checkpoint_path(root, word)) is not None
 
 
 @cli.group()

@@ -22,12 +22,15 @@ import time
 import uuid
 from pathlib import Path
 
-from .storage import agent_dir, append_line, check_id, ensure_dir
+from . import storage
+from .storage import UnsafePath, agent_dir, append_line, check_id
 from .errors import MossError
 from .tools.procs import alive_since, start_time
 
 CONTROL_ACTIONS = ("pause", "stop", "resume")
 MAX_TEXT = 20_000
+MAX_READ = 16 << 20  # of an inbox, per read: what a session has not seen yet
+MAX_MARKER = 64 << 10  # a running marker is a few hundred bytes
 
 
 def inbox_path(root: Path, sid: str) -> Path:
@@ -62,10 +65,13 @@ def read_from(root: Path, sid: str, offset: int = 0, path: Path | None = None) -
     `path`: the inbox's path when the caller has it (inbox_path(root, sid))."""
     path = path or inbox_path(root, sid)
     try:
-        with open(path, "rb") as f:
+        with storage.open_read(path) as f:
             f.seek(offset)
-            data = f.read()
+            data = f.read(MAX_READ)
     except FileNotFoundError:
+        return [], offset
+    except UnsafePath as e:  # a planted link or fifo: never read (posting to it fails too)
+        storage.skipped(path, e)
         return [], offset
     end = data.rfind(b"\n") + 1
     out = []
@@ -80,16 +86,15 @@ def read_from(root: Path, sid: str, offset: int = 0, path: Path | None = None) -
 
 
 def mark_running(root: Path, sid: str, task: str = "") -> None:
-    p = running_path(root, sid)
-    ensure_dir(p.parent)
-    p.write_text(json.dumps({"pid": os.getpid(), "pid_start": start_time(os.getpid()),
-                             "started": round(time.time(), 3), "task": task[:200]}), encoding="utf-8")
+    storage.write_atomic(running_path(root, sid), json.dumps({
+        "pid": os.getpid(), "pid_start": start_time(os.getpid()), "started": round(time.time(), 3),
+        "task": task[:200]}))
 
 
 def mark_stopped(root: Path, sid: str) -> None:
     try:
-        running_path(root, sid).unlink()
-    except (FileNotFoundError, MossError):
+        storage.unlink(running_path(root, sid))
+    except (OSError, MossError):
         pass
 
 
@@ -98,10 +103,16 @@ def running(root: Path, mine: bool = False) -> list[dict]:
     dead processes are removed. mine: only this process's sessions."""
     out = []
     d = agent_dir(root) / "running"
-    for p in d.glob("*.json") if d.is_dir() else []:
+    for name in storage.listed(d):
+        if not name.endswith(".json") or not storage.ID_RE.match(name[:-5]):
+            continue
+        p = d / name
         try:
-            info = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            info = json.loads(storage.read_bytes(p, MAX_MARKER))
+        except UnsafePath as e:  # a link, a fifo or a device: refused without reading, said once
+            storage.skipped(p, e)
+            continue
+        except (OSError, ValueError, MossError):
             continue
         if not isinstance(info, dict):
             continue

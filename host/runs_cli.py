@@ -73,15 +73,21 @@ def runs_list():
     from .tables import show
 
     rows = []
-    for r in _manager().list():
+    m = _manager()
+    for r in m.list():
         pending = sum(1 for a in r["alerts"] if a["status"] == "pending")
         alerts = f"{pending} pending / {len(r['alerts'])}" if r["alerts"] else ""
         rows.append([r["id"], r["name"], _where(r), r["status"], "" if r.get("code") is None else r["code"],
                      _duration(r), alerts, _age(r.get("started_at") or r.get("created_at"))])
+    for file in sorted(m.corrupt):
+        rows.append([file.rsplit("/", 1)[-1][:-len(".json")], "", "", "corrupt", "", "", "", ""])
     if not rows:
         click.echo("no runs in this project", err=True)
         return
     show(["id", "name", "executor", "status", "code", "duration", "alerts", "started"], rows)
+    for file, why in sorted(m.corrupt.items()):  # one line each, as `moss sessions list` names its corrupt ones
+        click.echo("warning: " + (why if why.startswith(file) else
+                                  f"{file} is not a usable run record ({why}); delete it"), err=True)
 
 
 @runs.command("show")
@@ -124,10 +130,11 @@ def runs_logs(run, tail):
     r = _find(m, run)
     text = m.log_tail(r["id"], tail if tail > 0 else 100_000)
     if tail <= 0:
-        path = m.dir / f"{r['id']}.log"
+        from .storage import read_text
+
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_text(m.dir / f"{r['id']}.log")  # never through a link, never a fifo
+        except (OSError, MossError):
             pass
     click.echo(text, nl=not text.endswith("\n"))
 

@@ -1,4 +1,4 @@
-"""Storage under .moss/agent/: the one place that knows how moss keeps documents and logs.
+"""Storage under .moss/: the one place that knows how moss keeps documents and logs.
 
 Documents (a session's checkpoint, a moss.store document) are JSON objects written atomically
 (temp file, fsync, rename), so a reader or a killed process sees the old one or the new one,
@@ -6,6 +6,12 @@ never half of one. Logs (a session's events, an inbox) are JSONL, appended with 
 line and never truncated; reading one never fails on a torn or foreign line. Names are
 checked, the folder keeps itself out of the user's git, and logged values are redacted.
 What a document or a line *means* is the scripts' business.
+
+Every file here is reached through moss.tools.safefs, from a held descriptor of the project
+root: a link the repository planted under .moss/ (a log folder pointing elsewhere, a memory
+file linked to a host secret, a fifo or /dev/zero where a lock file should be) is refused
+with UnsafePath (kind "denied", one line naming the path), never followed or read. Listings
+skip such an entry with a one-line warning instead (`skipped`).
 """
 
 from __future__ import annotations
@@ -14,10 +20,14 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import MossError
+from .tools import safefs
+from .tools.safefs import UnsafePath  # noqa: F401  (re-exported for the callers of this module)
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+GITIGNORE = "# sessions and logs written by moss\n*\n"
 
 
 def agent_dir(root: Path) -> Path:
@@ -30,19 +40,110 @@ def check_id(sid, what: str = "session id") -> str:
     return sid
 
 
+def at(path: Path | str) -> tuple[safefs.Tree, str]:
+    """(the project's held tree, `path` relative to it) for a path under a `.moss` folder."""
+    t, rel = safefs.under_moss(path)
+    return t, str(rel)
+
+
 def ensure_dir(path: Path) -> None:
-    """Create a folder under .moss/agent, and keep that whole folder out of the user's git."""
-    path.mkdir(parents=True, exist_ok=True)
-    agent = next((p for p in (path, *path.parents) if p.name == "agent" and p.parent.name == ".moss"), None)
-    if agent is not None and not (agent / ".gitignore").exists():
-        (agent / ".gitignore").write_text("# sessions and logs written by moss\n*\n", encoding="utf-8")
+    """Create a folder under .moss/ (no link followed on the way), and keep .moss/agent out
+    of the user's git. A `.gitignore` already there, even a dangling link, is left alone:
+    created with O_EXCL, it is never written through."""
+    t, rel = at(path)
+    t.mkdirs(rel)
+    parts = rel.split("/")
+    for i in range(len(parts) - 1):
+        if parts[i] == ".moss" and parts[i + 1] == "agent":
+            t.create_exclusive("/".join(parts[:i + 2] + [".gitignore"]), GITIGNORE, create_dirs=False)
+            break
 
 
-def write_atomic(path: Path, text: str) -> None:
-    from .tools.atomic import write_atomic as _write_atomic
-
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Replace the file `path` under .moss/ (temp file with O_EXCL, fsync, rename in the same
+    folder descriptor): a planted link there is replaced, never written through."""
     ensure_dir(path.parent)
-    _write_atomic(path, text, sync_dir=True)
+    t, rel = at(path)
+    t.write_atomic(rel, data, create_dirs=False)
+
+
+def open_read(path: Path | str) -> BinaryIO:
+    """The regular file `path` under .moss/, open for reading; FileNotFoundError when there
+    is none, UnsafePath for a link, a fifo or a device (refused without blocking)."""
+    t, rel = at(path)
+    return os.fdopen(t.open(rel, os.O_RDONLY), "rb")
+
+
+def open_append(path: Path | str):
+    """The file `path` under .moss/ open for appending as text (created, with its folder,
+    if missing): for a log a process keeps open, such as an MCP server's stderr."""
+    ensure_dir(Path(path).parent)
+    t, rel = at(path)
+    return os.fdopen(t.open(rel, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create_dirs=False), "a",
+                     encoding="utf-8")
+
+
+def create_new(path: Path | str) -> BinaryIO:
+    """A new file `path` under .moss/, open for reading and writing (O_EXCL: nothing that was
+    there, not even a dangling link, is opened or written through)."""
+    ensure_dir(Path(path).parent)
+    t, rel = at(path)
+    return os.fdopen(t.open(rel, os.O_RDWR | os.O_CREAT | os.O_EXCL, create_dirs=False), "w+b")
+
+
+def read_bytes(path: Path | str, limit: int = safefs.DEFAULT_READ_LIMIT) -> bytes:
+    t, rel = at(path)
+    return t.read_bytes(rel, limit)
+
+
+def read_text(path: Path | str, limit: int = safefs.DEFAULT_READ_LIMIT) -> str:
+    return read_bytes(path, limit).decode("utf-8", errors="replace")
+
+
+def listdir(folder: Path | str) -> list[str]:
+    """The names in the folder `folder` under .moss/ ([] when there is none); UnsafePath
+    when it is a link."""
+    t, rel = at(folder)
+    return t.listdir(rel)
+
+
+def listed(folder: Path | str) -> list[str]:
+    """listdir for a listing: a folder that is a link (or passes through one) lists nothing,
+    with a one-line warning, instead of failing the listing."""
+    try:
+        return listdir(folder)
+    except UnsafePath as e:
+        skipped(folder, e)
+        return []
+
+
+def lstat(path: Path | str) -> os.stat_result | None:
+    t, rel = at(path)
+    return t.lstat(rel)
+
+
+def unlink(path: Path | str) -> None:
+    """Remove the name `path` (a planted link itself, never what it points to)."""
+    t, rel = at(path)
+    t.unlink(rel)
+
+
+_warned: set = set()
+
+
+def skipped(path: Path | str, why: Exception | str) -> None:
+    """One line on stderr, once per process and path, for an entry a listing leaves out (a
+    link, a fifo, a device, a file moss cannot read as what it should be)."""
+    from .roots import display_path
+
+    key = str(path)
+    if key in _warned:
+        return
+    _warned.add(key)
+    from . import ui
+
+    reason = why.message if isinstance(why, MossError) else str(why)
+    ui.note(f"warning: skipped {display_path(Path(path))}: {reason}", "yellow")
 
 
 def dumps(value, **kw) -> str:
@@ -56,10 +157,10 @@ def dumps(value, **kw) -> str:
     return text
 
 
-# Files whose folder this process has made sure of (ensure_dir costs two syscalls). Keyed by
-# the file, not its folder: a caller that keeps its Path object (a session's log) costs one
-# set lookup with the hash the object caches, where `path.parent` made and hashed a new Path.
-_ensured: set = set()
+# The files this process appends to, each with its (tree, relative path), found once: a log
+# line per event costs one openat2 from the held root, one write and one close. Keyed by the
+# Path object the caller keeps (a session's log), whose hash it caches.
+_appending: dict = {}
 
 
 _line_json = json.JSONEncoder(ensure_ascii=False, default=str).encode  # dumps() without a new encoder a call
@@ -73,18 +174,22 @@ def append_line(path: Path, record: dict) -> None:
         line = (_line_json(record) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: kept as its \u escape (see dumps)
         line = (dumps(record) + "\n").encode("utf-8")
-    if path not in _ensured:
+    append_bytes(path, line)
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    """Append `data` to `path` under .moss/ in one write, creating it (and its folder) if
+    need be; a planted link or fifo there is refused (UnsafePath)."""
+    where = _appending.get(path)
+    if where is None:
         ensure_dir(path.parent)
-        _ensured.add(path)
+        where = _appending[path] = at(path)
+    t, rel = where
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        t.append(rel, data, create_dirs=False)
     except FileNotFoundError:  # the folder went away meanwhile: make it again
         ensure_dir(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+        t.append(rel, data, create_dirs=False)
 
 
 MAX_DEPTH = 200  # deeper than a Lua table may come back (convert.Converter.max_depth)
@@ -120,13 +225,12 @@ def depth_ok(value, limit: int = MAX_DEPTH) -> bool:
 def read_lines(path: Path, what: str = "log") -> list[dict]:
     """Every record of a JSONL file. A line that is not a JSON object (a torn write, a stray
     byte, another program's text) becomes {"event": "unreadable_line", "line": N}."""
-    from .tools.resolve import special_kind
-
-    kind = special_kind(path)
-    if kind is not None:
-        raise MossError(f"{path} is {kind}, not a {what}", kind="not_found")
     records = []
-    with open(path, "rb") as f:
+    try:
+        f = open_read(path)
+    except UnsafePath as e:
+        raise MossError(f"{e.message} (moss reads a {what} only from a regular file)", kind="denied") from None
+    with f:
         for n, raw in enumerate(f, 1):
             line = raw.decode("utf-8", errors="replace").strip()
             if not line:

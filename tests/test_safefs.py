@@ -7,14 +7,11 @@ component-by-component walk used where the kernel has no openat2.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import subprocess
-import sys
-import textwrap
 import threading
 
 import pytest
+from swapper import swapping
 
 from moss.errors import MossError
 from moss.tools import safefs
@@ -131,31 +128,15 @@ def test_listdir_lstat_unlink_rename_act_on_names_not_targets(project):
     assert t.listdir(".moss/missing") == []
 
 
-_SWAPPER = textwrap.dedent("""
-    import ctypes, os, sys
-    libc = ctypes.CDLL(None, use_errno=True)
-    RENAME_EXCHANGE = 2
-    a, b = (os.fsencode(x) for x in sys.argv[1:3])
-    print("swapping", flush=True)
-    while True:
-        libc.renameat2(-100, a, -100, b, RENAME_EXCHANGE)
-""")
-
-
 def test_a_folder_swapped_for_a_link_in_a_loop_never_leads_a_write_outside(project):
     """The attack: a background process exchanges `d` (a real folder) with a symlink to a
     folder outside, as fast as it can, while moss writes into `d`."""
     root, outside, t = project
-    if not hasattr(ctypes.CDLL(None), "renameat2"):
-        pytest.skip("this libc has no renameat2 (glibc < 2.28)")
     target = outside / "victim"
     target.mkdir()
     (root / "d").mkdir()
     os.symlink(target, root / "d-link")
-    swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(root / "d"), str(root / "d-link")],
-                               stdout=subprocess.PIPE, text=True)
-    try:
-        assert swapper.stdout.readline().strip() == "swapping"
+    with swapping(root / "d", root / "d-link"):
         wrote = refused = 0
         for i in range(1500):
             try:
@@ -166,9 +147,6 @@ def test_a_folder_swapped_for_a_link_in_a_loop_never_leads_a_write_outside(proje
                 wrote += 1
             except (UnsafePath, FileNotFoundError):
                 refused += 1
-    finally:
-        swapper.kill()
-        swapper.wait()
     assert os.listdir(target) == []
     assert wrote + refused == 1500 and wrote > 0
 
@@ -196,3 +174,27 @@ def test_concurrent_appends_from_threads_keep_whole_lines(project):
         th.join()
     lines = (root / ".moss/agent/logs/s.jsonl").read_text().splitlines()
     assert len(lines) == 800 and all(len(set(line[i:i + 4] for i in range(0, 200, 4))) == 1 for line in lines)
+
+
+def test_a_refusal_names_the_component_at_fault(project):
+    root, outside, t = project
+    os.symlink(outside, root / ".moss" / "agent")
+    with pytest.raises(UnsafePath) as e:
+        t.append(".moss/agent/logs/s1.jsonl", "{}\n")
+    assert e.value.message == ".moss/agent is a symlink; moss does not follow links here — remove it"
+    (root / ".moss" / "store").write_text("a file where a folder should be")
+    with pytest.raises(UnsafePath) as e:
+        t.write_atomic(".moss/store/doc.json", "{}")
+    assert e.value.message == ".moss/store is a file, but moss needs a folder there: rename or remove .moss/store"
+    os.mkfifo(root / ".moss" / "memory" / "pipe.md")
+    with pytest.raises(UnsafePath, match=r"^\.moss/memory/pipe\.md is a named pipe; moss expected a regular file"):
+        t.read_bytes(".moss/memory/pipe.md")
+
+
+def test_touch_sets_the_times_of_a_link_itself_not_of_its_target(project):
+    root, outside, t = project
+    os.utime(outside / "secret", (1_000_000, 1_000_000))
+    os.symlink(outside / "secret", root / ".moss" / "memory" / "lock.json")
+    t.touch(".moss/memory/lock.json")
+    assert os.stat(outside / "secret").st_mtime == 1_000_000
+    assert os.lstat(root / ".moss" / "memory" / "lock.json").st_mtime > 1_000_000

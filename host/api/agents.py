@@ -183,13 +183,15 @@ class _Closer:
 
 
 def _next_id(ctx, tree: Tree) -> str:
+    from .. import storage
     from .session import ID_RE, agent_dir
 
     parent = ctx.session_id
     pat = re.compile(re.escape(parent) + r"-(\d+)$")
     used = [int(m.group(1)) for cid in tree.children if (m := pat.match(cid))]
-    for p in agent_dir(ctx.root).glob(f"session-{parent}-*.json"):
-        m = pat.match(p.stem[len("session-"):])
+    for name in storage.listdir(agent_dir(ctx.root)):
+        m = pat.match(name[len("session-"):-len(".json")]) if name.startswith("session-") and \
+            name.endswith(".json") else None
         if m:
             used.append(int(m.group(1)))
     cid = f"{parent}-{max(used, default=0) + 1}"
@@ -202,11 +204,12 @@ def _next_id(ctx, tree: Tree) -> str:
 def _checkpoint(ctx, cid: str) -> dict | None:
     import json
 
+    from .. import storage
     from .session import checkpoint_path
 
     try:
-        return json.loads(checkpoint_path(ctx.root, cid).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return json.loads(storage.read_text(checkpoint_path(ctx.root, cid)))
+    except (OSError, ValueError, MossError):  # missing, unreadable, or a link or fifo (refused)
         return None
 
 

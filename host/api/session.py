@@ -20,6 +20,7 @@ with one write each and never truncated.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -27,9 +28,10 @@ from lupa.lua54 import lua_type
 
 from ..errors import MossError
 
+from .. import storage
 from ..storage import (  # noqa: F401  (re-exported: the session API's own names)
-    ID_RE, MAX_DEPTH, agent_dir, append_line, check_id, depth_ok, dumps, ensure_dir, loads, read_lines, scalars,
-    write_atomic,
+    ID_RE, MAX_DEPTH, UnsafePath, agent_dir, append_line, check_id, depth_ok, dumps, ensure_dir, loads, read_lines,
+    scalars, write_atomic,
 )
 
 
@@ -65,18 +67,16 @@ class CorruptCheckpoint(MossError):
 
 
 def read_checkpoint(path: Path) -> dict:
-    """The checkpoint at `path` as a dict, or CorruptCheckpoint saying what is wrong with it."""
-    from ..tools.resolve import special_kind
-
-    kind = special_kind(path)
-    if kind is not None:
-        raise CorruptCheckpoint(path, f"it is {kind}")
+    """The checkpoint at `path` as a dict, or CorruptCheckpoint saying what is wrong with it
+    (a link, a fifo or a device there is never followed or read: storage.read_bytes)."""
     try:
-        data = path.read_bytes()
+        data = storage.read_bytes(path)
     except FileNotFoundError:
         raise
-    except IsADirectoryError:
-        raise CorruptCheckpoint(path, "it is a directory") from None
+    except UnsafePath as e:
+        raise CorruptCheckpoint(path, e.message) from None
+    except MossError as e:  # larger than a read is allowed to be
+        raise CorruptCheckpoint(path, e.message) from None
     except OSError as e:
         raise CorruptCheckpoint(path, f"unreadable: {e.strerror or e}") from None
     try:
@@ -117,9 +117,10 @@ def _with_journal(path: Path, state: dict) -> dict:
     """`state` with the saves journaled after it (session-ID.journal next to the base)."""
     jpath = path.with_suffix(".journal")
     try:
-        with open(jpath, "rb") as f:
-            lines = f.read().split(b"\n")
-    except OSError:
+        lines = storage.read_bytes(jpath).split(b"\n")
+    except UnsafePath as e:
+        raise CorruptCheckpoint(jpath, e.message) from None
+    except (OSError, MossError):
         return state  # no journal (an old checkpoint, or none since the last compaction)
     try:
         header = loads(lines[0].decode("utf-8"))
@@ -205,16 +206,19 @@ def list_checkpoints(root: Path) -> list[dict]:
 
     out = []
     live = None  # ids of the sessions a live process runs, asked once when needed
-    for p in agent_dir(root).glob("session-*.json"):
+    folder = agent_dir(root)
+    for name in storage.listed(folder):
+        if not (name.startswith("session-") and name.endswith(".json")):
+            continue
+        p = folder / name
         sid = p.stem[len("session-"):]
-        try:
-            mtime = p.lstat().st_mtime
-        except OSError:
+        st = storage.lstat(p)
+        if st is None:
             continue  # deleted while we listed
-        try:
-            mtime = max(mtime, p.with_suffix(".journal").lstat().st_mtime)  # saved since the base
-        except OSError:
-            pass
+        mtime = st.st_mtime
+        jst = storage.lstat(p.with_suffix(".journal"))
+        if jst is not None:
+            mtime = max(mtime, jst.st_mtime)  # saved since the base
         row = {"id": sid, "mtime": mtime}
         try:
             data = read_checkpoint(p)
@@ -277,8 +281,6 @@ def read_log(root: Path, sid: str) -> list[dict]:
         return read_lines(p, "session log")
     except FileNotFoundError:
         raise MossError(f"no log for session {sid!r}", kind="not_found") from None
-    except IsADirectoryError:
-        raise MossError(f"{p} is a directory, not a session log", kind="not_found") from None
 
 
 def _write_base(p: Path, sid: str, state: dict, now: float) -> None:
@@ -287,10 +289,7 @@ def _write_base(p: Path, sid: str, state: dict, now: float) -> None:
     state.setdefault("session_id", sid)
     state["saved_at"] = now
     write_atomic(p, dumps(state, separators=(",", ":")))
-    jpath = p.with_suffix(".journal")
-    from ..tools.atomic import write_atomic as replace_file
-
-    replace_file(jpath, dumps({"base": now}) + "\n")
+    write_atomic(p.with_suffix(".journal"), dumps({"base": now}) + "\n")
 
 
 class Journal:
@@ -298,6 +297,7 @@ class Journal:
 
     def __init__(self, path: Path, shadow, base_time: float):
         self.path, self.shadow, self.base_time = path, shadow, base_time
+        self.tree, self.rel = storage.at(path)
         self.saves = 0
         self.bytes = 0
 
@@ -307,9 +307,7 @@ class Journal:
 
     def append(self, ops: list) -> None:
         line = (dumps({"ops": ops}, separators=(",", ":")) + "\n").encode("utf-8")
-        import os
-
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)  # the base wrote it: never created here
+        fd = self.tree.open(self.rel, os.O_WRONLY | os.O_APPEND)  # the base wrote it: never created here
         try:
             os.write(fd, line)
         finally:
@@ -543,7 +541,7 @@ def new_session_id(root: Path) -> str:
 
     while True:
         sid = "".join(secrets.choice(ALPHABET) for _ in range(8))
-        if not checkpoint_path(root, sid).exists():
+        if storage.lstat(checkpoint_path(root, sid)) is None:
             return sid
 
 
@@ -621,14 +619,22 @@ def functions(ctx):
 
     def logs():
         out = []
-        from ..tools.resolve import special_kind
-
-        for p in sorted((agent_dir(ctx.root) / "logs").glob("*.jsonl"), key=lambda p: p.lstat().st_mtime):
-            if p.is_dir() or special_kind(p) is not None:
-                continue  # a folder or a pipe where a log should be: nothing to count
-            with open(p, "rb") as f:
-                lines = sum(1 for _ in f)
-            out.append({"id": p.stem, "path": str(p), "events": lines, "mtime": p.stat().st_mtime})
+        folder = agent_dir(ctx.root) / "logs"
+        for name in storage.listed(folder):
+            if not name.endswith(".jsonl"):
+                continue
+            p = folder / name
+            try:
+                with storage.open_read(p) as f:
+                    mtime = os.fstat(f.fileno()).st_mtime
+                    lines = sum(1 for _ in f)
+            except FileNotFoundError:
+                continue
+            except UnsafePath as e:
+                storage.skipped(p, e)  # a link, a folder or a pipe where a log should be
+                continue
+            out.append({"id": p.stem, "path": str(p), "events": lines, "mtime": mtime})
+        out.sort(key=lambda d: d["mtime"])
         return out
 
     def events(sid):

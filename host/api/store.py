@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from ..errors import MossError
-from ..storage import ID_RE, agent_dir, write_atomic
+from ..storage import ID_RE, agent_dir, read_text, write_atomic
 
 
 def store_dir(root: Path) -> Path:
@@ -35,7 +35,7 @@ def functions(ctx):
         """The document saved under `name`, or an empty table if there is none."""
         p = store_path(ctx.root, name)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_text(p)  # a link, a fifo or a device there is refused (kind "denied")
         except FileNotFoundError:
             return {}
         try:

@@ -216,11 +216,9 @@ class Servers:
         return StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env, cwd=str(cwd))
 
     def _log_file(self, name: str):
-        from ..api.session import agent_dir, ensure_dir
+        from ..storage import agent_dir, open_append
 
-        d = agent_dir(self.ctx.root) / "mcp"
-        ensure_dir(d)
-        f = open(d / f"{name}.log", "a", encoding="utf-8")
+        f = open_append(agent_dir(self.ctx.root) / "mcp" / f"{name}.log")  # never through a planted link
         f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} moss starts {name}\n")
         f.flush()
         return f

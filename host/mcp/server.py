@@ -212,8 +212,10 @@ async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns:
     env = dict(os.environ)
     env.pop("MOSS_ASSUME_TTY", None)  # nobody can answer a question on this channel
     env["PYTHONUNBUFFERED"] = "1"
+    from .. import storage
+
     stderr_path = _stderr_file(root)
-    err = open(stderr_path, "w+b")
+    err = storage.create_new(stderr_path)
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=err, start_new_session=True)
     _children.add(proc)
@@ -240,8 +242,8 @@ async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns:
         tail = err.read().decode("utf-8", "replace")
         err.close()
         try:
-            stderr_path.unlink()  # what matters from it is quoted in the error below
-        except OSError:
+            storage.unlink(stderr_path)  # what matters from it is quoted in the error below
+        except (OSError, storage.UnsafePath):
             pass
     sid = state["session_id"]
     result = state["result"]
@@ -260,11 +262,9 @@ async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns:
 
 
 def _stderr_file(root: Path) -> Path:
-    from ..api.session import agent_dir, ensure_dir
+    from ..storage import agent_dir
 
-    d = agent_dir(root) / "mcp"
-    ensure_dir(d)
-    return d / f"agent-{os.getpid()}-{id(object())}.stderr"
+    return agent_dir(root) / "mcp" / f"agent-{os.getpid()}-{id(object())}.stderr"
 
 
 async def _read_events(proc: subprocess.Popen, ctx: Context, state: dict, max_turns: int | None) -> None:

@@ -24,6 +24,11 @@ live locks every few seconds. Creating one happens under an exclusive flock on
 owner process is dead (or whose heartbeat stopped for `STALE_S`) is taken over: its file is
 removed and the takeover reported through the `log` callback.
 
+The folder is reached through moss.storage (moss.tools.safefs): a lock file that is a link, a
+fifo or a device is skipped with a one-line warning (never read, so never a hang), a
+`.mutex` that is a link is refused with an error naming it, and unknown keys in a lock file
+are ignored (a newer moss may write more).
+
 `MOSS_TEST_LOCKS=off` turns locking off (every acquire succeeds at once). It exists only so
 the tests can show that they fail without locks; never set it otherwise.
 """
@@ -43,6 +48,8 @@ from typing import Callable
 from ..errors import MossError
 
 HEARTBEAT_S = 5.0
+MAX_TARGET = 4096  # characters of one lock target (a path and a symbol path)
+MAX_LOCK_FILE = 1 << 20  # bytes of one lock file: a few targets
 STALE_S = 30.0
 POLL_MIN, POLL_MAX = 0.05, 0.5
 
@@ -82,20 +89,50 @@ def parse_target(root: Path, text: str, kind: str = "target") -> Target:
     if not isinstance(text, str) or not text.strip():
         raise MossError("a lock target is a path: a directory, a file or path/Symbol", kind="usage")
     raw = text.strip()
+    if len(raw) > MAX_TARGET:
+        raise MossError(f"a lock target is at most {MAX_TARGET} characters (this one has {len(raw)}): "
+                        f"{raw[:60]}…", kind="usage")
     root = Path(root).resolve()
     p = Path(raw)
     if p.is_absolute():
         try:
-            raw = str(p.resolve().relative_to(root)) if p.exists() else str(p.relative_to(root))
+            raw = str(p.resolve().relative_to(root)) if _exists(p) else str(p.relative_to(root))
         except ValueError:
             raise MossError(f"lock target {text!r} is outside the project", kind="denied") from None
     parts = [s for s in PurePosixPath(raw.replace("\\", "/")).parts if s not in ("", ".")]
     if ".." in parts:
         raise MossError(f"lock target {text!r} leaves the project", kind="denied")
     for i in range(1, len(parts) + 1):
-        if (root.joinpath(*parts[:i])).is_file():
+        if _is_file(root.joinpath(*parts[:i])):
             return Target("/".join(parts[:i]), "/".join(parts[i:]), kind)
     return Target("/".join(parts), "", kind)
+
+
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except OSError:  # a name too long for the file system: nothing there
+        return False
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except OSError:  # a symbol name longer than a file name may be (ENAMETOOLONG)
+        return False
+
+
+def _targets(data: dict) -> tuple:
+    """The targets a lock file names; keys this moss does not know are ignored, and an
+    entry that is not a target at all is left out."""
+    out = []
+    raw = data.get("targets")
+    for t in raw if isinstance(raw, list) else []:
+        if isinstance(t, dict) and isinstance(t.get("path"), str):
+            symbol, kind = t.get("symbol", ""), t.get("kind", "target")
+            out.append(Target(t["path"], symbol if isinstance(symbol, str) else "",
+                              kind if kind in ("target", "write") else "target"))
+    return tuple(out)
 
 
 @dataclass
@@ -143,6 +180,7 @@ class LockManager:
     def __init__(self, root: Path):
         self.root = Path(root).resolve()
         self.dir = self.root / ".moss" / "agent" / "locks"
+        self._rel = ".moss/agent/locks"
         self._cond = threading.Condition()
         self._held: dict[int, Held] = {}
         self._queue: list[_Waiter] = []
@@ -213,8 +251,8 @@ class LockManager:
                 return
             if held.file is not None:
                 try:
-                    held.file.unlink()
-                except FileNotFoundError:
+                    self._tree().unlink(f"{self._rel}/{held.file.name}")
+                except (OSError, MossError):
                     pass
             self._cond.notify_all()
 
@@ -235,7 +273,7 @@ class LockManager:
                             "role": h.role, "pid": h.pid, "since": h.since})
         for path, data in self._files():
             if data.get("pid") != os.getpid():
-                out.append({"id": None, "targets": [str(Target(**t)) for t in data.get("targets", [])],
+                out.append({"id": None, "targets": [str(t) for t in _targets(data)],
                             "session": data.get("session"), "role": data.get("role"), "pid": data.get("pid"),
                             "since": data.get("since")})
         return out
@@ -254,19 +292,35 @@ class LockManager:
                         "text": f"queued behind {w.owner}", "target": str(_first_overlap(w.targets, waiter.targets))}
         return None
 
+    def _tree(self):
+        from . import safefs
+
+        return safefs.tree(self.root)
+
     def _files(self):
+        """(path, record) of every lock file; a link, a fifo or a device where one should be
+        is skipped with a warning, never opened by name (no hang, no read of /dev/zero)."""
+        from .. import storage
+
+        t = self._tree()
         try:
-            names = os.listdir(self.dir)
-        except FileNotFoundError:
+            names = t.listdir(self._rel)
+        except storage.UnsafePath as e:
+            storage.skipped(self.dir, e)
             return
         for name in names:
             if not name.endswith(".json"):
                 continue
             path = self.dir / name
             try:
-                yield path, json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                data = json.loads(t.read_bytes(f"{self._rel}/{name}", MAX_LOCK_FILE))
+            except storage.UnsafePath as e:
+                storage.skipped(path, e)
                 continue
+            except (OSError, ValueError, MossError):
+                continue
+            if isinstance(data, dict):
+                yield path, data
 
     def _claim_files(self, waiter: _Waiter, role: str, log) -> Held | dict:
         """Under the cross-process mutex: another process's conflicting lock, or ours, written."""
@@ -278,14 +332,14 @@ class LockManager:
                 pid = data.get("pid")
                 if pid == me and data.get("host") == self.host:
                     continue  # ours: the in-process table decides
-                theirs = tuple(Target(**t) for t in data.get("targets", []))
+                theirs = _targets(data)
                 if not _overlap(theirs, waiter.targets):
                     continue
                 stale = self._stale(path, data)
                 if stale:
                     try:
-                        path.unlink()
-                    except FileNotFoundError:
+                        self._tree().unlink(f"{self._rel}/{path.name}")
+                    except (OSError, MossError):
                         pass
                     if log is not None:
                         log("lock_takeover", {"targets": [str(t) for t in theirs], "dead_pid": pid,
@@ -299,7 +353,9 @@ class LockManager:
             held.file = self.dir / f"{me}-{held.id}.json"
             record = {"targets": [t.as_dict() for t in held.targets], "pid": me, "host": self.host,
                       "session": held.owner, "role": role, "since": held.since}
-            held.file.write_text(json.dumps(record), encoding="utf-8")
+            # replaces whatever has this name (a planted link is replaced, never written through)
+            self._tree().write_atomic(f"{self._rel}/{held.file.name}", json.dumps(record), create_dirs=False,
+                                      sync=False)
             return held
         finally:
             fcntl.flock(self._mutex_fd, fcntl.LOCK_UN)
@@ -308,10 +364,10 @@ class LockManager:
         pid = data.get("pid")
         if data.get("host") == self.host and isinstance(pid, int) and not _alive(pid):
             return f"process {pid} is gone"
-        try:
-            age = time.time() - path.stat().st_mtime
-        except FileNotFoundError:
+        st = self._tree().lstat(f"{self._rel}/{path.name}")
+        if st is None:
             return "released"
+        age = time.time() - st.st_mtime
         if age > STALE_S:
             return f"no heartbeat for {age:.0f} s"
         return None
@@ -319,10 +375,11 @@ class LockManager:
     def _ensure_dir(self) -> None:
         if self._mutex_fd is not None:
             return
-        from ..api.session import ensure_dir
+        from ..storage import ensure_dir
 
         ensure_dir(self.dir)
-        self._mutex_fd = os.open(self.dir / ".mutex", os.O_RDWR | os.O_CREAT, 0o644)
+        # a .mutex that is a link (even a dangling one) is refused, naming it: never created through
+        self._mutex_fd = self._tree().open(f"{self._rel}/.mutex", os.O_RDWR | os.O_CREAT, 0o644)
 
     def _start_heartbeat(self) -> None:
         if self._hb is not None and self._hb.is_alive():
@@ -340,8 +397,8 @@ class LockManager:
                     return
             for f in files:
                 try:
-                    os.utime(f)
-                except OSError:
+                    self._tree().touch(f"{self._rel}/{f.name}")
+                except (OSError, MossError):
                     pass
 
 

@@ -27,6 +27,11 @@ Below ``full``, git metadata is off limits to runs as to shell commands: bound r
 launch, and checked while edit-level runs go (every ``GIT_CHECK`` s) and when each ends;
 what appeared is undone, and every finding lands in the run's record (``git``), its next
 event, the session log and stderr (see moss.tools.gitguard).
+
+Every file of the runs folder is reached through moss.storage (moss.tools.safefs): a record,
+log, alert or exit file that is a link, a fifo or a device is never followed or read. A record
+moss cannot use (not JSON, or fields of the wrong type) is kept aside in ``corrupt`` (file ->
+why), so a listing can name it in one line instead of failing.
 """
 
 from __future__ import annotations
@@ -46,8 +51,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
+from moss import storage
 from moss.errors import MossError
-from moss.tools.atomic import write_atomic
 from moss.tools.confine import confine
 from moss.tools import gitguard, procs, saferegex
 from moss.tools.sandbox import SHELL, Setup, check_env, check_level, command_plan, require_write
@@ -69,6 +74,8 @@ CANCEL_POLL = 0.25   # how often wait() looks at cancel()
 KILL_GRACE = 2.0     # SIGTERM -> SIGKILL
 MAX_LINE = 64 * 1024  # a longer "line" is checked in pieces
 MAX_TAIL = 100_000
+MAX_RECORD = 16 << 20  # bytes of one run record (alerts included)
+MAX_READ = 16 << 20   # bytes of a log or trigger file read in one go
 GIT_CHECK = 2.0      # seconds between git-metadata checks while edit-level runs go
 
 # ---- alert rules -------------------------------------------------------------------------
@@ -224,6 +231,33 @@ def parse_rule(spec: Any) -> Rule:
     return Rule(spec, str(spec.get("name") or f"{metric} {op} {spec['threshold']:g}"), "threshold")
 
 
+# ---- records ---------------------------------------------------------------------------------
+
+_RECORD_TYPES = {"name": str, "cmd": str, "alerts": list, "created_at": (int, float), "started_at": (int, float),
+                 "ended_at": (int, float), "duration": (int, float), "code": int, "pid": int, "host_pid": int}
+
+
+def _unusable(rec, stem: str) -> str | None:
+    """Why a run record read from `<stem>.json` cannot be used, or None."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    if rec.get("id") != stem:
+        return f"its id is {rec.get('id')!r}, not the file's name {stem!r}"
+    if rec.get("status") not in STATUSES:
+        return f"status {rec.get('status')!r} is not one of {', '.join(STATUSES)}"
+    for key, want in _RECORD_TYPES.items():
+        value = rec.get(key)
+        if value is not None and (not isinstance(value, want) or isinstance(value, bool)):
+            return f"{key} is {type(value).__name__}, not what a run record holds there"
+    if not isinstance(rec.get("name"), str) or not isinstance(rec.get("cmd"), str):
+        return "it has no name or command"
+    alert_keys = ("id", "status", "message")
+    if not all(isinstance(a, dict) and all(isinstance(a.get(k), str) for k in alert_keys)
+               for a in rec.get("alerts") or []):
+        return "an alert in it is not an object with an id, a status and a message"
+    return None
+
+
 # ---- processes -----------------------------------------------------------------------------
 
 _proc_start = procs.start_time  # the kernel's start time of a pid (to tell a reused pid)
@@ -277,6 +311,7 @@ class RunManager:
         self._cond = threading.Condition(self._lock)
         self._events: deque = deque()
         self._runs: dict[str, dict] = {}
+        self.corrupt: dict[str, str] = {}  # record file (relative to the project) -> why moss cannot use it
         self._live: dict[str, _Live] = {}
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -291,25 +326,62 @@ class RunManager:
             return
         if self._prepare_dir:
             self._prepare_dir(self.dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        storage.ensure_dir(self.dir)
         self._dir_ready = True
 
     def _path(self, rid: str, ext: str) -> Path:
         return self.dir / f"{rid}.{ext}"
 
+    def _rel(self, rid: str, ext: str) -> str:
+        return f".moss/agent/runs/{rid}.{ext}"
+
+    def _tree(self):
+        from moss.tools import safefs
+
+        return safefs.tree(self.root)
+
     def _save(self, rec: dict) -> None:
         self._ensure_dir()
-        write_atomic(self._path(rec["id"], "json"), json.dumps(rec, indent=1, ensure_ascii=False))
+        self._tree().write_atomic(self._rel(rec["id"], "json"), json.dumps(rec, indent=1, ensure_ascii=False),
+                                  create_dirs=False)
 
     def _read(self, path: Path) -> dict | None:
+        """The record in `path`, or None (the file is gone, or it is noted in `corrupt`)."""
+        shown = f".moss/agent/runs/{path.name}"
         try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            rec = json.loads(self._tree().read_bytes(shown, MAX_RECORD))
+        except FileNotFoundError:
             return None
-        if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or rec.get("status") not in STATUSES:
+        except storage.UnsafePath as e:
+            self.corrupt[shown] = e.message
             return None
+        except (OSError, ValueError, MossError) as e:
+            self.corrupt[shown] = f"not valid JSON ({getattr(e, 'msg', None) or e})"
+            return None
+        why = _unusable(rec, path.stem)
+        if why:
+            self.corrupt[shown] = why
+            return None
+        self.corrupt.pop(shown, None)
         rec.setdefault("alerts", [])
         return rec
+
+    def _records(self) -> list[Path]:
+        """The record files of the runs folder ([] when it is missing or refused)."""
+        return [self.dir / n for n in storage.listed(self.dir) if n.endswith(".json") and not n.startswith(".")]
+
+    def _read_from(self, rid: str, ext: str, offset: int, limit: int = MAX_READ) -> bytes:
+        """Bytes of `<rid>.<ext>` from `offset` (b"" when it is missing or not a regular file)."""
+        try:
+            fd = self._tree().open(self._rel(rid, ext))
+        except (OSError, MossError):
+            return b""
+        with os.fdopen(fd, "rb") as fh:
+            if offset < 0:
+                fh.seek(0, os.SEEK_END)
+                offset = max(0, fh.tell() + offset)
+            fh.seek(offset)
+            return fh.read(limit)
 
     def _log(self, event: str, data: dict) -> None:
         if self._log_cb:
@@ -320,9 +392,7 @@ class RunManager:
 
     def _load(self) -> None:
         """Read every record; settle what the processes that wrote them left behind."""
-        if not self.dir.is_dir():
-            return
-        for path in sorted(self.dir.glob("*.json")):
+        for path in self._records():
             rec = self._read(path)
             if rec is None:
                 continue
@@ -373,10 +443,8 @@ class RunManager:
             except MossError:
                 pass
         live = _Live(rules)
-        try:
-            live.offset = self._path(rec["id"], "log").stat().st_size
-        except OSError:
-            live.offset = 0
+        st = self._tree().lstat(self._rel(rec["id"], "log"))
+        live.offset = st.st_size if st is not None else 0
         if rec.get("executor") == "ray":
             live.ray = self._ray_client((rec.get("ray") or {}).get("address") or "")
             live.ray_len = live.offset
@@ -400,15 +468,13 @@ class RunManager:
 
     def _exit_code(self, rid: str) -> int | None:
         try:
-            return int(self._path(rid, "exit").read_text().strip())
-        except (OSError, ValueError):
+            return int(self._tree().read_text(self._rel(rid, "exit"), 64).strip())
+        except (OSError, ValueError, MossError):  # missing, not a number, or not a regular file
             return None
 
     def _refresh(self) -> None:
         """Re-read active records that another process owns (they change behind our back)."""
-        if not self.dir.is_dir():
-            return
-        for path in self.dir.glob("*.json"):
+        for path in self._records():
             rid = path.stem
             if rid in self._live:
                 continue
@@ -513,20 +579,13 @@ class RunManager:
         entry = {"id": uuid.uuid4().hex[:12], "message": message, "severity": severity, "source": source,
                  "choices": choices, "at": _now()}
         self._ensure_dir()
-        with open(self._path(rid, "alert"), "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
+        self._tree().append(self._rel(rid, "alert"), json.dumps(entry) + "\n", create_dirs=False)
         return {"queued": True, "run_id": rid, "message": message, "severity": severity}
 
     def _read_triggers(self, rid: str) -> None:
         """Manual alerts appended to ``<id>.alert`` (a JSON object or plain text per line)."""
         live = self._live[rid]
-        path = self._path(rid, "alert")
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(live.trigger_offset)
-                data = fh.read()
-        except OSError:
-            return
+        data = self._read_from(rid, "alert", live.trigger_offset)
         end = data.rfind(b"\n")
         if end < 0:
             return
@@ -594,12 +653,7 @@ class RunManager:
         """Read what the run wrote since last time; check each complete line against the rules."""
         live = self._live[rid]
         with live.read_lock:
-            try:
-                with open(self._path(rid, "log"), "rb") as fh:
-                    fh.seek(live.offset)
-                    data = fh.read()
-            except OSError:
-                data = b""
+            data = self._read_from(rid, "log", live.offset)
             live.offset += len(data)
             buf = live.partial + data
             lines = buf.split(b"\n")
@@ -655,8 +709,7 @@ class RunManager:
         live, rec = self._live[rid], self._runs[rid]
         data = live.ray.logs(rec["ray"]["submission_id"]).encode("utf-8", "replace")
         if len(data) > live.ray_len:
-            with open(self._path(rid, "log"), "ab") as fh:
-                fh.write(data[live.ray_len:])
+            self._tree().append(self._rel(rid, "log"), data[live.ray_len:], create_dirs=False)
             live.ray_len = len(data)
 
     def _tick_ray(self, rid: str, force: bool = False) -> None:
@@ -732,8 +785,8 @@ class RunManager:
     def _stop_marker(self, rid: str) -> str | None:
         """The reason `moss runs stop` left in <id>.stop for the process that watches the run."""
         try:
-            return self._path(rid, "stop").read_text(encoding="utf-8").strip() or "stopped on request"
-        except OSError:
+            return self._tree().read_text(self._rel(rid, "stop"), 64 << 10).strip() or "stopped on request"
+        except (OSError, MossError):
             return None
 
     def sync(self) -> None:
@@ -790,7 +843,7 @@ class RunManager:
             self._set_status(rec, "failed", error=f"could not start: {e}")
             return
         try:
-            fd = os.open(self._path(rid, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = self._tree().open(self._rel(rid, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             try:
                 wrap, extra = None, None
                 if rec.get("detached"):
@@ -978,7 +1031,7 @@ class RunManager:
             live.ray = client
             self._live[rid] = live
             self._save(rec)
-            self._path(rid, "log").touch()
+            self._tree().append(self._rel(rid, "log"), b"", create_dirs=False)
             self._events.append({"type": "run", "id": rid, "name": rec["name"], "status": "queued",
                                  "previous": None})
             self._cond.notify_all()
@@ -1020,15 +1073,7 @@ class RunManager:
         chars = max(0, min(int(chars), MAX_TAIL))
         if chars == 0:
             return ""
-        path = self._path(rid, "log")
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - 4 * chars))
-                data = fh.read()
-        except OSError:
-            return ""
+        data = self._read_from(rid, "log", -4 * chars)
         return data.decode("utf-8", "replace")[-chars:]
 
     def stop(self, rid: str, reason: str = "stopped on request", wait: float = KILL_GRACE + 1.0) -> dict:
@@ -1047,7 +1092,7 @@ class RunManager:
                 return self._public(rec)
             elif live is None:  # owned by another live moss process: it records the end
                 self._ensure_dir()
-                write_atomic(self._path(rid, "stop"), reason)
+                self._tree().write_atomic(self._rel(rid, "stop"), reason, create_dirs=False)
                 if rec.get("executor") == "ray":
                     self._ray_client(rec["ray"]["address"]).stop(rec["ray"]["submission_id"])
                 else:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import secrets
 import stat
@@ -61,6 +62,8 @@ class _OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
+_SYSCALL_NR = ctypes.c_long(_SYS_OPENAT2)
+_HOW_SIZE = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
 _libc = None
 # None: not tried yet; False: the kernel (or a seccomp filter) has no openat2.
 _openat2_ok: bool | None = None
@@ -78,8 +81,7 @@ def _openat2(dirfd: int, rel: str, flags: int, mode: int, resolve: int) -> int |
             _openat2_ok = False
             return None
     how = _OpenHow(flags, mode if flags & os.O_CREAT else 0, resolve)  # else EINVAL
-    fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dirfd), os.fsencode(rel),
-                       ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+    fd = _libc.syscall(_SYSCALL_NR, dirfd, os.fsencode(rel), ctypes.byref(how), _HOW_SIZE)
     if fd < 0:
         err = ctypes.get_errno()
         if err in (errno.ENOSYS, errno.EPERM) and _openat2_ok is None:
@@ -102,6 +104,17 @@ def use_openat2(enabled: bool) -> None:
 def parts_of(root: Path, path: Path | str) -> list[str]:
     """The components of `path` below `root`, lexically (no filesystem access). An absolute
     path must lie under `root`; `..` and empty names are refused."""
+    if isinstance(path, str):  # a log line per event names the same file: split it once
+        return list(_parts_of_str(str(root), path))
+    return _parts(root, path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parts_of_str(root: str, path: str) -> tuple[str, ...]:
+    return tuple(_parts(Path(root), path))
+
+
+def _parts(root: Path, path: Path | str) -> list[str]:
     p = PurePosixPath(os.fspath(path))
     if p.is_absolute():
         try:
@@ -121,11 +134,13 @@ def _shown(parts: list[str]) -> str:
 def _refuse(parts: list[str], e: OSError, upto: int | None = None) -> UnsafePath:
     shown = _shown(parts[:upto] if upto is not None else parts)
     if e.errno in (errno.ELOOP, errno.EXDEV):
-        return UnsafePath(f"{shown} is a symlink (or passes through one); moss does not follow links here")
+        return UnsafePath(f"{shown} is a symlink (or passes through one); moss does not follow links here "
+                          "— remove it")
     if e.errno == errno.ENOTDIR:
-        return UnsafePath(f"{shown} is not a folder (a symlink or a file); moss does not follow links here")
+        return UnsafePath(f"{shown} is not a folder (a symlink or a file); moss does not follow links here "
+                          "— remove it")
     if e.errno == errno.ENXIO:
-        return UnsafePath(f"{shown} is not a regular file")
+        return UnsafePath(f"{shown} is not a regular file — remove it")
     return UnsafePath(f"{shown}: {e.strerror}")
 
 
@@ -151,6 +166,24 @@ class Tree:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _explain(self, parts: list[str], e: OSError, upto: int | None = None, *,
+                 folder: bool = False) -> UnsafePath:
+        """The refusal for `e`, naming the component at fault (the link, or the file where a
+        folder should be; every component is one with `folder`) rather than the whole path;
+        looked up by name for the message only."""
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EXDEV):
+            for i in range(1, len(parts) + 1):
+                try:
+                    st = os.stat("/".join(parts[:i]), dir_fd=self.fd, follow_symlinks=False)
+                except OSError:
+                    break
+                shown = _shown(parts[:i])
+                if stat.S_ISLNK(st.st_mode):
+                    return UnsafePath(f"{shown} is a symlink; moss does not follow links here — remove it")
+                if (i < len(parts) or folder) and not stat.S_ISDIR(st.st_mode):
+                    return UnsafePath(f"{shown} is a file, but moss needs a folder there: rename or remove {shown}")
+        return _refuse(parts, e, upto)
+
     # folders
 
     def open_dir(self, path: Path | str, *, create: bool = False) -> int:
@@ -166,7 +199,7 @@ class Tree:
             except FileNotFoundError:
                 raise
             except OSError as e:
-                raise _refuse(parts, e) from None
+                raise self._explain(parts, e, folder=True) from None
             if fd is not None:
                 return fd
         return self._walk(parts, create)
@@ -187,9 +220,9 @@ class Tree:
                     try:
                         nxt = os.open(name, _NOFOLLOW_DIR, dir_fd=fd)
                     except OSError as e:
-                        raise _refuse(parts, e, i + 1) from None
+                        raise self._explain(parts, e, i + 1, folder=True) from None
                 except OSError as e:
-                    raise _refuse(parts, e, i + 1) from None
+                    raise self._explain(parts, e, i + 1, folder=True) from None
                 os.close(fd)
                 fd = nxt
             return fd
@@ -229,7 +262,7 @@ class Tree:
                 except OSError as e:
                     if e.errno in (errno.ENOENT, errno.EEXIST, errno.EISDIR):
                         raise
-                    raise _refuse(parts, e) from None
+                    raise self._explain(parts, e) from None
             if fd is None:
                 with self.parent(path, create=create_dirs) as (dfd, name):
                     try:
@@ -237,7 +270,7 @@ class Tree:
                     except OSError as e:
                         if e.errno in (errno.ENOENT, errno.EEXIST, errno.EISDIR):
                             raise
-                        raise _refuse(parts, e) from None
+                        raise self._explain(parts, e) from None
         return _regular(fd, parts, flags)
 
     def _open_inside(self, parts: list[str], flags: int, mode: int) -> int:
@@ -247,7 +280,7 @@ class Tree:
         except OSError as e:
             if e.errno in (errno.ENOENT, errno.EEXIST, errno.EISDIR):
                 raise
-            raise _refuse(parts, e) from None
+            raise self._explain(parts, e) from None
         if fd is not None:
             return fd
         # No openat2: resolve by name, check it stays inside, then walk what it resolved
@@ -363,8 +396,18 @@ class Tree:
         with self.parent(src) as (sfd, sname), self.parent(dst, create=create_dirs) as (dfd, dname):
             os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
 
+    def touch(self, path: Path | str) -> None:
+        """Set the times of the name `path` to now (a link's own times, never its target's):
+        a heartbeat on a file moss made."""
+        with self.parent(path) as (dfd, name):
+            os.utime(name, dir_fd=dfd, follow_symlinks=False)
+
     def mkdirs(self, path: Path | str) -> None:
         os.close(self.open_dir(path, create=True))
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 def _regular(fd: int, parts: list[str], flags: int) -> int:
@@ -372,8 +415,8 @@ def _regular(fd: int, parts: list[str], flags: int) -> int:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise UnsafePath(f"{_shown(parts)} is {kind}; moss expected a regular file here")
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            raise UnsafePath(f"{_shown(parts)} is {kind}; moss expected a regular file here — remove it")
         os.set_blocking(fd, True)
         return fd
     except BaseException:
