@@ -72,6 +72,7 @@ local text = ...
 local cmds = P.parse(text)
 local words, unquoted = {}, {}
 for i, c in ipairs(cmds) do
+  local _ = c.after -- made on first read (a command's line is only cut when a script asks)
   words[i] = P.words(c.args)
   unquoted[i] = P.unquote(c.args)
 end
