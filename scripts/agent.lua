@@ -25,6 +25,8 @@ local FLAGS = {
   { "--auto-approve", metavar = "LEVEL", choices = { "low", "medium", "high" },
     help = "edits up to this risk apply without asking (default low)" },
   { "--validate", metavar = "CMD", help = "add a validation command (see [agent] validate)" },
+  { "--no-baseline", type = "flag", key = "no_baseline",
+    help = "skip running validation on the untouched project before the first turn" },
   { "-n", "--non-interactive", type = "flag", key = "non_interactive", help = "never ask the user (CI)" },
   { "--task-file", metavar = "FILE", help = "read the task from FILE (inside the project)" },
   { "--output-format", metavar = "FORMAT", choices = { "text", "json", "stream-json" },
@@ -48,13 +50,15 @@ Options:
 ]] .. cli.help(FLAGS) .. [[
 
 
-Exit status: 0 answered, 1 no answer (turn limit, loop, cycle limit, budget, error),
-2 usage or configuration error, 3 blocked (needs you; non-interactive).
+Exit status: 0 answered (and validation, when configured, passes on the tree as it is),
+1 no answer or not a success (turn limit, loop, cycle limit, budget, error, unvalidated),
+2 usage or configuration error, 3 blocked (needs you; non-interactive). docs/agent.md has
+the whole outcome table.
 
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
 .moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,
 role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on,
-compact_at, spawn, max_commands_per_reply; [llm] context_window. While it works, type to it, or: moss say "...".]]
+validate_baseline, compact_at, spawn, max_commands_per_reply; [llm] context_window. While it works, type to it, or: moss say "...".]]
 end
 
 local function copy(t)
@@ -195,6 +199,8 @@ local function run_stage(o)
   for k, f in pairs(hooks) do env[k] = f end
   if o.out.start then o.out:start(S) end
   if S.turn == 0 and o.out.info and S.safety.writes then o.out:info(S.safety.description) end
+  -- where the session starts: validation on the untouched tree, before any model call
+  if S.turn == 0 and not o.session and not me.child and o.baseline then safety.baseline(S) end
   if o.session and S.children then children.reattach(S) end
   if S.turn == 0 and role.prepare and not me.child then role.prepare(S, env, o) end
   local listening = inbox.setup(S, env, { terminal = not me.child })
@@ -260,6 +266,7 @@ local CONFIG = {
   machine = "string", role = "string", dispatch = "string", output_format = "string",
   max_turns = "count", max_retries = "natural", loop_limit = "count", max_tokens = "count",
   recall_limit = "natural", plan = "boolean", recall = "boolean", spawn = "boolean",
+  validate_baseline = "boolean",
   scout = "boolean", fan_out = "natural", max_children = "count", max_commands_per_reply = "count",
   pipeline = "strings", validate = "strings", validate_commands = "commands",
   auto_approve = { "low", "medium", "high" }, validate_on = { "edit", "done", "turn", "never" },
@@ -348,6 +355,7 @@ run_main = function(opts, cfg, rest, out, format)
     interactive = not opts.non_interactive and moss.ui.interactive(),
     auto_approve = opts.auto_approve or cfg.auto_approve or "low",
     validate = opts.validate and { opts.validate } or nil,
+    baseline = not opts.no_baseline and cfg.validate_baseline ~= false,
     spawn = opts.spawn or cfg.spawn or false,
     format = format,
   }

@@ -109,6 +109,23 @@ def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, 
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
+def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resumes(project, api):
+    """Nobody at a terminal to say "go on": pause ends the session `paused`, exit 3, not a
+    success, with a checkpoint that --resume continues."""
+    api.push(slow("$(view .)", SLOW))
+    p, out, err = say_while_it_waits(project, api, "pause")
+    assert p.returncode == 3, err
+    result = events_of(out)[-1]
+    assert result["reason"] == "paused" and result["success"] is False
+    sid = result["session_id"]
+    ckpt = json.loads((project.root / f".moss/agent/session-{sid}.json").read_text())
+    assert ckpt["reason"] == "paused" and not (project.root / f".moss/agent/running/{sid}.json").exists()
+    with FakeAPI() as api2:
+        api2.push("$(answer built with cargo)")
+        r = project.moss("@agent", "--provider", "anthropic", "--resume", sid, "-n", "go on", env=api2.env())
+    assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
+
+
 def test_a_related_message_joins_the_next_request(project, api):
     api.push(*[model({"inbox": "RELATED", "turns": [
         lambda b: slow("$(view .)", SLOW),

@@ -203,7 +203,9 @@ def test_validation_retry_then_rollback_restores_tree_and_leaves_user_git_alone(
     api.push(*[failing_edits_model(state, stop_after_rollback=True)] * 4)
     r = app.moss("@agent", "--provider", "anthropic", "--v1", "-n", "--refactor", "--auto-approve", "medium",
                  "--output-format", "json", "make test_calc.py pass", env=api.env())
-    assert r.returncode == 0, r.stderr
+    # the answer after the rollback claims work that was undone: step 3, blocked, not answered
+    assert r.returncode == 3, r.stderr
+    assert json.loads(r.stdout)["reason"] == "blocked"
     seen = state["seen"]
     assert "Validation FAILED at step test" in seen[1] and "[retry 1/1]" in seen[1]
     assert "add(2, 3) = 6" in seen[1]  # the head of the failing output reaches the model
@@ -214,7 +216,8 @@ def test_validation_retry_then_rollback_restores_tree_and_leaves_user_git_alone(
     assert git_state(app.root) == before_git
     sid = json.loads(r.stdout)["session_id"]
     names = [e["event"] for e in events(app, sid)]
-    assert "rollback" in names and "rollback_done" in names and names.count("validation") == 2
+    # once on the untouched tree (the baseline), then after each of the two failing edits
+    assert "rollback" in names and "rollback_done" in names and names.count("validation") == 3
 
 
 @needs_bwrap

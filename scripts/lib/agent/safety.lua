@@ -8,7 +8,15 @@
 --   3. Ask:      failing after the rollback -> the user picks from numbered options
 --                (interactive), or the session ends `blocked` (exit 3) with a checkpoint.
 --
--- Everything here is state in the session table, so it checkpoints and resumes.
+-- The answer gate (hooks.before_answer) holds the outcome to the tree as it is: an answer
+-- stands only where validation passed on the current tree. An answer right after a rollback
+-- (nothing changed since) claims work that was undone: step 3. A session that never changed
+-- the tree, on a project whose validation fails, is sent back once, then ends `unvalidated`.
+--
+-- Everything here is state in the session table, so it checkpoints and resumes:
+--   st.validated  validation passed on the tree as it is now
+--   st.touched    the session has changed the tree
+--   st.undone     a rollback brought the tree back and nothing has changed since
 local validate = require("lib.agent.validate")
 
 local M = {}
@@ -27,8 +35,11 @@ local function log(S, event, data) moss.session.log(S.id, event, data or {}) end
 function M.setup(S, opts)
   local cfg = moss.config.agent or {}
   local writes = opts.access == "edit" or opts.access == "full"
-  S.safety = S.safety or { failures = 0, failing = nil, rolled_back = false }
+  S.safety = S.safety or { failures = 0, failing = nil, rolled_back = false, validated = false, touched = false }
   local st = S.safety
+  if st.dirty ~= nil then -- a checkpoint from before the answer gate knew `validated`
+    st.touched, st.validated, st.dirty = st.dirty or st.touched or false, false, nil
+  end
   -- settings are read afresh every time, so a resumed session uses the fixed config or flags
   st.writes = writes
   st.max_retries = cfg.max_retries or 3
@@ -77,21 +88,89 @@ function M.describe_restore(res, cap)
   return table.concat(lines, "\n")
 end
 
---- Run the pipeline and escalate on failure. Returns (report, passed).
-function M.check(S, why)
+local function how(v)
+  if v.timed_out then return "timed out" end
+  return v.exit ~= nil and ("exit " .. tostring(v.exit)) or "could not start"
+end
+
+--- A failed validation, for the person at the terminal: the step and the last lines of its
+-- output in a gutter (on stderr, like everything moss says besides the answer).
+function M.show_failure(v, headline, style)
+  moss.ui.print(headline or ("validation failed at step %s (`%s`, %s)"):format(v.step, v.command, how(v)),
+    { style = style or "red" })
+  local tail = v.output_tail or ""
+  if tail ~= "" then moss.ui.print("  │ " .. tail:gsub("\n", "\n  │ "), { style = "dim" }) end
+end
+
+--- Run the pipeline once on the tree as it is. Records S.safety.validated and S.validation
+-- (what the result JSON and `moss sessions show` report), logs it, and shows a failure.
+function M.run(S, why)
   local st = S.safety
-  if not st or #st.steps == 0 then return nil, true end
   -- what validation itself writes (build output, caches) is this session's too
   local w = st.writes and moss.shadow.begin_write("validation after turn " .. S.turn)
   local ok, r = pcall(validate.run, st.steps)
   if w then moss.shadow.end_write(w) end
   if not ok then error(r, 0) end
-  log(S, "validation", { why = why, passed = r.passed, step = r.failed and r.failed.name, report = r.report,
-    turn = S.turn })
+  st.validated, st.checked_turn = r.passed, S.turn
+  local v = { passed = r.passed, why = why, turn = S.turn }
+  if not r.passed then
+    v.step, v.command, v.exit, v.timed_out = r.failed.name, r.failed.run, r.code, r.timed_out
+    v.output_tail = validate.tail(r.output, 20)
+    v.cannot_run = r.cannot_run
+  end
+  S.validation = v
+  log(S, "validation", { why = why, passed = r.passed, step = v.step, command = v.command, exit = v.exit,
+    timed_out = v.timed_out, output_tail = v.output_tail, report = r.report, turn = S.turn })
+  if not r.passed and why ~= "baseline" then M.show_failure(v) end
+  return r
+end
+
+--- Before the first turn of a session that can write: run validation once on the untouched
+-- tree, so the person knows where they start and a step that cannot run here is reported
+-- now, not found by a rollback of correct work. Skipped by --no-baseline or
+-- [agent] validate_baseline = false.
+function M.baseline(S)
+  local st = S.safety
+  if not st or not st.writes or #st.steps == 0 or st.validate_on == "never" then return end
+  local r = M.run(S, "baseline")
+  local v = S.validation
+  v.baseline = true
   if r.passed then
-    st.failures, st.failing, st.rolled_back, st.dirty = 0, nil, false, false
+    st.good_validated = true
+    moss.ui.print("validation passes on the project as it is", { style = "dim" })
+    return
+  end
+  if r.cannot_run then
+    local what = ("validation step %s (`%s`) cannot run here (%s)"):format(v.step, v.command, how(v))
+    if st.source and st.source:find("detected", 1, true) then
+      M.show_failure(v, what)
+      moss.ui.print("validation is off for this session: set [agent] validate_commands in .moss/config.toml " ..
+        "to a pipeline that runs here (or validate_on = \"never\")", { style = "yellow" })
+      log(S, "validation_off", { step = v.step, command = v.command, turn = S.turn })
+      st.steps, st.description = {}, "no validation: the detected step cannot run here"
+      S.validation = nil
+      return
+    end
+    local tail = v.output_tail ~= "" and (":\n  │ " .. v.output_tail:gsub("\n", "\n  │ ")) or ""
+    moss.error("config", what .. tail .. "\nFix the step in [agent] validate_commands, or start with " ..
+      "--no-baseline (or [agent] validate_baseline = false) to let the session find out later", 0)
+  end
+  M.show_failure(v, ("validation fails on the project as it is, before any change: step %s (`%s`, %s)")
+    :format(v.step, v.command, how(v)), "yellow")
+  say(S, ("Note: validation already fails on the project as it is, before any change (step %s, `%s`). " ..
+    "An answer counts as done only once validation passes.\n%s"):format(v.step, v.command, r.report))
+end
+
+--- Run the pipeline and escalate on failure. Returns (report, passed).
+function M.check(S, why)
+  local st = S.safety
+  if not st or #st.steps == 0 then return nil, true end
+  local r = M.run(S, why)
+  if r.passed then
+    st.failures, st.failing, st.rolled_back = 0, nil, false
     if st.writes then
       st.good_snapshot = moss.shadow.snapshot("validated after turn " .. S.turn)
+      st.good_validated = true
     end
     return r.report, true
   end
@@ -109,9 +188,13 @@ function M.check(S, why)
         :format(key, st.max_retries, tostring(res.message or res))
       log(S, "rollback_failed", { step = key, snapshot = st.good_snapshot, error = tostring(res.message or res) })
     else
-      st.dirty = false -- the tree is back at its last validated state (or the session's start)
+      -- the tree is back where validation last passed, or at the session's start, where it
+      -- may never have passed: only a validation run says which (st.validated)
+      st.validated, st.undone = st.good_validated or false, true
+      S.validation.rolled_back = true
       report = report .. ("\n\n[rollback] `%s` kept failing after %d retries: the project was restored to " ..
-        "the last state where validation passed.\n%s\nTake a different approach."):format(key, st.max_retries,
+        "%s.\n%s\nTake a different approach."):format(key, st.max_retries,
+        st.good_validated and "the last state where validation passed" or "how it was at the session's start",
         M.describe_restore(res))
       log(S, "rollback_done", { step = key, snapshot = st.good_snapshot, reverted = res.reverted,
         removed = res.removed, restored = res.restored, skipped = res.skipped, conflicts = res.conflicts,
@@ -119,10 +202,15 @@ function M.check(S, why)
       moss.ui.print("rollback: " .. M.describe_restore(res, 8):gsub("\n", "; "), { style = "yellow" })
     end
   else
-    S.blocked = { step = key, report = r.report, options = OPTIONS }
-    log(S, "escalate", { step = key, turn = S.turn })
+    M.block(S, key, r.report)
   end
   return report, false
+end
+
+--- Step 3 is due: the next after_turn asks the user or ends the session blocked.
+function M.block(S, step, report)
+  S.blocked = { step = step, report = report, options = OPTIONS }
+  log(S, "escalate", { step = step, turn = S.turn })
 end
 
 function M.hooks(S)
@@ -145,7 +233,9 @@ function M.hooks(S)
     local r = moss.shadow.end_write(w.snapshot)
     local changed, lost = r.changed or {}, r.not_captured or {}
     log(S, "action_done", { turn = S.turn, label = w.label, changed = changed, not_captured = lost })
-    if #changed > 0 then st.dirty, st.changed_this_turn = true, true end
+    if #changed > 0 then
+      st.touched, st.validated, st.undone, st.changed_this_turn = true, false, false, true
+    end
     if #lost == 0 then return nil end
     local names = {}
     for i, x in ipairs(lost) do
@@ -180,12 +270,40 @@ function M.hooks(S)
     if S.blocked then return M.escalate(S, env) end
     return nil
   end
-  --- The answer gate: an answer stands only on a tree that passed validation since it last
-  -- changed (or never changed). Otherwise validation runs now, and a failure goes back to
-  -- the model and on along the escalation chain.
+  --- The answer gate: true (the answer stands), false (it goes back to the model, or step
+  -- 3 is due), or "unvalidated" (the session ends with that reason: the project's validation
+  -- fails, this session changed nothing, and the model was already told once).
   function hooks.before_answer()
-    if #st.steps == 0 or st.validate_on == "never" then return true end
-    if st.validate_on ~= "done" and not st.dirty then return true end
+    if not st.writes or #st.steps == 0 or st.validate_on == "never" then return true end
+    if st.undone then
+      if st.checked_turn == S.turn then
+        -- the rollback came in this very turn, with the reply that answered
+        say(S, "Your answer was not accepted: your changes were rolled back (see above).")
+        return false
+      end
+      -- nothing changed since the rollback: the answer describes work that was undone
+      say(S, "Your answer was not accepted: the project was rolled back and nothing has changed since, " ..
+        "so the work it describes is not in the tree.")
+      M.block(S, st.failing or (S.validation and S.validation.step) or "validation",
+        S.validation and S.validation.output_tail or "")
+      return false
+    end
+    if st.validated then return true end
+    if st.checked_turn == S.turn then
+      -- validation already ran on this turn's tree and failed: its report is with the edit
+      say(S, "Your answer was not accepted yet: validation fails on the tree as it is now.")
+      return false
+    end
+    if not st.touched then
+      local r = M.run(S, "answer")
+      if r.passed then return true end
+      if st.sent_back then return "unvalidated" end
+      st.sent_back = true
+      say(S, "Your answer was not accepted yet: validation fails on the project as it is, and this session " ..
+        "has not changed anything. If the task needs the project to pass, make the change; if you answer " ..
+        "again as it is, the session ends unvalidated.\n" .. r.report)
+      return false
+    end
     local report, passed = M.check(S, "answer")
     if not passed then say(S, "Your answer was not accepted yet.\n" .. report) end
     if S.blocked then return false end
@@ -227,8 +345,11 @@ function M.user_decided(S)
   S.blocked = nil
   local st = S.safety
   if not st then return end
-  if st.dirty then log(S, "validation_waived", { step = st.failing, turn = S.turn }) end
-  st.failures, st.rolled_back, st.dirty = 0, false, false
+  if not st.validated then
+    log(S, "validation_waived", { step = st.failing, turn = S.turn })
+    if S.validation then S.validation.waived = true end
+  end
+  st.failures, st.rolled_back, st.validated, st.undone = 0, false, true, false
 end
 
 --- Step 3 of the chain. Returns a finish reason ("blocked") or nil to go on.

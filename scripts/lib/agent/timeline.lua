@@ -59,12 +59,29 @@ M.EVENTS = {
   note = { "magenta", function(e) return ("[%s] %s"):format(short(e.id), short(e.content)) end },
   keep = { "magenta", function(e) return ("[%s] %s"):format(short(e.id), short(e.cmd)) end },
   validation = { "", function(e)
-    return (e.passed and "passed" or ("FAILED at " .. short(e.step))) .. " (" .. short(e.why) .. ")"
+    if e.passed then return "passed (" .. short(e.why) .. ")" end
+    return ("FAILED at %s (`%s`, %s) (%s)"):format(short(e.step), short(e.command, 50),
+      e.timed_out and "timed out" or ("exit " .. short(e.exit)), short(e.why))
+  end },
+  validation_off = { "yellow", function(e)
+    return ("off for this session: `%s` cannot run here"):format(short(e.command, 60))
+  end },
+  validation_waived = { "yellow", function(e) return "the user went on with " .. short(e.step) .. " failing" end },
+  escalate = { "bold red", function(e) return "validation step " .. short(e.step) .. " still fails: ask the user" end },
+  retry = { "yellow", function(e) return ("%s failed (attempt %s)"):format(short(e.step), short(e.attempt)) end },
+  echo = { "yellow", function(e) return "the reply only repeated moss's own prompt" end },
+  command_echoed = { "yellow", function(e) return "not run (copied from moss's prompt): " .. short(table.concat(e.cmds or {}, " "), 80) end },
+  truncated = { "yellow", function(e) return "reply cut at the token limit " .. short(e.max_tokens) end },
+  commands_dropped = { "yellow", function(e)
+    return ("%s commands run, %s dropped (per-reply cap)"):format(short(e.kept), short(e.dropped))
   end },
   snapshot = { "dim", function(e) return first10(e.id) .. " " .. short(e.label) end },
   rollback = { "bold yellow", function(e)
     return ("restored %s: %d reverted, %d removed, %d not restored, %d left to others"):format(first10(e.id),
       #(e.reverted or {}), #(e.removed or {}), #(e.skipped or {}), #(e.conflicts or {}))
+  end },
+  rollback_done = { "bold yellow", function(e)
+    return ("rolled back after %s kept failing"):format(short(e.step))
   end },
   turn_rolled_back = { "bold yellow", function(e)
     return ("turn %s was cut off; undone: %s"):format(short(e.turn), short(table.concat(e.paths or {}, ", "), 80))
@@ -159,10 +176,28 @@ function M.tree(sid, all)
   return lines
 end
 
---- `moss sessions show ID`: the timeline, then the tree of child agents.
+--- The last validation that failed, if no later one passed: its step and output's tail, as
+-- lines (the timeline's one-line row cannot hold the output).
+function M.last_failure(events)
+  local last
+  for _, e in ipairs(events) do
+    if e.event == "validation" then last = (not e.passed) and e or nil end
+  end
+  if not last then return {} end
+  local lines = { ("last validation failed at step %s (`%s`, %s):"):format(short(last.step), short(last.command, 80),
+    last.timed_out and "timed out" or ("exit " .. short(last.exit))) }
+  for line in (tostring(last.output_tail or "") .. "\n"):gmatch("([^\n]*)\n") do
+    lines[#lines + 1] = "  │ " .. short(line, 200)
+  end
+  return lines
+end
+
+--- `moss sessions show ID`: the timeline, the last failed validation, then the tree of child
+-- agents.
 function M.show(sid)
   local events = moss.session.events(sid)
   moss.ui.table(M.rows(events), { columns = { "time", "event", "detail" }, title = "session " .. sid })
+  for _, line in ipairs(M.last_failure(events)) do print(line) end
   for _, line in ipairs(M.tree(sid, moss.session.list())) do print(line) end
   return 0
 end

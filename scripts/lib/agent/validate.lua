@@ -76,19 +76,50 @@ local function head_tail(text, n)
   return text:sub(1, n) .. "\n… [" .. (#text - 2 * n) .. " characters cut] …\n" .. text:sub(-n)
 end
 
+--- The last `n` lines of `text` (without trailing blank lines).
+function M.tail(text, n)
+  local lines = {}
+  for line in ((text or ""):gsub("%s+$", "") .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+  if #lines == 1 and lines[1] == "" then return "" end
+  return table.concat(lines, "\n", math.max(1, #lines - n + 1))
+end
+
+-- A step that cannot run on this machine at all, whatever the code: the shell found no such
+-- program or could not execute it (exit 127, 126), or the output says it needs a network or
+-- a toolchain that is not here. Such a step would roll back correct work, so the session's
+-- start reports it before the first turn.
+local CANNOT_RUN = {
+  "[Cc]ould not resolve host", "[Cc]ouldn't resolve host", "[Nn]etwork is unreachable",
+  "[Tt]emporary failure in name resolution", "[Ff]ailed to connect to", "failed to download",
+  "could not choose a version of", "toolchain '[^']*' is not installed",
+}
+
+local function cannot_run(code, output)
+  if code == 126 or code == 127 then return true end
+  for _, pat in ipairs(CANNOT_RUN) do
+    if output:find(pat) then return true end
+  end
+  return false
+end
+
 --- Run the steps in order; stop at the first failure.
--- Returns { passed = bool, failed = step or nil, report = text }.
+-- Returns { passed, failed = step|nil, report = text for the model, output = the failed
+-- step's output, code = its exit code, timed_out, cannot_run = the step cannot run here }.
 function M.run(steps)
   local lines = {}
   for _, step in ipairs(steps) do
     local ok, r = pcall(moss.shell.run, step.run, { timeout = step.timeout or 600, max_chars = 6000 })
     if not ok then
-      return { passed = false, failed = step, report = ("Validation step %s (`%s`) could not run: %s")
-        :format(step.name, step.run, tostring(r.message or r)) }
+      local why = tostring(type(r) == "table" and r.message or r)
+      return { passed = false, failed = step, output = why, cannot_run = true,
+        report = ("Validation step %s (`%s`) could not run: %s"):format(step.name, step.run, why) }
     end
     if r.code ~= 0 or r.timed_out then
-      local out = (r.stdout or "") .. ((r.stderr or "") ~= "" and ("\n[stderr]\n" .. r.stderr) or "")
-      return { passed = false, failed = step, report = ("Validation FAILED at step %s (`%s`, %s):\n%s")
+      local out, err = r.stdout or "", r.stderr or ""
+      if err ~= "" then out = out:match("^%s*$") and err or (out .. "\n[stderr]\n" .. err) end
+      return { passed = false, failed = step, output = out, code = r.code, timed_out = r.timed_out or nil,
+        cannot_run = not r.timed_out and cannot_run(r.code, out) or nil,
+        report = ("Validation FAILED at step %s (`%s`, %s):\n%s")
         :format(step.name, step.run, r.timed_out and "timed out" or ("exit " .. tostring(r.code)), head_tail(out, 1500)) }
     end
     lines[#lines + 1] = "✓ " .. step.name .. " (`" .. step.run .. "`)"

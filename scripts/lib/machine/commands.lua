@@ -302,12 +302,14 @@ function M.handle(S, state, text, env)
     messages.say(S, "Your answer was set aside because you also wrote $(wait).")
     answer = nil
   end
+  local results = #tools > 0 and M.run_tools(S, state, tools, env) or {}
+  -- the answer is judged after the reply's own tools ran, on the tree they left
   if answer and state.concludes then
-    if not env.before_answer or env.before_answer() then return { answer = answer } end
+    local gate = M.gate(env)
+    if gate == true then return { answer = answer } end
+    if gate then return { finished = gate, answer = answer } end
     log(S, "answer_rejected", { answer = answer, turn = S.turn })
   end
-
-  local results = #tools > 0 and M.run_tools(S, state, tools, env) or {}
   local k = 0
   for i, o in ipairs(outputs) do
     if o == false then
@@ -348,6 +350,15 @@ function M.echoed(S, env, cmds)
   messages.say(S, "Nothing was run: your reply repeated moss's own instructions and examples. Work on " ..
     "the task: write the commands it needs, with real arguments.")
   return { outputs = {} }
+end
+
+--- May an answer stand? true, false (it goes back to the model), or the reason the session
+-- ends with instead (e.g. "unvalidated"). env.before_answer is the hook (lib/agent/safety.lua).
+function M.gate(env)
+  if not env.before_answer then return true end
+  local verdict = env.before_answer()
+  if verdict == true or verdict == false or type(verdict) == "string" then return verdict end
+  return verdict and true or false
 end
 
 --- The answer in a reply, if it has a concluding command (for a turn that must answer).

@@ -20,6 +20,9 @@ local REASONS = {
   paused = { text = "paused, as you asked", exit = 3 },
   error = { text = "stopped on an error", exit = 1 },
   cancelled = { text = "cancelled by its parent agent", exit = 1 },
+  -- an answer on a tree whose validation fails, from a session that changed nothing (the
+  -- answer is kept and shown; it is not a success)
+  unvalidated = { text = "answered, but validation fails on the project as it is", exit = 1 },
 }
 M.REASONS = REASONS
 
@@ -39,6 +42,7 @@ local function result(S)
     answer = S.answer == nil and moss.json.null or S.answer, success = S.success or false, reason = S.reason, turns = S.turn,
     session_id = S.id, usage = S.usage, role = S.role, machine = S.machine,
     forced = S.forced or nil, detail = S.detail, progress = S.progress, questions = S.questions,
+    validation = S.validation, -- the last validation run: passed, step, command, exit, output_tail, ...
   }
 end
 M.result = result
@@ -123,6 +127,7 @@ function Text:finish(S)
     M.closing(S, self.machine)
     return
   end
+  if S.reason == "unvalidated" and S.answer then print(S.answer) end
   moss.ui.print(M.reason(S.reason, self.machine).text, { style = "yellow" })
   if S.detail then moss.ui.print(tostring(S.detail), { style = "dim" }) end
   if S.questions and S.questions ~= "" then moss.ui.print("Open questions: " .. S.questions) end

@@ -187,11 +187,13 @@ function M.run(machine, S, env)
 
     -- A state may bring its own grammar (XML tags, JSON, ...) by giving `handle`.
     local verdict = (state.handle or commands.handle)(S, state, resp.text, env)
+    -- a verdict that finishes says why, and may carry the answer it finished with (an answer
+    -- the gate did not let stand: "unvalidated")
+    if verdict.finished then return finish(S, env, verdict.finished, verdict.answer, verdict.extra) end
     if verdict.answer then
       log(S, "done", { answer = verdict.answer, turn = S.turn })
       return finish(S, env, "answered", verdict.answer)
     end
-    if verdict.finished then return finish(S, env, verdict.finished, nil, verdict.extra) end
 
     -- results are shown once: what this turn produced replaces what the last turn did
     local outs = verdict.outputs or {}
@@ -212,7 +214,12 @@ function M.run(machine, S, env)
       if S.stale >= (machine.max_stale or 5) then
         log(S, "cycle_limit", { cycles = S.stale, turn = S.turn })
         local forced = M.force_answer(S, state, env)
-        if forced then return finish(S, env, "answered", forced, { forced = true }) end
+        if forced then
+          -- a forced answer passes the same gate as any other
+          local gate = commands.gate(env)
+          if gate == true then return finish(S, env, "answered", forced, { forced = true }) end
+          if gate then return finish(S, env, gate, forced, { forced = true }) end
+        end
         return finish(S, env, "cycle_limit")
       end
     end

@@ -17,6 +17,7 @@ local memory = require("lib.tce.memory")
 local logs = require("lib.tce.logs")
 local actions = require("lib.tce.actions")
 local paging = require("lib.tce.paging")
+local commands = require("lib.machine.commands") -- the answer gate, shared with the $(...) grammar
 
 local M = {}
 
@@ -76,9 +77,11 @@ function M.handle(S, state, text, env)
     local a = r.action
     local res = actions.dispatch(S, a, { cfg = cfg, env = env })
     if res.ok and res.answer then
-      if not env.before_answer or env.before_answer() then
+      local gate = commands.gate(env)
+      if gate then
         log(S, "command", { cmd = "answer", ok = true, turn = S.turn, state = S.state })
-        return { answer = res.answer }
+        if gate == true then return { answer = res.answer } end
+        return { finished = gate, answer = res.answer }
       end
       res = { ok = false, message = "answer not accepted yet (see the messages)" }
       log(S, "answer_rejected", { answer = a.value, turn = S.turn })
