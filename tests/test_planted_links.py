@@ -52,7 +52,7 @@ def seen_by_model(api) -> str:
 def files_holding(root, text: str) -> list[str]:
     """Regular files under `root` (links not followed) whose content holds `text`."""
     hits = []
-    for folder, dirs, names in os.walk(root):
+    for folder, _dirs, names in os.walk(root):
         for name in names:
             p = os.path.join(folder, name)
             if os.path.isfile(p) and not os.path.islink(p):

@@ -350,7 +350,7 @@ class Shadow:
     # ------------------------------------------------------------------ capture
 
     def _capture(self) -> "_Capture":
-        for attempt in range(3):
+        for _attempt in range(3):
             try:
                 return self._capture_once()
             except _Raced as e:
