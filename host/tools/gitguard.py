@@ -95,22 +95,26 @@ def scan(root: Path | str) -> dict[str, Entry]:
 def _scan_dir(fd: int, rel: str, found: dict[str, Entry], stack: list[str]) -> None:
     try:
         with os.scandir(fd) as it:
-            entries = []
-            for e in it:
-                try:
-                    entries.append((e.name, e.stat(follow_symlinks=False)))
-                except OSError:
-                    pass  # gone meanwhile
+            entries = list(it)
     except OSError:
         return
-    modes = {name: st.st_mode for name, st in entries}
-    if rel and "HEAD" in modes and stat.S_ISDIR(modes.get("objects", 0)) and stat.S_ISDIR(modes.get("refs", 0)):
-        st = os.fstat(fd)
-        found[rel] = Entry(rel, "bare", (st.st_dev, st.st_ino))
-        return
-    for name, st in entries:
+    names = {e.name: e for e in entries}
+    if rel and "HEAD" in names and "objects" in names and "refs" in names:
+        try:
+            if names["objects"].is_dir(follow_symlinks=False) and names["refs"].is_dir(follow_symlinks=False):
+                st = os.fstat(fd)  # the folder read, whatever its name is now
+                found[rel] = Entry(rel, "bare", (st.st_dev, st.st_ino))
+                return
+        except OSError:
+            pass
+    for e in entries:
+        name = e.name
         path = f"{rel}/{name}" if rel else name
         if name == ".git":
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue  # gone meanwhile
             ident = (st.st_dev, st.st_ino)
             if stat.S_ISLNK(st.st_mode):
                 try:
@@ -125,8 +129,11 @@ def _scan_dir(fd: int, rel: str, found: dict[str, Entry], stack: list[str]) -> N
             continue
         if not rel and name == ".moss":
             continue  # moss's own folder: read-only to commands as a whole
-        if stat.S_ISDIR(st.st_mode):
-            stack.append(path)
+        try:
+            if e.is_dir(follow_symlinks=False):
+                stack.append(path)
+        except OSError:
+            pass
 
 
 def _read_git_file(dfd: int, ident: tuple) -> bytes:
