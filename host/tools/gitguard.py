@@ -193,17 +193,37 @@ def risky_settings(gitdir: str | None) -> tuple[str, ...]:
     """What in this git directory makes git run something: hooks and command settings."""
     if not gitdir or not os.path.isdir(gitdir):
         return ()
-    out: list[str] = []
-    text = _read_small(os.path.join(gitdir, "config"))
-    for key, value in _config_items(text):
-        if any(r.match(key.lower()) for r in _RISKY):
-            out.append(f"{key} = {value}")
     try:
-        hooks = sorted(n for n in os.listdir(os.path.join(gitdir, "hooks")) if not n.endswith(".sample"))
+        hooks = os.listdir(os.path.join(gitdir, "hooks"))
     except OSError:
         hooks = []
-    out += [f"hook {h}" for h in hooks]
+    return _risky(_read_small(os.path.join(gitdir, "config")), hooks)
+
+
+def _risky(config: str, hooks: list[str]) -> tuple[str, ...]:
+    out = [f"{key} = {value}" for key, value in _config_items(config)
+           if any(r.match(key.lower()) for r in _RISKY)]
+    out += [f"hook {h}" for h in sorted(hooks) if not h.endswith(".sample")]
     return tuple(out)
+
+
+def _risky_entry(root: str, entry: Entry) -> tuple[str, ...]:
+    """risky_settings of an entry. A git directory inside the project (a `.git` folder, a bare
+    repository) is read from the root without following a link, so a folder swapped for a
+    link never has moss read (and report) settings from outside; a `.git` file or link
+    names its git directory, which may rightly be elsewhere (a worktree's)."""
+    if entry.kind not in ("dir", "bare"):
+        return risky_settings(_gitdir(root, entry))
+    tree = safefs.tree(root)
+    try:
+        config = tree.read_text(f"{entry.rel}/config", 256 * 1024)
+    except (OSError, MossError):
+        config = ""
+    try:
+        hooks = tree.listdir(f"{entry.rel}/hooks")
+    except (OSError, MossError):
+        hooks = []
+    return _risky(config, hooks)
 
 
 def _read_small(path: str, limit: int = 256 * 1024) -> str:
@@ -266,7 +286,7 @@ class GitGuard:
     def _baseline(self, current: dict[str, Entry]) -> None:
         self._known = {}
         for e in current.values():
-            e.risky = risky_settings(_gitdir(self.root, e))
+            e.risky = _risky_entry(self.root, e)
             self._known[e.ident] = e
 
     def check(self) -> list[str]:
@@ -285,11 +305,11 @@ class GitGuard:
         for rel, e in sorted(current.items()):
             old = self._known.get(e.ident)
             if old is None or old.kind != e.kind:
-                e.risky = risky_settings(_gitdir(self.root, e))
+                e.risky = _risky_entry(self.root, e)
                 notes.append(self._quarantine(e))
                 continue
             seen.add(e.ident)
-            e.risky = risky_settings(_gitdir(self.root, e))
+            e.risky = _risky_entry(self.root, e)
             if old.rel != rel:
                 notes.append(f"{old.rel}: the git metadata that was here when the session began is now "
                              f"at {rel}")
