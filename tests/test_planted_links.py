@@ -285,5 +285,9 @@ def test_a_shipped_shadow_store_is_set_aside_and_a_rollback_writes_nothing_outsi
     # the shipped store is kept, links and all, where git and moss's tools leave it alone
     aside = [p for p in (repo.root / ".moss" / "agent" / "quarantine").iterdir() if p.name.endswith("shadow.git")]
     assert len(aside) == 1 and all((aside[0] / name).is_symlink() for name in SHADOW_LINKS)
-    # the new store holds no link at all
+    # the new store holds no link at all, and the next moss process uses it without a word
     assert not any(p.is_symlink() for p in store.rglob("*"))
+    repo.script("snapshots", "print(#moss.shadow.list() > 0)")
+    again = repo.moss("@snapshots")
+    assert again.returncode == 0 and again.stdout.strip() == "true" and ".moss/shadow.git" not in again.stderr, again.stderr
+    assert outside_files(outside) == before

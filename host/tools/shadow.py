@@ -1033,10 +1033,14 @@ class Shadow:
                 if not create:
                     return None
                 self._tree.mkdirs(_STORE)
+                st = self._tree.lstat(_STORE)
+                if st is None:
+                    continue
+            store = (st.st_dev, st.st_ino)   # the store judged (and, if foreign, moved)
             try:
                 fd = self._tree.open(f"{_STORE}/moss.lock", os.O_RDWR | os.O_CREAT, 0o644)
             except UnsafePath as e:      # a link or a fifo where moss keeps its lock
-                self._set_aside(e.message)
+                self._set_aside(e.message, store)
                 continue
             try:
                 while True:
@@ -1061,7 +1065,7 @@ class Shadow:
                 if not self._verified:
                     problem = self._foreign()
                     if problem:
-                        self._set_aside(problem)
+                        self._set_aside(problem, store)
                         os.close(fd)
                         continue
                     self._verified = True
@@ -1147,25 +1151,34 @@ class Shadow:
                     return f"{rel}/{name} is not a regular file"
         return None
 
-    def _set_aside(self, why: str) -> None:
-        """Move a store moss did not make into .moss/agent/quarantine/ (never deleted)."""
+    def _set_aside(self, why: str, store: tuple) -> None:
+        """Move the store moss did not make, `store` (device, inode), into
+        .moss/agent/quarantine/ (never deleted)."""
         from moss import storage
 
         dest = (f".moss/agent/quarantine/{time.strftime('%Y%m%d-%H%M%S')}-"
                 f"{secrets.token_hex(3)}-shadow.git")
+        # nothing known about the store being moved holds for the new one
+        self._verified = self._prepared = False
+        self._index_cache = self._memo = None
+        self._loaded.clear()
+        self._open.clear()
         try:
             storage.ensure_dir(self.root / ".moss" / "agent" / "quarantine")
+            now = self._tree.lstat(_STORE)
+            if now is None or (now.st_dev, now.st_ino) != store:
+                return       # another moss process moved it aside first, and said so
             self._tree.rename(_STORE, dest, create_dirs=False)
+        except FileNotFoundError:
+            if self._tree.lstat(_STORE) is None:
+                return
+            raise MossError(f"shadow: .moss/shadow.git was not made by moss for this project ({why}) "
+                            "and could not be moved aside; remove it", kind="denied") from None
         except (MossError, OSError) as e:
             reason = e.message if isinstance(e, MossError) else (e.strerror or str(e))
             raise MossError(f"shadow: .moss/shadow.git was not made by moss for this project "
                             f"({why}) and could not be moved aside ({reason}); remove it",
                             kind="denied") from None
-        self._verified = False
-        self._prepared = False
-        self._index_cache = self._memo = None
-        self._loaded.clear()
-        self._open.clear()
         message = (f"warning: .moss/shadow.git was not made by moss for this project ({why}); "
                    f"moved it to {dest}/ and started a new snapshot store")
         if self._notify is not None:
