@@ -35,7 +35,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
-from moss.errors import MossError
+from ..errors import MossError
 
 
 class UnsafePath(MossError):

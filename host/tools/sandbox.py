@@ -47,7 +47,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from moss.errors import MossError
+from ..errors import MossError
 
 __all__ = [
     "ACCESS_LEVELS",
@@ -150,7 +150,7 @@ class Setup:
 def _provider_keys(config: dict | None) -> set[str]:
     names: set[str] = set()
     try:
-        from moss.llm.providers import PRESETS
+        from ..llm.providers import PRESETS
 
         names |= {p["key_env"] for p in PRESETS.values() if p.get("key_env")}
     except Exception:  # pragma: no cover - the LLM layer is optional for this

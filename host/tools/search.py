@@ -23,11 +23,11 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from moss.errors import MossError
-from moss.tools.caps import cap
-from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from moss.tools.treesitter import around_lines, innermost, language_for, structure
-from moss.ui import visible_name
+from ..errors import MossError
+from .caps import cap
+from .resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
+from .treesitter import around_lines, innermost, language_for, structure
+from ..ui import visible_name
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from moss.errors import MossError
-from moss.tools.confine import confine
-from moss.tools import caps, gitguard, procs
-from moss.tools.sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
+from ..errors import MossError
+from .confine import confine
+from . import caps, gitguard, procs
+from .sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
 
 __all__ = ["run"]
 

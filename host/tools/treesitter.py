@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from moss.errors import MossError
+from ..errors import MossError
 
 
 # ---------------------------------------------------------------------------- symbols

@@ -20,16 +20,16 @@ import re
 import subprocess
 from pathlib import Path
 
-from moss.errors import MossError
-from moss.tools.caps import cap
-from moss.tools.resolve import (
+from ..errors import MossError
+from .caps import cap
+from .resolve import (
     RG_WALK_FLAGS, list_files, require_regular, resolve_path, rg_binary,
 )
-from moss.tools.treesitter import (
+from .treesitter import (
     LANGUAGES, Symbol, for_lookup, innermost, language_for, match_symbols, outline, pick_symbol,
     structure,
 )
-from moss.ui import visible_name
+from ..ui import visible_name
 
 MAX_OUTLINE_BYTES = 2_000_000      # larger files get a one-line message, not a skeleton
 MAX_RANGE_BYTES = 64_000_000       # line ranges still work up to this size
