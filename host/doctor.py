@@ -15,7 +15,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:  # the SDKs are imported when a check needs them
+    import anthropic
+    import openai
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -58,7 +62,8 @@ def check_sandbox(user_config: dict) -> Row:
     else:
         fix = ("sudo sysctl -w kernel.unprivileged_userns_clone=1 kernel.apparmor_restrict_unprivileged_userns=0"
                "   (let unprivileged users create namespaces)")
-    agent = user_config.get("agent") if isinstance(user_config.get("agent"), dict) else {}
+    agent = user_config.get("agent")
+    agent = agent if isinstance(agent, dict) else {}
     if agent.get("unsandboxed_ok") is True:
         return Row("sandbox", WARN, problem + "; commands run unsandboxed ([agent] unsandboxed_ok = true)", fix)
     return Row("sandbox", FAIL, problem + "; the agent's shell commands (read-shell, edit) cannot run", fix)
@@ -156,6 +161,7 @@ def _failure_text(exc: Exception, p) -> str:
 
 def list_models(p, timeout: float) -> list[str]:
     """The provider's model ids (a GET; nothing is generated, no tokens are spent)."""
+    client: anthropic.Anthropic | openai.OpenAI
     if p.api == "anthropic":
         import anthropic
 

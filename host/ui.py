@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from functools import lru_cache
+from typing import Any
 
 
 def no_color() -> bool:
@@ -21,7 +22,7 @@ def console():
 
     # color_system=None renders no styles at all: with NO_COLOR a terminal gets plain text
     # (rich's own no_color drops colours but still sends bold and dim)
-    extra = {"color_system": None} if no_color() else {}
+    extra: dict[str, Any] = {"color_system": None} if no_color() else {}
     return Console(stderr=True, highlight=False, soft_wrap=True, **extra)
 
 

@@ -25,8 +25,13 @@ import re
 import threading
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 from ..errors import MossError
+
+if TYPE_CHECKING:  # imported where a child is built (run.py), not at start-up
+    from ..context import Context
+    from ..runtime import Runtime
 
 TERMINAL = ("done", "failed", "cancelled")
 ACCESS = ("read-only", "read-shell", "edit", "full")
@@ -42,7 +47,7 @@ class Tree:
         self.cond = threading.Condition()
         self.out_lock = threading.Lock()
         self.stream = False
-        self.live = None
+        self.live: _Panel | None = None
 
     def changed(self) -> None:
         with self.cond:
@@ -87,8 +92,8 @@ class Child:
         self.status = "running"
         self.result: dict | None = None
         self.thread: threading.Thread | None = None
-        self.ctx = None
-        self.runtime = None
+        self.ctx: Context | None = None      # set on the child's thread before its script runs
+        self.runtime: Runtime | None = None
         self.info: dict = {"turn": 0, "state": "starting", "waiting": None}
         self._pause = False
         self._cancel = False
@@ -122,8 +127,10 @@ class Child:
         if not self._pause:
             msg, self._message = self._message, None
             return {"message": msg} if msg else {}
+        ctx = self.ctx
+        assert ctx is not None  # the child's script calls this, so _run_child has set its ctx
         self.status = "paused"
-        self.ctx.log("paused", {"turn": turn})
+        ctx.log("paused", {"turn": turn})
         self.tree.changed()
         parent_rt = self.runtime.parent if self.runtime is not None else None
         while self._pause and not self._cancel:
@@ -135,7 +142,7 @@ class Child:
         if self._cancel:
             return {"cancel": True}
         self.status = "running"
-        self.ctx.log("resumed", {"turn": turn, "message": self._message})
+        ctx.log("resumed", {"turn": turn, "message": self._message})
         self.tree.changed()
         msg, self._message = self._message, None
         return {"message": msg} if msg else {}
@@ -431,9 +438,9 @@ def functions(ctx):
         if not sid:
             return []
         pat = re.compile(re.escape(sid) + r"-(\d+)$")
-        rows = [c for c in list_checkpoints(ctx.root) if pat.match(c["id"])]
-        rows.sort(key=lambda c: int(pat.match(c["id"]).group(1)))
-        return rows
+        numbered = [(int(m.group(1)), c) for c in list_checkpoints(ctx.root) if (m := pat.match(c["id"]))]
+        numbered.sort(key=lambda t: t[0])
+        return [c for _, c in numbered]
 
     return {"agents.start": start, "agents.wait": wait, "agents.wait_any": wait_any, "agents.status": status,
             "agents.info": info, "agents.pause": pause, "agents.resume": resume, "agents.cancel": cancel,

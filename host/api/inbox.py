@@ -20,6 +20,7 @@ import queue
 import sys
 import threading
 import time
+from pathlib import Path
 
 from .. import inbox as store
 from ..errors import MossError
@@ -96,7 +97,7 @@ class Inbox:
         self.watched = False  # a Lua handler was registered (moss.inbox.watch, bootstrap.lua)
         self.last_poll = 0.0
         self.busy = False
-        self.path = None
+        self.path: Path | None = None
 
     def read(self) -> list[dict]:
         if self.path is None:

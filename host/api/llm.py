@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from typing import Callable
+
 from ..errors import MossError
 
 
@@ -19,9 +21,9 @@ def _service(ctx):
             svc = ctx.services["llm"] = ctx.parent_llm.child(on_event=ctx.log)
             return svc
         verbose = bool(ctx.options.get("verbose"))
-        stream = _stderr_stream if (verbose or sys.stderr.isatty()) else None
+        stream: Callable[[str], None] | None = _stderr_stream if (verbose or sys.stderr.isatty()) else None
         if ctx.options.get("include_partial"):
-            stream = _partial_stream(ctx, also=stream)
+            stream = _PartialStream(also=stream)
         svc = LLM(ctx.config, ctx.options, env=ctx.env, on_event=ctx.log, stream=stream,
                   project_keys=ctx.project_keys, project_trusted=ctx.project_trusted, announce=_announce)
         ctx.services["llm"] = svc
@@ -34,37 +36,45 @@ def _announce(text: str) -> None:
     ui.note(text, "yellow")
 
 
-def _partial_stream(ctx, also=None):
+class _PartialStream:
     """--include-partial: each streamed delta as a {"type": "partial", "text": ...} line on
     stdout (the stream-json format, docs/events.md), labelled with the request's label."""
-    import json
 
-    def emit(delta: str) -> None:
+    def __init__(self, also: Callable[[str], None] | None = None) -> None:
+        self.also = also
+        self.label: str | None = None  # the label of the request being streamed (set by moss.llm.chat)
+
+    def __call__(self, delta: str) -> None:
+        import json
+
         if delta:
             event = {"type": "partial", "text": delta}
-            if emit.label:
-                event["label"] = emit.label
+            if self.label:
+                event["label"] = self.label
             sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
             sys.stdout.flush()
-        if also is not None:
-            also(delta)
-
-    emit.partial = True
-    emit.label = None  # the label of the request being streamed (set by moss.llm.chat)
-    return emit
+        if self.also is not None:
+            self.also(delta)
 
 
-def _stderr_stream(delta: str) -> None:
-    from .. import ui
+class _StderrStream:
+    """The model's text on stderr as it streams; `wrote` says whether any went there since
+    moss.llm.chat last cleared it (then the chat ends the line)."""
 
-    if ui.live_feed(delta):  # a live status line (moss.ui.live) counts the deltas instead
-        return
-    _stderr_stream.wrote = True
-    sys.stderr.write(ui.sanitize(delta))  # the model's text must not drive the terminal
-    sys.stderr.flush()
+    def __init__(self) -> None:
+        self.wrote = False
+
+    def __call__(self, delta: str) -> None:
+        from .. import ui
+
+        if ui.live_feed(delta):  # a live status line (moss.ui.live) counts the deltas instead
+            return
+        self.wrote = True
+        sys.stderr.write(ui.sanitize(delta))  # the model's text must not drive the terminal
+        sys.stderr.flush()
 
 
-_stderr_stream.wrote = False
+_stderr_stream = _StderrStream()
 
 
 def _chat_listening(ctx, svc, request):
@@ -110,8 +120,7 @@ def functions(ctx):
         if not isinstance(request, dict):
             raise MossError("moss.llm.chat takes a table: {messages=..., system=..., ...}", kind="usage")
         svc = _service(ctx)
-        partial = getattr(svc.stream, "partial", False)
-        if partial:
+        if isinstance(svc.stream, _PartialStream):
             label = request.get("label")
             svc.stream.label = label if isinstance(label, str) else None
         _stderr_stream.wrote = False

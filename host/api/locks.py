@@ -9,8 +9,12 @@ host/bootstrap.lua on top of `moss.locks.acquire`/`release`). Edits, shell comma
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ..errors import MossError
+
+if TYPE_CHECKING:  # imported lazily at run time
+    from ..tools.locks import Held
 
 DEFAULT_EDIT_TIMEOUT = 120.0
 
@@ -95,7 +99,7 @@ def for_edit(ctx, specs):
 
 
 def functions(ctx):
-    handles: dict[int, object] = {}
+    handles: dict[int, Held] = {}
 
     def acquire_(target, opts=None):
         """moss.locks.acquire(target, {timeout=30}) -> id, or nil and "locked by ..." on timeout."""

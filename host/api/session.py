@@ -204,7 +204,7 @@ def list_checkpoints(root: Path) -> list[dict]:
     removed on the way (host/inbox.py)."""
     from .. import inbox
 
-    out = []
+    out: list[dict] = []
     live = None  # ids of the sessions a live process runs, asked once when needed
     folder = agent_dir(root)
     for name in storage.listed(folder):
@@ -584,7 +584,9 @@ def functions(ctx):
         saved[sid] = j
         return str(p)
 
-    save.lua_args = True  # the session table stays in Lua: only what changed is converted
+    # the session table stays in Lua: only what changed is converted (runtime.py reads this
+    # mark with getattr; a function object takes any attribute, which mypy cannot see)
+    save.lua_args = True  # type: ignore[attr-defined]
 
     def load(sid=None):
         return load_checkpoint(ctx.root, sid)
@@ -618,7 +620,7 @@ def functions(ctx):
         return True
 
     def logs():
-        out = []
+        out: list[dict] = []
         folder = agent_dir(ctx.root) / "logs"
         for name in storage.listed(folder):
             if not name.endswith(".jsonl"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from .retry import Failure, reraise
 
@@ -30,7 +30,8 @@ def _first_request_imports() -> None:
 
 
 def _blocks(content, cache: bool) -> list:
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    blocks: list[dict[str, Any]] = ([{"type": "text", "text": content}] if isinstance(content, str)
+                                    else [dict(b) for b in content])
     if cache and blocks:
         blocks[-1]["cache_control"] = CACHE
     return blocks

@@ -258,23 +258,23 @@ class LLM:
             return self._clients[key]
 
     def _attempts(self, p: Provider, req: dict, fields: dict) -> tuple[dict, int]:
-        if p.api == "anthropic":
-            from . import anthropic_client as mod
-        else:
-            from . import openai_client as mod
+        from . import anthropic_client, openai_client  # both light: each imports its SDK when called
+
+        mod = anthropic_client if p.api == "anthropic" else openai_client
         client = self._client(p)
         pricing.preload()  # the first cost is needed when the answer is back (once; a no-op after)
         attempt = retries = 0
         cut_retried = False
+        stream = self.stream
         while True:
             attempt += 1
             self._emit("llm_attempt", **fields, attempt=attempt, max_attempts=self.max_retries + 1)
             streamed = [0]
             sink = None
-            if self.stream is not None:
+            if stream is not None:
                 def sink(delta: str, _n=streamed) -> None:
                     _n[0] += len(delta)
-                    self.stream(delta)
+                    stream(delta)
             t0 = time.monotonic()
             warm.sending()  # genai-prices' preload may start now (warm.quiet)
             try:

@@ -75,8 +75,8 @@ def scan(servers=LOCAL_SERVERS, timeout: float = TIMEOUT) -> list[Found]:
     deadline = time.monotonic() + timeout + 0.1
     for t in threads:
         t.join(max(deadline - time.monotonic(), 0))
-    return [Found(name, label, f"http://{HOST}:{port}/v1", results[port])
-            for name, port, label in servers if results.get(port) is not None]
+    return [Found(name, label, f"http://{HOST}:{port}/v1", models)
+            for name, port, label in servers if (models := results.get(port)) is not None]
 
 
 def _matches(wanted: str, served: str) -> bool:

@@ -7,6 +7,7 @@ has to be imported here.
 from __future__ import annotations
 
 import time
+from typing import NoReturn
 
 from ..errors import MossError
 
@@ -75,13 +76,13 @@ def _api_message(exc) -> str:
 
 def _cause(exc: BaseException) -> str:
     seen = exc
-    while seen.__cause__ is not None or seen.__context__ is not None:
-        seen = seen.__cause__ or seen.__context__
+    while (nxt := seen.__cause__ or seen.__context__) is not None:
+        seen = nxt
     text = str(seen) or type(seen).__name__
     return text if seen is not exc else type(exc).__name__
 
 
-def reraise(exc: BaseException, streaming: bool):
+def reraise(exc: BaseException, streaming: bool) -> NoReturn:
     """Raise `exc` as a Failure when it is an API failure (it may already be one); else as is."""
     if isinstance(exc, Failure):
         raise exc

@@ -74,10 +74,9 @@ def make(p, timeout: float):
     _enter()
     paused = _pause_gc(p.api not in sys.modules)
     try:
-        if p.api == "anthropic":
-            from . import anthropic_client as mod
-        else:
-            from . import openai_client as mod
+        from . import anthropic_client, openai_client  # both light: each imports its SDK when called
+
+        mod = anthropic_client if p.api == "anthropic" else openai_client
         return mod.make_client(p, timeout)
     finally:
         if paused:

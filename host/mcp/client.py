@@ -71,7 +71,8 @@ def _schema(raw: Any) -> tuple[dict, str]:
     if len(text) > MAX_SCHEMA or not _depth(raw):
         return {}, f"(schema too large: {len(text):,} characters)"
     props = raw.get("properties")
-    required = raw.get("required") if isinstance(raw.get("required"), list) else []
+    required = raw.get("required")
+    required = required if isinstance(required, list) else []
     parts = []
     if isinstance(props, dict):
         for name, spec in list(props.items())[:20]:
@@ -238,15 +239,16 @@ class Servers:
                 from mcp.client.stdio import stdio_client
 
                 errlog = self._log_file(name)
-                target = stdio_client(self._params(name, spec), errlog=errlog)
+                session = Client(stdio_client(self._params(name, spec), errlog=errlog),
+                                 read_timeout_seconds=timeout)
             else:
                 url = spec["url"]
                 if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                     raise MossError(f"[mcp.servers.{name}] url must be an http(s) URL", kind="config")
-                target, errlog = url, None
+                session, errlog = Client(url, read_timeout_seconds=timeout), None
             portal = self._ensure_portal()
             started = time.monotonic()
-            cm = portal.wrap_async_context_manager(Client(target, read_timeout_seconds=timeout))
+            cm = portal.wrap_async_context_manager(session)
             try:
                 client = cm.__enter__()
             except KeyboardInterrupt:

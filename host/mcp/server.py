@@ -233,7 +233,8 @@ async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns:
     finally:
         _children.discard(proc)
         try:
-            proc.stdout.close()
+            if proc.stdout is not None:
+                proc.stdout.close()
         except Exception:
             pass
         err.seek(0, 2)
@@ -268,11 +269,13 @@ def _stderr_file(root: Path) -> Path:
 
 
 async def _read_events(proc: subprocess.Popen, ctx: Context, state: dict, max_turns: int | None) -> None:
+    assert proc.stdout is not None  # started with stdout=PIPE
+    stdout = proc.stdout
     send, receive = anyio.create_memory_object_stream[bytes](100)
 
     def reader():
         try:
-            for line in proc.stdout:
+            for line in stdout:
                 anyio.from_thread.run(send.send, line)
         except Exception:
             pass

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from moss.errors import MossError
+from ..errors import MossError
 
 __all__ = ["confine"]
 

@@ -212,15 +212,16 @@ class LockManager:
         try:
             while True:
                 with self._cond:
-                    blocker, external = self._local_blocker(waiter), False
+                    blocker = self._local_blocker(waiter)
+                    external = blocker is None
                     if blocker is None:
-                        blocker = self._claim_files(waiter, role, log)
-                        if isinstance(blocker, Held):
+                        claimed = self._claim_files(waiter, role, log)
+                        if isinstance(claimed, Held):
                             self._queue.remove(waiter)
-                            self._held[blocker.id] = blocker
+                            self._held[claimed.id] = claimed
                             self._start_heartbeat()
-                            return blocker
-                        external = True
+                            return claimed
+                        blocker = claimed
                     now = time.monotonic()
                     if deadline is not None and now >= deadline:
                         raise LockTimeout(blocker["text"], blocker)
@@ -324,8 +325,8 @@ class LockManager:
 
     def _claim_files(self, waiter: _Waiter, role: str, log) -> Held | dict:
         """Under the cross-process mutex: another process's conflicting lock, or ours, written."""
-        self._ensure_dir()
-        fcntl.flock(self._mutex_fd, fcntl.LOCK_EX)
+        mutex = self._ensure_dir()
+        fcntl.flock(mutex, fcntl.LOCK_EX)
         try:
             me = os.getpid()
             for path, data in self._files():
@@ -358,7 +359,7 @@ class LockManager:
                                       sync=False)
             return held
         finally:
-            fcntl.flock(self._mutex_fd, fcntl.LOCK_UN)
+            fcntl.flock(mutex, fcntl.LOCK_UN)
 
     def _stale(self, path: Path, data: dict) -> str | None:
         pid = data.get("pid")
@@ -372,14 +373,16 @@ class LockManager:
             return f"no heartbeat for {age:.0f} s"
         return None
 
-    def _ensure_dir(self) -> None:
+    def _ensure_dir(self) -> int:
+        """The descriptor of the cross-process mutex file (made, with its folder, on first use)."""
         if self._mutex_fd is not None:
-            return
+            return self._mutex_fd
         from ..storage import ensure_dir
 
         ensure_dir(self.dir)
         # a .mutex that is a link (even a dangling one) is refused, naming it: never created through
         self._mutex_fd = self._tree().open(f"{self._rel}/.mutex", os.O_RDWR | os.O_CREAT, 0o644)
+        return self._mutex_fd
 
     def _start_heartbeat(self) -> None:
         if self._hb is not None and self._hb.is_alive():

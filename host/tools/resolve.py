@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from moss.errors import MossError
-from moss.ui import visible_name
+from ..errors import MossError
+from ..ui import visible_name
 
 _RG_CACHE: list[str] = []
 

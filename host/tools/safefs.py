@@ -35,7 +35,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
-from moss.errors import MossError
+from ..errors import MossError
 
 
 class UnsafePath(MossError):
@@ -251,10 +251,10 @@ class Tree:
         a device or a socket is refused without blocking."""
         parts = parts_of(self.root, path)
         flags |= os.O_CLOEXEC | os.O_NONBLOCK
+        fd: int | None = None
         if follow_inside:
             fd = self._open_inside(parts, flags, mode)
         else:
-            fd = None
             if not create_dirs:
                 try:
                     fd = _openat2(self.fd, "/".join(parts), flags | os.O_NOFOLLOW, mode,

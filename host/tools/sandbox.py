@@ -45,9 +45,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from moss.errors import MossError
+from ..errors import MossError
 
 __all__ = [
     "ACCESS_LEVELS",
@@ -150,7 +151,7 @@ class Setup:
 def _provider_keys(config: dict | None) -> set[str]:
     names: set[str] = set()
     try:
-        from moss.llm.providers import PRESETS
+        from ..llm.providers import PRESETS
 
         names |= {p["key_env"] for p in PRESETS.values() if p.get("key_env")}
     except Exception:  # pragma: no cover - the LLM layer is optional for this
@@ -389,7 +390,7 @@ def _inside_root(p: str, root: str) -> bool:
 
 
 def bwrap_argv(bwrap: str, access: str, root: str, cwd: str, cmd: str, *,
-               setup: Setup | None = None, protect: list[str] = ()) -> list[str]:
+               setup: Setup | None = None, protect: Sequence[str] = ()) -> list[str]:
     """The argv (environment aside) that runs `cmd` for a sandboxed level.
 
     `protect`: paths inside the project bound read-only at edit (its git metadata)."""
@@ -549,7 +550,7 @@ def command_plan(
     unsandboxed_ok: bool,
     env: dict | None = None,
     setup: Setup | None = None,
-    protect: list[str] = (),
+    protect: Sequence[str] = (),
 ) -> Plan:
     """Decide how to run `cmd` at `access`: a Plan, or MossError "denied".
 

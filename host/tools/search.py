@@ -23,11 +23,11 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from moss.errors import MossError
-from moss.tools.caps import cap
-from moss.tools.resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from moss.tools.treesitter import around_lines, innermost, language_for, structure
-from moss.ui import visible_name
+from ..errors import MossError
+from .caps import cap
+from .resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
+from .treesitter import around_lines, innermost, language_for, structure
+from ..ui import visible_name
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
@@ -125,6 +125,8 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
 
     proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stderr is not None  # stderr=PIPE
+    errors = proc.stderr
     killed = threading.Event()
 
     def kill() -> None:
@@ -138,7 +140,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     def drain_stderr() -> None:
         """Keep the start of ripgrep's messages (a regex error); read and drop the rest."""
         kept = 0
-        for chunk in iter(lambda: proc.stderr.read(65536), b""):
+        for chunk in iter(lambda: errors.read(65536), b""):
             if kept < 64_000:
                 errbuf.append(chunk)
                 kept += len(chunk)
@@ -199,16 +201,16 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
     out.append("")
     nfiles = len(files_with)
-    line = (f"{total:,} {'match' if total == 1 else 'matches'} in {nfiles:,} "
-            f"{'file' if nfiles == 1 else 'files'}")
+    summary = (f"{total:,} {'match' if total == 1 else 'matches'} in {nfiles:,} "
+               f"{'file' if nfiles == 1 else 'files'}")
     if total > len(hits):
         shown_files = len({p for p, _, _ in hits})
-        line += (f" (showing the first {len(hits):,} in {shown_files:,} "
-                 f"{'file' if shown_files == 1 else 'files'}: raise limit, or narrow "
-                 "the pattern or the files with only)")
+        summary += (f" (showing the first {len(hits):,} in {shown_files:,} "
+                    f"{'file' if shown_files == 1 else 'files'}: raise limit, or narrow "
+                    "the pattern or the files with only)")
     if timed_out:
-        line += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
-    out.append(line)
+        summary += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
+    out.append(summary)
     return cap("\n".join(out) + "\n", max_chars)
 
 

@@ -19,12 +19,12 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from moss.errors import MossError
-from moss.tools.confine import confine
-from moss.tools import caps, gitguard, procs
-from moss.tools.sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
+from ..errors import MossError
+from .confine import confine
+from . import caps, gitguard, procs
+from .sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
 
 __all__ = ["run"]
 
@@ -167,6 +167,8 @@ def run(
         )
         feeder.start()
 
+    assert proc.stdout is not None and proc.stderr is not None  # procs.start: both pipes
+    pipes = {proc.stdout.fileno(): proc.stdout, proc.stderr.fileno(): proc.stderr}
     out, err = _Capture(max_chars), _Capture(max_chars)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, out)
@@ -227,11 +229,11 @@ def run(
                     key.data.add(data)
                 else:
                     sel.unregister(key.fileobj)
-                    key.fileobj.close()
+                    pipes[key.fd].close()
     finally:
         for key in list(sel.get_map().values()):
             sel.unregister(key.fileobj)
-            key.fileobj.close()
+            pipes[key.fd].close()
         sel.close()
 
     code = _finish(proc, term_at)
@@ -252,7 +254,7 @@ def run(
     for line in git_notes:
         note = f"[moss: git metadata: {line}]"
         stderr = f"{stderr}\n{note}" if stderr else note
-    result = {
+    result: dict[str, Any] = {
         "stdout": stdout,
         "stderr": stderr,
         "code": None if timed_out else code,

@@ -18,9 +18,9 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
-from moss.errors import MossError
+from ..errors import MossError
 
 
 # ---------------------------------------------------------------------------- symbols
@@ -97,7 +97,7 @@ class LangSpec:
     module: str                        # the grammar package, e.g. tree_sitter_rust
     func: str                          # its function returning the language
     extensions: tuple[str, ...]
-    extract: Callable | None = None    # node -> (name, kind, signature, outer, doc, container)
+    extract: Callable                  # node -> (name, kind, signature, outer, doc, container)
     kinds: tuple[str, ...] = ()        # node kinds that are symbols (missing ones are dropped)
     patterns: tuple[str, ...] = ()     # query patterns for symbols only in some places
     shebangs: tuple[str, ...] = ()     # interpreter words of a `#!` line
@@ -827,8 +827,7 @@ def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], C
     # length or turn a non-ASCII letter into an ASCII one (ß, ſ, the Kelvin sign).
     exact = syms is not None and any(s.name == want[-1] and s.segments[-len(want):] == want
                                      for s in walk_all(syms))
-    if not exact and not (syms is not None and src.isascii() and query.isascii()
-                          and match_symbols(syms, query)):
+    if syms is None or not (exact or (src.isascii() and query.isascii() and match_symbols(syms, query))):
         nodes.clear()
         syms, _ = _extract(src, lang, lite=True, nodes=nodes)
     done: set[int] = set()
@@ -940,7 +939,7 @@ _TS_KINDS = _JS_KINDS + ("abstract_class_declaration", "abstract_method_signatur
                          "property_signature", "method_signature", "function_signature", "internal_module")
 _TS_PATTERNS = ("(enum_body (property_identifier) @s)", "(enum_body (enum_assignment) @s)",
                 "(export_statement value: (class) @s)")
-_JS_DOC = dict(doc_markers=("/**",), attr_markers=("@",), doc_style=("/** ", " */"))
+_JS_DOC: dict[str, Any] = dict(doc_markers=("/**",), attr_markers=("@",), doc_style=("/** ", " */"))
 
 for _spec in [
     LangSpec("python", "tree_sitter_python", "language", (".py", ".pyi", ".pyw"), _python,

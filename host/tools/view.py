@@ -20,16 +20,16 @@ import re
 import subprocess
 from pathlib import Path
 
-from moss.errors import MossError
-from moss.tools.caps import cap
-from moss.tools.resolve import (
+from ..errors import MossError
+from .caps import cap
+from .resolve import (
     RG_WALK_FLAGS, list_files, require_regular, resolve_path, rg_binary,
 )
-from moss.tools.treesitter import (
+from .treesitter import (
     LANGUAGES, Symbol, for_lookup, innermost, language_for, match_symbols, outline, pick_symbol,
     structure,
 )
-from moss.ui import visible_name
+from ..ui import visible_name
 
 MAX_OUTLINE_BYTES = 2_000_000      # larger files get a one-line message, not a skeleton
 MAX_RANGE_BYTES = 64_000_000       # line ranges still work up to this size
@@ -162,34 +162,28 @@ def _is_binary(data: bytes) -> bool:
     return b"\0" in data[:8192]
 
 
-def _load_text(root: Path, path: Path, limit: int) -> tuple[str | None, str | None]:
-    """(text, None) or (None, one-line message) for a binary or oversized file."""
-    text, msg, _ = _load(root, path, limit)
-    return text, msg
-
-
-def _load(root: Path, path: Path, limit: int) -> tuple[str | None, str | None, bytes | None]:
-    """_load_text, with the bytes read as well."""
+def _load(root: Path, path: Path, limit: int) -> tuple[str, bytes] | str:
+    """(text, the bytes read), or a one-line message for a binary or oversized file."""
     rel = _shown(root, path)
     require_regular(path, rel, "view reads regular files only (reading it might never end)")
     size = path.stat().st_size
     if size > limit:
-        return None, (f"# {rel}: {_human(size)}, too large to outline (limit "
-                      f"{_human(limit)}); use `{rel}:A-B` for lines or text-search"), None
+        return (f"# {rel}: {_human(size)}, too large to outline (limit "
+                f"{_human(limit)}); use `{rel}:A-B` for lines or text-search")
     data = path.read_bytes()
     if _is_binary(data):
-        return None, f"# {rel}: binary file ({size:,} bytes), not shown", None
+        return f"# {rel}: binary file ({size:,} bytes), not shown"
     try:
-        return data.decode("utf-8"), None, data
+        return data.decode("utf-8"), data
     except UnicodeDecodeError:
-        return None, f"# {rel}: binary or non-UTF-8 file ({size:,} bytes), not shown", None
+        return f"# {rel}: binary or non-UTF-8 file ({size:,} bytes), not shown"
 
 
 def _span(a: int, b: int) -> str:
     return f"L{a}" if a == b else f"L{a}-{b}"
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("bytes", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
@@ -291,9 +285,10 @@ def _markdown_outline(lines: list[str], depth: int) -> list[str]:
 
 def _skeleton(root: Path, path: Path, depth: int) -> str:
     rel = _shown(root, path)
-    text, msg = _load_text(root, path, MAX_OUTLINE_BYTES)
-    if msg:
-        return msg
+    loaded = _load(root, path, MAX_OUTLINE_BYTES)
+    if isinstance(loaded, str):
+        return loaded
+    text, _ = loaded
     lines = _split_lines(text)
     out = [f"# {rel}", f"Lines: {len(lines)}"]
     if not lines:
@@ -326,9 +321,10 @@ def _skeleton(root: Path, path: Path, depth: int) -> str:
 
 def _range_view(root: Path, path: Path, a: int, b: int | None) -> str:
     rel = _shown(root, path)
-    text, msg = _load_text(root, path, MAX_RANGE_BYTES)
-    if msg:
-        return msg
+    loaded = _load(root, path, MAX_RANGE_BYTES)
+    if isinstance(loaded, str):
+        return loaded
+    text, _ = loaded
     lines = _split_lines(text, b)
     n = len(lines)  # when the file goes on past line b, n == b: neither a clamp nor a note then
     if a < 1:
@@ -348,9 +344,10 @@ def _range_view(root: Path, path: Path, a: int, b: int | None) -> str:
 
 def _line_view(root: Path, path: Path, n: int) -> str:
     rel = _shown(root, path)
-    text, msg = _load_text(root, path, MAX_RANGE_BYTES)
-    if msg:
-        return msg
+    loaded = _load(root, path, MAX_RANGE_BYTES)
+    if isinstance(loaded, str):
+        return loaded
+    text, _ = loaded
     lines = _split_lines(text)
     total = len(lines)
     if n < 1 or n > total:
@@ -408,9 +405,10 @@ def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
 
 def _symbol_view(root: Path, path: Path, query: str) -> str:
     rel = _shown(root, path)
-    _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
-    if msg:
-        return msg
+    loaded = _load(root, path, MAX_OUTLINE_BYTES)
+    if isinstance(loaded, str):
+        return loaded
+    _, data = loaded
     if language_for(path) is None:
         raise MossError(f"{rel}: no symbols for this kind of file (no path {rel}/{query})",
                         kind="not_found")
@@ -456,8 +454,8 @@ def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
     hits = not_impl or hits
     if len(hits) == 1:
         path, sym, syms = hits[0]
-        _, msg, data = _load(root, path, MAX_OUTLINE_BYTES)
-        return msg or _symbol_source(root, path, sym, syms, data)
+        loaded = _load(root, path, MAX_OUTLINE_BYTES)
+        return loaded if isinstance(loaded, str) else _symbol_source(root, path, sym, syms, loaded[1])
     listing = "\n".join(f"  {_shown(root, p)}/{s.path} ({s.kind}, {s.lines})"
                         for p, s, _ in hits[:20])
     more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""
@@ -514,7 +512,7 @@ def _level_counts(top: _Dir) -> list[int]:
     counts: list[int] = []
     level = [top]
     while level:
-        n, nxt = 0, []
+        n, nxt = 0, list[_Dir]()
         for node in level:
             dirs, files = _entries(node)
             entries = len(dirs) + len(files)
