@@ -28,9 +28,13 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def head():
     h = RayHead(num_cpus=2)
-    h.start()
-    gcs, raylet = h.pids("gcs_server"), h.pids("raylet")
-    assert gcs and raylet, h.known
+    try:
+        h.start()
+        gcs, raylet = h.pids("gcs_server"), h.pids("raylet")
+        assert gcs and raylet, h.known
+    except BaseException:
+        h.stop()  # a head that came up halfway is not left running after the tests
+        raise
     yield h
     left = h.stop()
     assert left == [], f"still running after the head was stopped: {left}"
