@@ -61,14 +61,25 @@ end
 local function read_dollar(st, w)
   local s, i = st.s, st.i -- s[i] == "$"
   local nx = s:sub(i + 1, i + 1)
-  if s:sub(i + 1, i + 2) == "((" then -- arithmetic: skip to the matching ))
+  if s:sub(i + 1, i + 2) == "((" then
+    -- arithmetic, up to the matching )). Commands in it ($( … ), backticks) are read; text
+    -- that is not arithmetic (`$((cd a && rm x))`, which bash runs as a subshell) is high.
     local depth, j = 0, i + 1
     while j <= #s do
       local c = s:sub(j, j)
       if c == "(" then depth = depth + 1
       elseif c == ")" then depth = depth - 1; if depth == 0 then break end
-      elseif c == "`" or (c == "$" and s:sub(j + 1, j + 1) == "(" and s:sub(j + 2, j + 2) ~= "(") then
-        unknown(st, "a command inside $(( … ))")
+      elseif c == "$" and s:sub(j + 1, j + 1) == "(" and s:sub(j + 2, j + 2) ~= "(" then
+        st.i = j + 2
+        parse_list(st, ")")
+        j = st.i - 1
+      elseif c == "`" then
+        st.i = j + 1
+        rate_string(st, read_backticks(st), "backticks")
+        j = st.i - 1
+      elseif c == ";" or c == "'" or c == '"' or c == "\\" or c == "\n"
+        or (c:match("[%w_]") and s:find("^%s+[%a_]", j + 1)) then
+        unknown(st, "`$((` that is not arithmetic")
       end
       j = j + 1
     end
