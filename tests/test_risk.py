@@ -108,6 +108,11 @@ RATED = {
     "find . -name '*.o' -delete": ("high", "deletes files (`find -delete`)"),
     "find . -exec rm {} \\;": ("high", "deletes files (`rm`, run by `find -exec`)"),
     "find . -name '*.py' -exec grep -l TODO {} +": ("medium", "runs a command per file (`find -exec`)"),
+    "flock /tmp/lock rm x": ("high", "run by `flock`"),
+    "flock /tmp/lock -c 'rm x'": ("high", "run by `flock -c`"),
+    "watch -n 1 'ls; rm x'": ("high", "run by `watch`"),
+    "su -c 'rm x' root": ("high", "run by `su -c`"),
+    "strace -o trace.txt rm x": ("high", "run by `strace`"),
     "command -v rm": ("low", ""),  # only says where rm is
     "timeout 5 ls": ("low", ""),
     # ---- git: global options, then the subcommand ----

@@ -423,12 +423,34 @@ local WRAPPERS = {
   stdbuf = { value = { "-i", "--input", "-o", "--output", "-e", "--error" } },
   time = { value = { "-o", "--output", "-f", "--format" } },
   chroot = { value = { "--userspec", "--groups" }, before = 1 },
+  -- less common ones: tracing, scheduling, namespaces, locks
+  strace = { value = { "-o", "-e", "-p", "-s", "-u", "-a", "-b", "-E", "-I", "-O", "-P", "-S", "-X" } },
+  ltrace = { value = { "-o", "-e", "-p", "-s", "-u", "-a", "-n", "-A", "-D", "-F", "-l", "-w", "-x" } },
+  taskset = { before = 1 }, chrt = { value = { "-T", "-P", "-D" }, before = 1 }, faketime = { before = 1 },
+  unshare = { value = { "-S", "-G", "-R", "-w", "--setuid", "--setgid", "--root", "--wd" } },
+  nsenter = { value = { "-t", "--target", "-S", "-G", "-r", "-w", "--setuid", "--setgid" } },
+  setpriv = { value = { "--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps",
+    "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig" } },
+  prlimit = {}, pkexec = { value = { "--user" } }, valgrind = {}, firejail = {}, catchsegv = {},
+  ["dbus-run-session"] = {}, torsocks = {}, proxychains = { value = { "-f" } }, proxychains4 = { value = { "-f" } },
+  ["systemd-run"] = { value = { "-p", "--property", "-E", "--setenv", "-u", "--unit", "--uid", "--gid",
+    "--working-directory", "-M", "--machine", "--slice", "--description" } },
+  parallel = { value = { "-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "-d", "--delimiter", "-I",
+    "-n", "-N", "-C", "--colsep", "--joblog", "--results" } },
+  -- flock FILE CMD, or flock FILE -c 'STRING'
+  flock = { value = { "-w", "--wait", "--timeout", "-E", "--conflict-exit-code" }, before = 1,
+    strings = { "-c", "--command" } },
+  -- runs its words joined as one `sh -c` string
+  watch = { value = { "-n", "--interval", "-q", "--equexit" }, join = true },
 }
 for _, spec in pairs(WRAPPERS) do
-  local set = {}
+  local set, strs = {}, {}
   for _, o in ipairs(spec.value or {}) do set[o] = true end
-  spec.value = set
+  for _, o in ipairs(spec.strings or {}) do strs[o] = true end
+  spec.value, spec.strings = set, strs
 end
+-- programs whose -c STRING is a shell command, and that start a shell without one
+local STRING_RUNNERS = { su = "--command", runuser = "--command", script = "--command" }
 local SHELLS = { sh = true, bash = true, dash = true, zsh = true, ksh = true, ash = true, mksh = true }
 local KEYWORDS = { ["!"] = true, ["{"] = true, ["}"] = true, ["if"] = true, ["then"] = true, ["else"] = true,
   ["elif"] = true, ["fi"] = true, ["do"] = true, ["done"] = true, ["while"] = true, ["until"] = true }
@@ -445,7 +467,11 @@ local function unwrap(st, w, i, name)
     if name == "command" and (t == "-v" or t == "-V") then return nil end -- only says what a name is
     if name == "env" and (t == "-S" or t:match("^%-S.") or t == "--split-string" or t:match("^%-%-split%-string=")) then
       local str = t:match("^%-S(.+)") or t:match("^%-%-split%-string=(.*)")
-      if not str then k = k + 1; str = w[k] and w[k].text or "" end
+      if not str then
+        k = k + 1
+        if not w[k] or w[k].dynamic then unknown(st, "`env -S` of a string only known when it runs") return nil end
+        str = w[k].text
+      end
       rate_string(st, str, "env -S", "`env -S`")
       return nil
     end
@@ -456,6 +482,21 @@ local function unwrap(st, w, i, name)
     while w[k] and not w[k].quoted and w[k].text:match("^[%a_][%w_]*=") do k = k + 1 end
   end
   k = k + (spec.before or 0)
+  if w[k] and spec.strings[w[k].text] then -- flock FILE -c 'STRING'
+    local str = w[k + 1]
+    if not str or str.dynamic then unknown(st, "`" .. name .. " -c` of a string only known when it runs") return nil end
+    rate_string(st, str.text, name .. " -c", "`" .. name .. " -c`")
+    return nil
+  end
+  if spec.join and w[k] then -- watch 'a b' c: sh -c 'a b c'
+    local parts = {}
+    for j = k, #w do
+      if w[j].dynamic then unknown(st, "`" .. name .. "` of words only known when it runs") return nil end
+      parts[#parts + 1] = w[j].text
+    end
+    rate_string(st, table.concat(parts, " "), name, "`" .. name .. "`")
+    return nil
+  end
   return w[k] and k or nil
 end
 
@@ -488,6 +529,18 @@ rate_words = function(st, w, i, via)
     name = name:match("^(python)[%d.]*$") or name:match("^(pip)[%d.]*$") or name
     local suffix = via and (", run by " .. via) or ""
     if name == "case" then return unknown(st, "a case statement") end
+    if STRING_RUNNERS[name] then
+      for k = i + 1, #w do
+        local t = w[k].text
+        if t == "-c" or t == STRING_RUNNERS[name] or t == "--session-command" then
+          local str = w[k + 1]
+          if not str or str.dynamic then return unknown(st, "`" .. name .. " -c` of a string only known when it runs") end
+          if name == "script" then note(st, "medium", "writes a typescript file (`script`)") end
+          return rate_string(st, str.text, name .. " -c", "`" .. name .. " -c`")
+        end
+      end
+      return note(st, "high", "starts a shell that reads commands from its input (`" .. name .. "`" .. suffix .. ")")
+    end
     if WRAPPERS[name] then
       hops = hops + 1
       if hops > 20 then return unknown(st, "too many wrappers") end
