@@ -183,6 +183,9 @@ RATED = {
     "cp a b": ("medium", "copies over files"),
     "python -c 'print(1)'": ("medium", "runs inline code (`python -c`)"),
     "bash build.sh": ("medium", "runs another script"),
+    "awk 'BEGIN { system(\"rm x\") }'": ("high", "runs a command from its program"),
+    "awk '{ print | \"sh\" }' f": ("high", "runs a command from its program"),
+    "awk '$1 > 2 || $2 < 1 { print $3 }' f": ("low", ""),
 }
 
 
@@ -239,6 +242,16 @@ def test_long_and_deeply_nested_commands_are_rated_quickly(rt):
     level, reason = rate(rt, "find . " + "-exec find . " * 3000 + "-exec ls {} ;")
     assert level == "high"
     assert time.monotonic() - started < 20
+
+
+# What the rating cannot see into: a program that deletes by itself, a wrapper it does not know.
+# security.md says so ("Not protected"); the sandbox, not the rating, bounds these.
+UNSEEN = ["python3 tidy.py", "make clean", "npm run clean", "./tidy.sh", "mywrap rm x"]
+
+
+@pytest.mark.parametrize("cmd", UNSEEN)
+def test_what_the_rating_cannot_see_into_is_rated_by_what_it_shows(rt, cmd):
+    assert rate(rt, cmd)[0] == "low"
 
 
 # ---- the real CLI: at the default level the disguised delete does not run -----------------

@@ -382,6 +382,17 @@ local function rate_perl(st, w, i, shown)
   end
 end
 
+-- awk: a program that calls system() or pipes to or from a command runs that command, unread
+local AWKS = { awk = true, gawk = true, mawk = true, nawk = true, busybox_awk = true }
+local function rate_awk(st, w, i, shown)
+  for k = i + 1, #w do
+    local t = w[k].text
+    if t:find("system%s*%(") or t:gsub("||", ""):find("|", 1, true) then
+      return note(st, "high", "runs a command from its program (`" .. shown .. "` with system() or |)")
+    end
+  end
+end
+
 -- find: -delete is high; -exec/-ok runs its command per file, rated as a command
 local function rate_find(st, w, i, shown)
   local k = i + 1
@@ -575,6 +586,7 @@ rate_words = function(st, w, i, via)
       elseif name == "sed" then return rate_sed(st, w, i, name)
       elseif name == "perl" then return rate_perl(st, w, i, name)
       elseif name == "find" then return rate_find(st, w, i, name)
+      elseif AWKS[name] then return rate_awk(st, w, i, name)
       elseif INLINE[name] then
         for k = i + 1, #w do
           local t = w[k].text
