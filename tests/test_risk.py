@@ -183,6 +183,17 @@ RATED = {
     "cp a b": ("medium", "copies over files"),
     "python -c 'print(1)'": ("medium", "runs inline code (`python -c`)"),
     "bash build.sh": ("medium", "runs another script"),
+    "trap 'rm x' EXIT; ls": ("high", "run by `trap`"),
+    "coproc rm x": ("high", "coprocess"),
+    "echo 'import shutil' | python3": ("medium", "runs code from its input (`python`)"),
+    "python3 --version": ("low", ""),
+    "tar czf out.tgz src": ("medium", "writes files (`tar`)"),
+    "tar tzf out.tgz": ("low", ""),
+    "tar xf a.tar --remove-files": ("high", "deletes files (`tar --remove-files`)"),
+    "gzip notes.txt": ("medium", "writes files (`gzip`)"),
+    "gzip -dc notes.txt.gz": ("low", ""),
+    "vim -es -c '%d|x' notes.txt": ("medium", "edits files (`vim`)"),
+    "npm uninstall left-pad": ("high", "removes packages"),
     "awk 'BEGIN { system(\"rm x\") }'": ("high", "runs a command from its program"),
     "awk '{ print | \"sh\" }' f": ("high", "runs a command from its program"),
     "awk '$1 > 2 || $2 < 1 { print $3 }' f": ("low", ""),
@@ -194,6 +205,12 @@ def test_command_is_rated_by_what_it_does(rt, cmd):
     level, fragment = RATED[cmd]
     got, reason = rate(rt, cmd)
     assert (got, fragment in reason) == (level, True), f"{cmd!r} -> {got}: {reason}"
+
+
+def test_a_reason_shows_a_long_word_shortened(rt):
+    """The reason is read in a one-line question: a 10 kB file name is cut to a few dozen bytes."""
+    level, reason = rate(rt, "echo hi > " + "é" * 5000)
+    assert level == "medium" and reason.startswith("writes to éé") and "…" in reason and len(reason) < 120
 
 
 def test_the_table_covers_enough_commands():

@@ -30,6 +30,14 @@ local function note(st, level, reason)
   if not st.level or LEVELS[level] > LEVELS[st.level] then st.level, st.reason = level, reason end
 end
 
+-- A word as a reason shows it: at most 60 bytes, cut at a character boundary.
+local function short(t)
+  if #t <= 60 then return t end
+  local cut = 57
+  while cut > 0 and (t:byte(cut + 1) or 0) >= 128 and t:byte(cut + 1) < 192 do cut = cut - 1 end
+  return t:sub(1, cut) .. "…"
+end
+
 local function unknown(st, why) note(st, "high", "cannot be read safely: " .. why) end
 
 local parse_list -- (st, closer) reads commands until `closer` (")") or the end
@@ -207,6 +215,10 @@ local COMMANDS = {
   chmod = { "medium", "changes permissions" }, ln = { "medium", "creates links" },
   install = { "medium", "copies over files" }, patch = { "medium", "changes files" },
   source = { "medium", "runs another script" }, ["."] = { "medium", "runs another script" },
+  ed = { "medium", "edits files" }, ex = { "medium", "edits files" }, vi = { "medium", "edits files" },
+  vim = { "medium", "edits files" }, nvim = { "medium", "edits files" }, nano = { "medium", "edits files" },
+  emacs = { "medium", "edits files" },
+  coproc = { "high", "runs a coprocess, which this rating does not read" },
 }
 -- tools whose subcommand decides: "tool sub" -> level, what it does
 local SUBCOMMANDS = {
@@ -218,8 +230,20 @@ local SUBCOMMANDS = {
   ["cargo install"] = { "high", "installs packages" }, ["cargo add"] = { "high", "changes dependencies" },
   ["go install"] = { "high", "installs packages" }, ["go get"] = { "high", "changes dependencies" },
   ["gem install"] = { "high", "installs packages" },
+  ["npm uninstall"] = { "high", "removes packages" }, ["npm remove"] = { "high", "removes packages" },
+  ["npm rm"] = { "high", "removes packages" }, ["npm update"] = { "high", "installs packages" },
+  ["yarn remove"] = { "high", "removes packages" }, ["pnpm install"] = { "high", "installs packages" },
+  ["pnpm i"] = { "high", "installs packages" }, ["pnpm remove"] = { "high", "removes packages" },
+  ["poetry install"] = { "high", "installs packages" }, ["poetry remove"] = { "high", "removes packages" },
+  ["uv remove"] = { "high", "removes packages" }, ["uv sync"] = { "high", "installs packages" },
+  ["uv tool"] = { "high", "installs packages" }, ["cargo remove"] = { "high", "changes dependencies" },
+  ["cargo uninstall"] = { "high", "removes packages" }, ["pipx install"] = { "high", "installs packages" },
+  ["conda install"] = { "high", "installs packages" }, ["mamba install"] = { "high", "installs packages" },
+  ["bundle install"] = { "high", "installs packages" }, ["composer require"] = { "high", "installs packages" },
+  ["composer install"] = { "high", "installs packages" },
 }
 local INLINE = { python = "-c", node = "-e", ruby = "-e" } -- perl is read below
+local ARCHIVERS, rate_archiver -- below
 
 -- git subcommands: level, what it does (those not listed are rated by git_rating)
 local GIT = {
@@ -281,7 +305,7 @@ local function rate_git(st, w, i, shown)
       k = k + 1
     end
     if opt == "-c" and git_key_runs(val:match("^([^=]*)") or val) then
-      note(st, "high", "sets a git option that runs a command (`git -c " .. val:match("^([^=]*)") .. "`)")
+      note(st, "high", "sets a git option that runs a command (`git -c " .. short(val:match("^([^=]*)")) .. "`)")
     elseif opt == "--exec-path" and val then
       note(st, "high", "runs git programs from another directory (`git --exec-path`)")
     elseif opt == "--version" or opt == "--help" or opt == "-h" then
@@ -292,7 +316,7 @@ local function rate_git(st, w, i, shown)
   local sw = w[k]
   if not sw then return end
   if sw.dynamic then return unknown(st, "a git subcommand that is only known when it runs") end
-  local sub = sw.text
+  local sub = short(sw.text)
   local args = {}
   for a = k + 1, #w do args[#args + 1] = w[a].text end
   local function say(level, what, extra) note(st, level, what .. " (`" .. shown .. " " .. sub .. (extra or "") .. "`)") end
@@ -332,10 +356,10 @@ local function rate_git(st, w, i, shown)
   elseif sub == "commit" and has(args, 1, { ["--amend"] = true }) then
     return say("medium", "rewrites the last commit", " --amend")
   end
-  local g = GIT[sub]
+  local g = GIT[sw.text]
   if g then
     if g[1] ~= "low" then say(g[1], g[2]) end
-  elseif not GIT_LOW[sub] then
+  elseif not GIT_LOW[sw.text] then
     note(st, "medium", "runs `" .. shown .. " " .. sub .. "`, which this rating does not know (it may be an alias)")
   end
 end
@@ -346,11 +370,11 @@ local function rate_sed(st, w, i, shown)
     local t = w[k].text
     if t == "--" then break end
     if t == "--in-place" or t:match("^%-%-in%-place=") then
-      return note(st, "medium", "edits files in place (`" .. shown .. " " .. t .. "`)")
+      return note(st, "medium", "edits files in place (`" .. shown .. " " .. short(t) .. "`)")
     elseif t:match("^%-[^-]") then
       for c = 2, #t do
         local ch = t:sub(c, c)
-        if ch == "i" then return note(st, "medium", "edits files in place (`" .. shown .. " " .. t .. "`)") end
+        if ch == "i" then return note(st, "medium", "edits files in place (`" .. shown .. " " .. short(t) .. "`)") end
         if ch == "e" or ch == "f" or ch == "l" then break end -- the rest is that option's value
       end
     end
@@ -366,7 +390,7 @@ local function rate_perl(st, w, i, shown)
     local c = 2
     while c <= #t do
       local ch = t:sub(c, c)
-      if ch == "i" then return note(st, "medium", "edits files in place (`" .. shown .. " " .. t .. "`)") end
+      if ch == "i" then return note(st, "medium", "edits files in place (`" .. shown .. " " .. short(t) .. "`)") end
       if ch == "e" or ch == "E" then
         note(st, "medium", "runs inline code (`" .. shown .. " -" .. ch .. "`)")
         if c == #t then k = k + 1 end -- its code is the next word
@@ -380,6 +404,26 @@ local function rate_perl(st, w, i, shown)
     end
     k = k + 1
   end
+end
+
+-- compressors replace a file with its (de)compressed form unless they only write to stdout,
+-- list or test; tar and unzip write what they extract or create (tar --remove-files deletes)
+ARCHIVERS = { gzip = "z", gunzip = "z", bzip2 = "z", bunzip2 = "z", xz = "z", unxz = "z", zstd = "z",
+  unzstd = "z", lzma = "z", tar = "tar", unzip = "unzip", zip = "zip" }
+rate_archiver = function(st, w, i, name, suffix)
+  local kind = ARCHIVERS[name]
+  for k = i + 1, #w do
+    local t = w[k].text
+    if t == "--remove-files" then return note(st, "high", "deletes files (`tar --remove-files`" .. suffix .. ")") end
+    if t == "--" then break end
+    if kind == "z" and (t == "--stdout" or t == "--to-stdout" or t == "--list" or t == "--test" or
+      (t:match("^%-%a+$") and t:find("[ctl]"))) then return end
+    if kind == "tar" and (t == "--list" or (k == i + 1 and t:match("^%-?%a+$") and t:find("t", 1, true))) then
+      return
+    end
+    if kind == "unzip" and (t == "-l" or t == "-t" or t == "-p" or t == "-Z" or t == "-v") then return end
+  end
+  note(st, "medium", "writes files (`" .. name .. "`" .. suffix .. ")")
 end
 
 -- awk: a program that calls system() or pipes to or from a command runs that command, unread
@@ -410,7 +454,7 @@ local function rate_find(st, w, i, shown)
       k = j
     elseif t == "-fprint" or t == "-fprint0" or t == "-fprintf" or t == "-fls" then
       local f = w[k + 1] and w[k + 1].text or ""
-      if f ~= "/dev/null" then note(st, "medium", "writes to " .. f .. " (`" .. shown .. " " .. t .. "`)") end
+      if f ~= "/dev/null" then note(st, "medium", "writes to " .. short(f) .. " (`" .. shown .. " " .. t .. "`)") end
     end
     k = k + 1
   end
@@ -532,11 +576,11 @@ rate_words = function(st, w, i, via)
     if pw.dynamic then
       return unknown(st, "the program is only known when it runs (`" .. pw.raw .. "`)")
     end
-    local shown = pw.text
+    local shown = short(pw.text)
     if pw.glob and shown ~= "[" and shown ~= "[[" then
       return unknown(st, "the program name is a pattern (`" .. shown .. "`)")
     end
-    local name = basename(shown)
+    local name = basename(pw.text)
     name = name:match("^(python)[%d.]*$") or name:match("^(pip)[%d.]*$") or name
     local suffix = via and (", run by " .. via) or ""
     if name == "case" then return unknown(st, "a case statement") end
@@ -576,7 +620,7 @@ rate_words = function(st, w, i, via)
         k = k + 1
       end
       if w[k] and w[k].text ~= "-s" and w[k].text ~= "-" then
-        return note(st, "medium", "runs another script (`" .. shown .. " " .. w[k].text .. "`" .. suffix .. ")")
+        return note(st, "medium", "runs another script (`" .. shown .. " " .. short(w[k].text) .. "`" .. suffix .. ")")
       end
       return note(st, "high", "runs shell commands from its input (`" .. shown .. "`" .. suffix .. ")")
     else
@@ -587,17 +631,32 @@ rate_words = function(st, w, i, via)
       elseif name == "perl" then return rate_perl(st, w, i, name)
       elseif name == "find" then return rate_find(st, w, i, name)
       elseif AWKS[name] then return rate_awk(st, w, i, name)
+      elseif name == "trap" then -- trap 'STRING' SIGNALS: STRING runs later
+        local a = w[i + 1]
+        if a and a.text ~= "-l" and a.text ~= "-p" and a.text ~= "--" and w[i + 2] then
+          if a.dynamic then return unknown(st, "`trap` of a string only known when it runs") end
+          return rate_string(st, a.text, "trap", "`trap`")
+        end
+      elseif ARCHIVERS[name] then return rate_archiver(st, w, i, name, suffix)
       elseif INLINE[name] then
-        for k = i + 1, #w do
+        local k = i + 1
+        while w[k] do
           local t = w[k].text
-          if t == INLINE[name] or (t:match("^%-%a+$") and t:sub(-1) == INLINE[name]:sub(2)) then
-            return note(st, "medium", "runs inline code (`" .. name .. " " .. t .. "`" .. suffix .. ")")
+          if t == INLINE[name] or (t:match("^%-%a+$") and t:sub(-1) == INLINE[name]:sub(2))
+            or (name == "node" and (t == "--eval" or t == "-p" or t == "--print")) then
+            return note(st, "medium", "runs inline code (`" .. name .. " " .. short(t) .. "`" .. suffix .. ")")
           end
-          if name == "python" and t == "-m" and w[k + 1] then -- python -m pip install …
-            if w[k + 1].text == "pip" then return rate_words(st, w, k + 1, via) end
-            break
+          if name == "python" and t == "-m" then -- python -m pip install …
+            if w[k + 1] and w[k + 1].text == "pip" then return rate_words(st, w, k + 1, via) end
+            return
           end
-          if not t:match("^%-") then break end
+          if t == "--version" or t == "-V" or t == "--help" or t == "-h" then return end
+          if t == "-" or not t:match("^%-") then break end
+          if name == "python" and (t == "-W" or t == "-X") then k = k + 1 end
+          k = k + 1
+        end
+        if not w[k] or w[k].text == "-" then -- `… | python3`: the code comes from its input
+          return note(st, "medium", "runs code from its input (`" .. name .. "`" .. suffix .. ")")
         end
       else
         -- the first two words that are not options (an option may take the first as its value)
@@ -640,7 +699,7 @@ local function read_redirect(st, cmd, fd)
   local t = w.text
   if not w.dynamic and (t == "/dev/null" or t == "/dev/stdout" or t == "/dev/stderr") then return end
   if t == "" and not w.dynamic then return unknown(st, "a redirection without a file") end
-  cmd.writes[#cmd.writes + 1] = (w.dynamic and "a file named at run time" or t) .. " (`" .. (fd or "") .. op .. "`)"
+  cmd.writes[#cmd.writes + 1] = (w.dynamic and "a file named at run time" or short(t)) .. " (`" .. (fd or "") .. op .. "`)"
 end
 
 -- The bodies of here-documents, after the newline that ends their command. With an unquoted
