@@ -18,13 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
-from test_integrity import repo  # noqa: F401  (a fixture: a git project with a role at edit access)
-from test_sessions import needs_bwrap
-
 from moss import api
 from moss.context import Context
 from moss.roots import ScriptRoots
 from moss.runtime import Runtime
+from test_integrity import repo  # noqa: F401  (a fixture: a git project with a role at edit access)
+from test_sessions import needs_bwrap
 
 ASSESS = """
 local risk = require("lib.agent.risk")
