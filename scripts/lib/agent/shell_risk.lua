@@ -680,7 +680,7 @@ end
 local function read_redirect(st, cmd, fd)
   local s = st.s
   -- the operators sh knows: < > >> <> >| <& >& <<  <<- and bash's <<< &> &>>
-  op = s:match("^<<<", st.i) or s:match("^<<%-", st.i) or s:match("^<<", st.i) or s:match("^&>>", st.i)
+  local op = s:match("^<<<", st.i) or s:match("^<<%-", st.i) or s:match("^<<", st.i) or s:match("^&>>", st.i)
     or s:match("^&>", st.i) or s:match("^>>", st.i) or s:match("^>|", st.i) or s:match("^>&", st.i)
     or s:match("^<&", st.i) or s:match("^<>", st.i) or s:sub(st.i, st.i)
   st.i = st.i + #op
