@@ -245,7 +245,7 @@ local SUBCOMMANDS = {
 local INLINE = { python = "-c", node = "-e", ruby = "-e" } -- perl is read below
 local ARCHIVERS, rate_archiver -- below
 
--- git subcommands: level, what it does (those not listed are rated by git_rating)
+-- git subcommands: level, what it does (the rest: rate_git below)
 local GIT = {
   rm = { "high", "deletes files" }, clean = { "high", "deletes untracked files" },
   reset = { "high", "discards changes" }, restore = { "high", "overwrites files" },
@@ -427,7 +427,7 @@ rate_archiver = function(st, w, i, name, suffix)
 end
 
 -- awk: a program that calls system() or pipes to or from a command runs that command, unread
-local AWKS = { awk = true, gawk = true, mawk = true, nawk = true, busybox_awk = true }
+local AWKS = { awk = true, gawk = true, mawk = true, nawk = true }
 local function rate_awk(st, w, i, shown)
   for k = i + 1, #w do
     local t = w[k].text
