@@ -338,7 +338,9 @@ def test_same_command_with_new_output_is_not_a_loop(crate, api):
         n["i"] += 1
         return "$(answer done)" if n["i"] > 5 else "$(run echo tick >> ticks.txt && wc -l < ticks.txt)"
 
-    r = agent(crate, api, "--v1", "-n", "--allow-full", "--role", "poller", "count", model=model)
+    # appending to a file is rated medium, so it runs without asking at --auto-approve medium
+    r = agent(crate, api, "--v1", "-n", "--allow-full", "--role", "poller", "--auto-approve", "medium", "count",
+              model=model)
     assert r.returncode == 0, r.stderr
     assert (crate.root / "ticks.txt").read_text().count("tick") == 5
 

@@ -95,7 +95,10 @@ function Text:llm(S, state, text)
 end
 
 function Text:command(S, out)
-  moss.ui.status("  " .. (out.ok and "✓ " or "✗ ") .. one_line(out.cmd, 100))
+  local line = "  " .. (out.ok and "✓ " or "✗ ") .. one_line(out.cmd, 100)
+  -- a refused command says why (risk and level, or the access level), as the model is told
+  if out.refused and out.content then line = line .. " — " .. one_line(out.content, 160) end
+  moss.ui.status(line)
 end
 
 local function thousands(n)
