@@ -4,7 +4,8 @@
 -- A role's prompts are keyed by machine, with a default:
 --   prompts = { default = { planner = "..." }, v1 = { agent = "..." }, v2 = { explorer = "...", ... } }
 -- The text for state NAME of machine M is prompts[M][NAME], else prompts.default[NAME]; a
--- state copied from another machine (its `prompts_of = "v2"`) also finds prompts.v2[NAME].
+-- state copied from another machine (its `prompts_of = "v2"`) also finds prompts.v2[NAME];
+-- failing all that, any machine's text for a state of that name (sorted by machine).
 -- A flat table (prompts = { agent = "...", explorer = "..." }) still reads as the default.
 local commands = require("lib.machine.commands")
 
@@ -22,6 +23,13 @@ function M.role_text(role, state_name, state, machine)
   end
   local text = from(machine and machine.name) or from(state and state.prompts_of) or from("default")
   if text == nil and type(p[state_name]) == "string" then text = p[state_name] end -- a flat table
+  if text == nil then
+    -- a project machine naming a state like one of another machine's: that machine's text
+    local keys = {}
+    for k, t in pairs(p) do if type(t) == "table" then keys[#keys + 1] = k end end
+    table.sort(keys)
+    for _, k in ipairs(keys) do text = text or from(k) end
+  end
   return text
 end
 

@@ -88,8 +88,8 @@ function M.check_env(env)
       table.sort(known)
       moss.error("usage", ("unknown runner hook or setting env.%s (known: %s)"):format(key, table.concat(known, ", ")), 0)
     elseif (spec[1] == "integer" and math.type(v) or type(v)) ~= spec[1] then
-      moss.error("usage", ("env.%s must be a %s (%s), not %s"):format(key, spec[1], spec[2],
-        math.type(v) or type(v)), 0)
+      moss.error("usage", ("env.%s must be %s %s (%s), not %s"):format(key, spec[1]:match("^[aeiou]") and "an" or "a",
+        spec[1], spec[2], math.type(v) or type(v)), 0)
     end
   end
   return env
