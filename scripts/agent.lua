@@ -10,6 +10,8 @@ local inbox = require("lib.agent.inbox")
 local commands = require("lib.machine.commands")
 local children = require("lib.agent.children")
 
+output.RESUME = "moss @agent --resume" -- the hints after a session say how to go on
+
 local FLAGS = {
   { "--v1", type = "flag", help = "the freeform loop: one agent explores and concludes" },
   { "--v2", type = "flag", help = "the explorer/evaluator state machine" },
