@@ -241,3 +241,18 @@ def test_role_prompts_are_keyed_by_machine_with_a_default(project, api):
     assert r.stdout.strip() == "two", r.stderr
     assert system_text(api.requests[0].body).startswith("You are MY MACHINE'S AGENT.")
     assert system_text(api.requests[1].body).startswith("You are THE DEFAULT AGENT.")
+
+
+def test_the_wild_loop_is_not_offered_run_and_does_not_run_it(project, api):
+    """The Wild Loop does not use the coding agent: its EXPLORING prompt lists $(view) but not
+    $(run) (the explorer role has both), and a $(run) the model writes anyway runs nothing."""
+    api.push("$(run touch made-by-run)",
+             lambda body: "<promise>COMPLETE</promise> refused" if "not available in this machine"
+             in last_user_text(body) else "<promise>COMPLETE</promise> ran")
+    r = project.moss("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full", "study it",
+                     env=api.env(), timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "refused"
+    assert not (project.root / "made-by-run").exists()
+    prompt = system_text(api.requests[0].body)
+    assert "$(view" in prompt and "$(run" not in prompt
