@@ -62,4 +62,7 @@ function M.explorer(S, state)
   }
 end
 
+-- a project machine written when this was a kernel mode may still name it
+context.modes.after_evaluator = M.explorer
+
 return M
