@@ -10,6 +10,8 @@ local inbox = require("lib.agent.inbox")
 local commands = require("lib.machine.commands")
 local children = require("lib.agent.children")
 
+output.RESUME = "moss @agent --resume" -- the hints after a session say how to go on
+
 local FLAGS = {
   { "--v1", type = "flag", help = "the freeform loop: one agent explores and concludes" },
   { "--v2", type = "flag", help = "the explorer/evaluator state machine" },
@@ -71,7 +73,11 @@ end
 local function load_module(kind, name)
   local ok, m = pcall(require, kind .. "s." .. name)
   if not ok then moss.error("usage", "no " .. kind .. " '" .. name .. "': " .. tostring(m)) end
-  return copy(m)
+  m = copy(m)
+  -- a machine that does not say what it uses (`uses`, lib/machine/commands.lua) is one of
+  -- the coding agent's: commands that need lib/agent ($(run), $(edit), ...) are offered
+  if kind == "machine" and m.uses == nil then m.uses = { "agent" } end
+  return m
 end
 
 local function list_roles()

@@ -1,8 +1,6 @@
 -- $(run CMD): a shell command under the session's access level. When the role can write,
 -- the command is approved like an edit of the same risk (lib/agent/risk.lua), snapshotted
 -- before it runs, and a change it makes to the tree counts as an edit for validation.
-local edits = require("lib.agent.edits")
-local risk = require("lib.agent.risk")
 
 local function writes() return moss.access.get() == "edit" or moss.access.get() == "full" end
 
@@ -18,6 +16,7 @@ return {
   name = "run",
   help = "run CMD — a shell command (sandboxed by the role's access level)",
   access = "read-shell",
+  needs = "agent", -- the coding agent's policy (lib/agent), required only when it runs
   tool = true,
   writes = writes,
   parse = function(text)
@@ -28,8 +27,8 @@ return {
     local env = ctx.env
     local w
     if writes() then
-      local level, reason = risk.assess_command(a[1])
-      local refusal = edits.approve(env, level, reason, "`" .. a[1] .. "`", "Not run")
+      local level, reason = require("lib.agent.risk").assess_command(a[1])
+      local refusal = require("lib.agent.edits").approve(env, level, reason, "`" .. a[1] .. "`", "Not run")
       if refusal then return refusal, false, true end
       w = env.before_write and env.before_write("run " .. a[1])
     end

@@ -1,12 +1,13 @@
 -- $(spawn ROLE "task"): start a child agent on a sub-task; it runs beside this one (its own
 -- thread, runtime and session ROOT-N) and its result comes back with $(await).
 local parser = require("lib.machine.parser")
-local children = require("lib.agent.children")
+local function children() return require("lib.agent.children") end
 
 return {
   name = "spawn",
   help = 'spawn ROLE "task" — start a child agent (explorer, ...) on a sub-task; collect it with $(await)',
   access = "read-only",
+  needs = "agent", -- the coding agent's policy (lib/agent), required only when it runs
   tool = true,
   parse = function(text)
     local words = parser.words(text)
@@ -21,7 +22,7 @@ return {
   run = function(ctx, a)
     local role, task = a[1], a[2]
     local S, env, cfg = ctx.S, ctx.env, moss.config.agent or {}
-    local why = children.refusal(env.role, role)
+    local why = children().refusal(env.role, role)
     if why then return "Not started: " .. why .. ".", false, true end
     local running = 0
     for _, c in ipairs(S.children or {}) do if not c.delivered then running = running + 1 end end
@@ -34,7 +35,7 @@ return {
       max_turns = cfg.child_max_turns or 8, auto_approve = env.auto_approve,
       events = env.format,
     }
-    children.track(S, h, role, task)
+    children().track(S, h, role, task)
     ctx.log("spawn", { child = h.id, role = role, task = task, turn = S.turn })
     return ("started child agent %s (%s): %s\nIt works beside you; collect its result with $(await %s) " ..
       "or every pending one with $(await)."):format(h.id, role, task, h.id), true

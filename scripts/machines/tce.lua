@@ -105,6 +105,7 @@ return {
   name = "tce",
   start = "thinking",
   max_turns = 40,
+  uses = {}, -- not the coding agent: its actions are its own (lib/tce), never lib/agent
   prompts = PROMPTS,
   base_prompt = BASE,
   states = {

@@ -6,10 +6,12 @@ return {
   name = "v1",
   start = "agent",
   max_turns = 15,
+  uses = { "agent" }, -- the coding agent's commands ($(run), $(edit), ...) are offered
   states = {
     planner = planner("agent"),
     agent = {
       role_prompt = "agent",
+      prompts_of = "v1",
       context = "working_memory",
       show_plan = true,
       commands = { "tools", "note", "keep", "drop", "forget", "memorize", "answer", "ask", "wait", "checkpoint" },

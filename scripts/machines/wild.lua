@@ -55,6 +55,7 @@ return {
   start = "exploring",
   max_turns = 50,
   access = access(),
+  uses = {}, -- not the coding agent: $(run), $(edit), $(spawn) (lib/agent) are not offered
   states = states,
   reasons = {
     max_time = { text = "stopped: the Wild Loop's time limit ([agent.wild] max_time_s) passed", exit = 1 },

@@ -16,9 +16,16 @@
 -- `run` gets ctx = { S, state, env, cmd, say(msg), log(event, data) }. A tool returns
 -- (content, ok, refused); any other command returns nil or a verdict part:
 --   { answer = text } | { hold = true } | { output = {cmd, content, ok} } | { finished = reason }
+-- (or it ends the session itself with lib/machine/finish.lua's finish.now).
+--
+-- A command that needs more than the kernel says so with `needs = "NAME"` (e.g. "agent": it
+-- uses the coding agent's policy in lib/agent, and requires it only when it runs). It is
+-- offered and run only by a machine that lists NAME in its `uses` (v1 and v2 list "agent";
+-- the Wild Loop and TCE do not, so they never reach lib/agent); elsewhere it is refused.
 local parser = require("lib.machine.parser")
 local messages = require("lib.machine.messages")
 local echo = require("lib.machine.echo")
+local finish = require("lib.machine.finish")
 
 local M = {}
 
@@ -75,13 +82,21 @@ function M.known()
   return { table.unpack(names_sorted()) }
 end
 
+--- Whether `machine` may use command `def`: a command that `needs` something runs only
+-- under a machine that lists it in `uses`.
+function M.usable(def, machine)
+  if def.needs == nil then return true end
+  for _, u in ipairs((machine or {}).uses or {}) do if u == def.needs then return true end end
+  return false
+end
+
 --- Tool commands that offer themselves (a command's `offer()` says whether this session
 --- can use it, e.g. $(mcp) when a configured server's access is within reach), sorted.
-local function offered(except)
+local function offered(except, machine)
   local out = {}
   for _, name in ipairs(names_sorted()) do
     local def = M.defs[name]
-    if def.tool and type(def.offer) == "function" and not except[name] then
+    if def.tool and type(def.offer) == "function" and not except[name] and M.usable(def, machine) then
       local ok, yes = pcall(def.offer)
       if ok and yes then out[#out + 1] = name end
     end
@@ -89,27 +104,32 @@ local function offered(except)
   return out
 end
 
---- The command names a state may use, with "tools" expanded to the role's tools (and the
---- tool commands that offer themselves to this session).
-function M.allowed(state, role)
+--- The command names a state of `machine` may use, with "tools" expanded to the role's
+--- tools (and the tool commands that offer themselves to this session); a command that
+--- `needs` what the machine does not `use` is left out.
+function M.allowed(state, role, machine)
   local out, seen = {}, {}
+  local function add(name)
+    local def = M.find(name)
+    if not def or M.usable(def, machine) then out[#out + 1] = name end
+    seen[name] = true
+  end
   for _, name in ipairs(state.commands or {}) do
     if name == "tools" then
-      for _, t in ipairs((role or {}).commands or {}) do out[#out + 1] = t; seen[t] = true end
-      for _, t in ipairs(offered(seen)) do out[#out + 1] = t; seen[t] = true end
+      for _, t in ipairs((role or {}).commands or {}) do add(t) end
+      for _, t in ipairs(offered(seen, machine)) do add(t) end
     else
-      out[#out + 1] = name
-      seen[name] = true
+      add(name)
     end
   end
   return out
 end
 
 -- The names `state` may use, as a set; nil when it may use every command.
-local function allowed_set(state, role)
+local function allowed_set(state, env)
   if state.commands == nil or state.commands == "all" then return nil end
   local set = {}
-  for _, n in ipairs(M.allowed(state, role)) do set[n] = true end
+  for _, n in ipairs(M.allowed(state, env.role, env.machine)) do set[n] = true end
   return set
 end
 
@@ -230,7 +250,7 @@ end
 
 local function refuse(S, state, env, c, def)
   if def.concludes then
-    messages.say(S, "Only the " .. (env.concluders or "evaluator") .. " concludes: your $(" .. c.name ..
+    messages.say(S, "Only the " .. (env.concluders or "concluding state") .. " concludes: your $(" .. c.name ..
       ") was not accepted. Gather evidence with commands.")
   else
     messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state ..
@@ -253,8 +273,8 @@ local function drop_beyond_the_cap(S, env, cmds)
   return kept
 end
 
---- Carry out the commands of one reply. Returns a verdict:
---   { answer = text } | { outputs = {...} } | { finished = reason, extra = {...} }
+--- Carry out the commands of one reply. Returns the verdict { outputs = {...} }, or
+-- finishes the session (an answer that stands, a concluding command, a loop).
 function M.handle(S, state, text, env)
   local outputs, tools, answer, hold = {}, {}, nil, false
   local allow, allow_known = nil, false -- what this state may use: worked out once a reply
@@ -271,9 +291,13 @@ function M.handle(S, state, text, env)
   local skipped = {}
   for _, c in ipairs(cmds) do
     local def = M.find(c.name)
-    if def and not allow_known then allow, allow_known = allowed_set(state, env.role), true end
+    if def and not allow_known then allow, allow_known = allowed_set(state, env), true end
     if echoes[c] then
       skipped[#skipped + 1] = c.raw
+    elseif def and not M.usable(def, env.machine) then
+      outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false, refused = true,
+        content = "`" .. c.name .. "` is not available in this machine (it needs " .. def.needs .. ")" }
+      log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
     elseif not def then
       outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
         content = "unknown command `" .. c.name .. "`; known commands: " .. table.concat(M.known(), ", ") }
@@ -286,7 +310,7 @@ function M.handle(S, state, text, env)
       outputs[#outputs + 1] = false -- placeholder, filled in order below
     else
       local r = def.run(context_for(S, state, env, c), c.args) or {}
-      if r.finished then return { finished = r.finished, extra = r.extra } end
+      if r.finished then finish.now(r.finished, nil, r.extra) end
       if r.output then outputs[#outputs + 1] = r.output end
       if r.answer then answer = r.answer end
       if r.hold then hold = true end
@@ -306,8 +330,8 @@ function M.handle(S, state, text, env)
   -- the answer is judged after the reply's own tools ran, on the tree they left
   if answer and state.concludes then
     local gate = M.gate(env)
-    if gate == true then return { answer = answer } end
-    if gate then return { finished = gate, answer = answer } end
+    if gate == true then finish.now("answered", answer) end
+    if gate then finish.now(gate, answer) end
     log(S, "answer_rejected", { answer = answer, turn = S.turn })
   end
   local k = 0
@@ -317,7 +341,7 @@ function M.handle(S, state, text, env)
       local shown = watch_repeats(S, env, tools[k], results[k], sig_of(results[k].content or ""))
       if shown == "loop" then
         S.questions = "The agent was repeating: " .. tools[k].key
-        return { finished = "loop" }
+        finish.now("loop")
       end
       outputs[i] = shown
     end
@@ -345,7 +369,7 @@ function M.echoed(S, env, cmds)
     log(S, "loop_detected", { cmd = "(moss's own prompt, echoed)", count = S.echoes, turn = S.turn })
     S.questions = "The model kept repeating moss's own instructions instead of working on the task " ..
       "(a model too small for the prompt?)"
-    return { finished = "loop" }
+    finish.now("loop")
   end
   messages.say(S, "Nothing was run: your reply repeated moss's own instructions and examples. Work on " ..
     "the task: write the commands it needs, with real arguments.")

@@ -106,7 +106,7 @@ function M.run(S, state, env, request)
   memory.note(S.mem, ("Summary of the session up to turn %d (the context was compacted; earlier notes, kept " ..
     "results and outputs are in it):\n%s"):format(S.turn, summary), S.turn)
   S.history, S.last_outputs, S.mem.pending = {}, {}, {}
-  context.forget_shared(S)
+  context.forget(S)
   S.compactions = (S.compactions or 0) + 1
   return { chars_before = before, summary_chars = #summary }
 end

@@ -3,21 +3,24 @@
 -- from the session each turn, so it stays bounded by what is kept).
 --
 --   task_only       the task (and the role's answer format)
---   last_outputs    task, plan, notes, the evaluator's remarks, the last tool outputs
+--   last_outputs    task, plan, notes, the remarks of a state with `feedback_to`, the last
+--                   tool outputs
 --   all_outputs     task, notes, every output of the session grouped by turn (unbounded)
 --   working_memory  task, working memory (notes and kept results, oldest first), and the
 --                   numbered new results (shown once)
---   after_evaluator what the evaluator saw last turn, then its remarks (for the explorer of
---                   a machine whose states share a prefix: see `share_prefix` below)
+--
+-- A state may instead give `context = function(S, state)`, built from the parts below
+-- (M.task_block, M.plan_part, M.memory_parts, M.outputs_block, ...): machines/v2.lua does,
+-- so that its two states share one prompt prefix.
 --
 -- A mode answers a string, or { stable = {part, ...}, shown = {part, ...}, volatile = text }:
 -- the stable parts only ever grow at their end from one turn to the next (the task, then
 -- memory in the order it was kept), so providers that cache prompt prefixes bill them as
 -- cache reads; what changes every turn comes after. Each stable part becomes its own content block, so a
 -- provider that caches at block boundaries (Anthropic) still finds last turn's prefix.
--- `shown` parts come next, with a breakpoint of their own: a state with `share_prefix = true`
--- (v2's evaluator) puts its new results there, and the next state's call starts with the
--- very same blocks, so the results are billed in full once and then read from the cache.
+-- `shown` parts come next, with a breakpoint of their own: a state that puts its new
+-- results there lets the next state start its call with the very same blocks, so the
+-- results are billed in full once and then read from the cache.
 --
 -- Add a mode by assigning `require("lib.machine.context").modes.my_mode = function(S, state) ... end`.
 local M = {}
@@ -40,11 +43,13 @@ local function task_block(S)
   for _, said in ipairs(S.user_adds or {}) do parts[#parts + 1] = "**The user adds:** " .. said end
   return table.concat(parts, "\n\n")
 end
+M.task_block = task_block
 
 local MEMORY_HEADING = "**Working memory** (notes and kept results; $(drop ID) to remove):"
 local NEW_RESULTS = "**New results** (shown once; $(keep N) to keep):"
 local FAILED_HINT = "Some commands failed; try another way."
 local FAILED_WARNING = "**Warning:** some commands failed; consider other approaches."
+M.NEW_RESULTS, M.FAILED_HINT, M.FAILED_WARNING = NEW_RESULTS, FAILED_HINT, FAILED_WARNING
 
 -- The fixed text moss writes around what it shows (headings, hints): moss's own words, which
 -- a reply must not echo back as commands (lib/machine/echo.lua).
@@ -66,6 +71,7 @@ local function memory_parts(S, notes_only)
     MEMORY_HEADING)
   return parts
 end
+M.memory_parts = memory_parts
 
 local function memory_block(S, notes_only)
   local parts = memory_parts(S, notes_only)
@@ -85,6 +91,7 @@ local function parts(...)
   end
   return out
 end
+M.parts = parts
 
 function M.outputs_block(title, outputs)
   local lines = { title }
@@ -93,10 +100,20 @@ function M.outputs_block(title, outputs)
 end
 
 local function messages_block(S) return require("lib.machine.messages").block(S) end
+M.messages_block = messages_block
 
 local function any_failed(outputs)
   for _, o in ipairs(outputs) do if not o.ok then return true end end
   return false
+end
+M.any_failed = any_failed
+
+--- The remarks a state with `feedback_to` left for the next one, under its name.
+function M.feedback(S)
+  if not S.feedback or S.feedback == "" then return nil end
+  local from = S.feedback_from and (S.feedback_from:sub(1, 1):upper() .. S.feedback_from:sub(2) .. "'s remarks")
+    or "Remarks"
+  return "**" .. from .. ":**\n" .. S.feedback
 end
 
 -- join(a, b, ...) skipping nil and empty parts (a table constructor would stop at a nil)
@@ -120,7 +137,7 @@ function M.modes.last_outputs(S, state)
   return {
     stable = parts(task_block(S), S.plan and ("**Plan:**\n" .. S.plan) or nil, memory_parts(S, true)),
     volatile = join(
-      S.feedback and S.feedback ~= "" and ("**Evaluator's remarks:**\n" .. S.feedback) or nil,
+      M.feedback(S),
       messages_block(S),
       #S.last_outputs > 0 and M.outputs_block("**Last results:**", S.last_outputs) or nil,
       any_failed(S.last_outputs) and FAILED_HINT or nil,
@@ -143,56 +160,32 @@ function M.modes.all_outputs(S, state)
 end
 
 local function plan_part(S) return S.plan and ("**Plan:**\n" .. S.plan) or nil end
+M.plan_part = plan_part
 
--- The parts a `share_prefix` state was last shown, per session table. Kept out of the
--- session (and its checkpoint): after a resume the next state builds the same layout
--- afresh, which costs one cache miss and nothing else.
-local shared = setmetatable({}, { __mode = "k" })
+-- Per session, what a machine's context functions remember between turns without putting
+-- it in the session (and its checkpoint): after a resume it starts empty. Compaction
+-- rewrites the context, so it empties it too (M.forget).
+local scratch = setmetatable({}, { __mode = "k" })
 
---- Forget what the next state would continue from (after a compaction rewrote the context).
-function M.forget_shared(S) shared[S] = nil end
+--- The session's scratch table (not checkpointed).
+function M.scratch(S)
+  local t = scratch[S]
+  if not t then t = {}; scratch[S] = t end
+  return t
+end
+
+--- Forget what the context functions remembered (after a compaction rewrote the context).
+function M.forget(S) scratch[S] = nil end
 
 function M.modes.working_memory(S, state)
   local pending = S.mem.pending
   local results = #pending > 0 and M.outputs_block(NEW_RESULTS, pending) or nil
-  local stable = parts(task_block(S), (state.show_plan or state.share_prefix) and plan_part(S) or nil, memory_parts(S))
-  if state.share_prefix then
-    -- what the next state (after_evaluator) starts from, byte for byte, so that it reads
-    -- this call's prompt from the provider's cache
-    shared[S] = { turn = S.turn, key = join(task_block(S), plan_part(S)), stable = stable, shown = results }
-  end
   return {
-    stable = stable,
-    shown = state.share_prefix and results or nil,
+    stable = parts(task_block(S), state.show_plan and plan_part(S) or nil, memory_parts(S)),
     volatile = join(
       messages_block(S),
       any_failed(pending) and FAILED_WARNING or nil,
-      not state.share_prefix and results or nil,
-      state.footer
-    ),
-  }
-end
-
--- The explorer's view in a machine whose states share one prompt prefix (v2): exactly what
--- the evaluator was shown last turn (task, plan, working memory, the new results), then the
--- evaluator's remarks. The results are thus billed once in full and read back from the
--- cache. Before the first evaluation, or when the task has changed since (the user added
--- to it), the same layout is built afresh.
-function M.modes.after_evaluator(S, state)
-  local p, stable, shown = shared[S], nil, nil
-  if p and p.turn == S.turn - 1 and p.key == join(task_block(S), plan_part(S)) then
-    stable, shown = p.stable, p.shown
-  else
-    stable = parts(task_block(S), plan_part(S), memory_parts(S))
-    shown = #S.last_outputs > 0 and M.outputs_block(NEW_RESULTS, S.last_outputs) or nil
-  end
-  return {
-    stable = stable,
-    shown = shown,
-    volatile = join(
-      S.feedback and S.feedback ~= "" and ("**Evaluator's remarks:**\n" .. S.feedback) or nil,
-      messages_block(S),
-      any_failed(S.last_outputs) and FAILED_HINT or nil,
+      results,
       state.footer
     ),
   }

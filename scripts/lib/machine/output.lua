@@ -5,6 +5,11 @@ local M = {}
 -- The version of the stream-json event schema (docs/events.md); session_start carries it.
 M.SCHEMA = 1
 
+-- The command line that goes on with a saved session, for the hints after a session ("go
+-- on: ...", "Resume with: ..."); the script that runs sessions sets it (scripts/agent.lua:
+-- "moss @agent --resume"). Without it, no such hint is printed.
+M.RESUME = nil
+
 -- Why a session ended, and the exit status each reason maps to under the contract: 0
 -- answered, 1 ended without an answer, 3 blocked (needs the user). A machine adds its own
 -- reasons as MACHINE.reasons = { name = { text = "...", exit = 0|1|3 } }.
@@ -119,8 +124,8 @@ function M.closing(S, machine)
     or ("$%.4f"):format(u.cost_usd)
   moss.ui.print(("%s · %d turn%s · %s tokens · %s · session %s"):format(M.reason(S.reason, machine).text, S.turn,
     S.turn == 1 and "" or "s", thousands(tokens), cost, S.id), { style = "dim" })
-  moss.ui.print(("inspect: moss sessions show %s · go on: moss @agent --resume %s \"...\""):format(S.id, S.id),
-    { style = "dim" })
+  moss.ui.print(("inspect: moss sessions show %s"):format(S.id) ..
+    (M.RESUME and (" · go on: %s %s \"...\""):format(M.RESUME, S.id) or ""), { style = "dim" })
 end
 
 function Text:finish(S)
@@ -134,7 +139,7 @@ function Text:finish(S)
   moss.ui.print(M.reason(S.reason, self.machine).text, { style = "yellow" })
   if S.detail then moss.ui.print(tostring(S.detail), { style = "dim" }) end
   if S.questions and S.questions ~= "" then moss.ui.print("Open questions: " .. S.questions) end
-  moss.ui.print("Resume with: moss @agent --resume " .. S.id, { style = "dim" })
+  if M.RESUME then moss.ui.print("Resume with: " .. M.RESUME .. " " .. S.id, { style = "dim" }) end
   M.closing(S, self.machine)
 end
 
@@ -264,8 +269,10 @@ function Text:pipeline(stages, n)
     moss.ui.print("pipeline stopped at " .. last.role .. ": " .. M.reason(r.reason, self.machine).text,
       { style = "yellow" })
     if last.questions and last.questions ~= "" then moss.ui.print("Open questions: " .. last.questions) end
-    moss.ui.print("Resume that step with: moss @agent --resume " .. last.id ..
-      " (the steps after it are not resumed; rerun the pipeline for them)", { style = "dim" })
+    if M.RESUME then
+      moss.ui.print("Resume that step with: " .. M.RESUME .. " " .. last.id ..
+        " (the steps after it are not resumed; rerun the pipeline for them)", { style = "dim" })
+    end
     M.closing(closing, self.machine)
   end
   return r.reason

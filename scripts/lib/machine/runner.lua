@@ -1,18 +1,31 @@
 -- The generic machine runner: one LLM call per state, commands carried out between calls.
 --
 -- A MACHINE is data:
---   { name = "v2", start = "explorer", max_turns = 16, max_stale = 5,
---     states = { explorer = { context = "last_outputs", next = "evaluator",
---                             commands = {"view", ...}, concludes = false }, ... } }
--- `next` is a state name or a function(S, turn) -> name, so recovery or refinement states
+--   { name = "m", start = "look", max_turns = 16, max_stale = 5, reasons = {...},
+--     states = { look = { context = "last_outputs", next = "judge",
+--                         commands = {"view", ...}, concludes = false }, ... } }
+-- `next` is a state name or a function(S, verdict) -> name, so recovery or refinement states
 -- are a matter of editing Lua. `commands` lists what the state may do (tools outside the
 -- list are reported back as not executed; each command is a file under scripts/commands/,
 -- see lib/machine/commands.lua); `concludes` says whether a concluding command ends the
 -- session from this state. `judges = true` marks the state whose turns count toward the
--- "no new evidence" cycle limit. `on_response(S, text)` lets a state keep its text (the
--- planner keeps the plan). `handle(S, state, text, env)` replaces the $(...) command
--- handling for a state with a grammar of its own; it returns a verdict
--- { answer = text } | { outputs = {...} } | { finished = reason }.
+-- "no new evidence" cycle limit. `context` is a mode name or a function(S, state) building
+-- the state's user message (lib/machine/context.lua); a function that never shows earlier
+-- turns' outputs says `history = false`, so they are not kept (and checkpointed). `on_response(S, text)` lets a state
+-- keep its text (the planner keeps the plan); `feedback_to` keeps the reply's prose as
+-- S.feedback (from S.feedback_from) for the next state. `handle(S, state, text, env)`
+-- replaces the $(...) command handling for a state with a grammar of its own; it returns a
+-- verdict { outputs = {...}, ... } or finishes the session (below).
+--
+-- FINISHING. A session ends one way: lib/machine/finish.lua's `finish.now(reason, answer,
+-- extra)` throws, and M.run catches it once and closes the session. A `handle` may instead
+-- return { finished = reason, answer?, extra? } or { answer = text }, and the before_turn /
+-- after_turn hooks return a reason: the runner turns each into the same throw.
+--
+-- ENV: what the caller (scripts/agent.lua) gives the runner, declared once in M.ENV below:
+-- each key's type and when it is called or read. M.run checks env against it first: an
+-- unknown key or a wrong type is a `usage` error naming the key. The runner then adds its
+-- own keys (M.OWN) for the commands and libraries it calls.
 local parser = require("lib.machine.parser")
 local memory = require("lib.machine.memory")
 local context = require("lib.machine.context")
@@ -20,11 +33,67 @@ local commands = require("lib.machine.commands")
 local prompts = require("lib.machine.prompts")
 local messages = require("lib.machine.messages")
 local usage = require("lib.machine.usage")
-local output = require("lib.machine.output")
 local compact = require("lib.machine.compact")
 local echo = require("lib.machine.echo")
+local finish = require("lib.machine.finish")
 
 local M = {}
+
+--- The runner's contract: every key a caller may put in env, its type, and what it is.
+-- Hooks are called by the runner (or by the kernel's command handling) at the moment named;
+-- what they return is said here. Settings are read where named.
+M.ENV = {
+  -- settings
+  role = { "table", "the role: commands (its tools), prompts, answer_format; read for system prompts and for what a state may use" },
+  out = { "table", "the output sink (lib/machine/output.lua): out:turn, :llm, :command, :finish, :info are called as the session goes" },
+  interactive = { "boolean", "whether a person can be asked; read by hooks (safety's escalation) and commands ($(ask))" },
+  loop_limit = { "integer", "how many times one command may give the same output before the session ends as a loop (3)" },
+  max_commands = { "integer", "commands run from one reply; the rest are dropped and the model told (50)" },
+  max_tokens = { "integer", "the reply cap of every model call (4096)" },
+  compact_max_tokens = { "integer", "the reply cap of a compaction summary (2048)" },
+  auto_approve = { "string", "the highest edit risk applied without asking; read by commands that write" },
+  spawn = { "boolean", "whether the model may start child agents; read by $(spawn)" },
+  format = { "string", "the output format, passed on to child agents" },
+  -- hooks
+  before_turn = { "function", "before_turn(S) -> reason|nil: before every turn (and when the user interrupted a model call); a reason ends the session" },
+  boundary = { "function", "boundary(S) -> { cancel = bool, message = text }|nil: between turns, after the checkpoint; cancel ends the session \"cancelled\", a message is shown to the model" },
+  after_tools = { "function", "after_tools(outputs): after a reply's tool commands ran, before the outputs are shown; may amend them" },
+  before_answer = { "function", "before_answer() -> true|false|reason: when a concluding state answers; true lets the answer stand, false sends it back, a reason ends the session with it and the answer" },
+  after_turn = { "function", "after_turn(env, ran_commands) -> reason|nil: after a turn's commands; a reason ends the session" },
+  before_write = { "function", "before_write(label) -> token|nil: called by a command before it may write" },
+  after_write = { "function", "after_write(token) -> note|nil: called by that command after it ran; a note goes to the model" },
+}
+
+--- Keys the runner sets itself (a caller giving one is a usage error).
+M.OWN = {
+  machine = "the machine being run", concluders = "its concluding states, \"a/b\"",
+  keep_history = "whether outputs are kept per turn (a state shows them all)",
+  usage_start = "moss.llm.usage() when the run began", own_text = "moss's own text of this turn's request",
+  compact_limit = "the request size that triggers compaction (lib/machine/compact.lua)",
+}
+
+--- env checked against M.ENV: returns env, or raises a usage error naming the bad key.
+function M.check_env(env)
+  if env == nil then return {} end
+  if type(env) ~= "table" then moss.error("usage", "the runner's env must be a table, not " .. type(env), 0) end
+  for key, v in pairs(env) do
+    local spec = M.ENV[key]
+    if type(key) ~= "string" then
+      moss.error("usage", "the runner's env has a key that is not a name: " .. tostring(key), 0)
+    elseif M.OWN[key] then
+      moss.error("usage", ("env.%s is set by the runner (%s); do not pass it"):format(key, M.OWN[key]), 0)
+    elseif not spec then
+      local known = {}
+      for k in pairs(M.ENV) do known[#known + 1] = k end
+      table.sort(known)
+      moss.error("usage", ("unknown runner hook or setting env.%s (known: %s)"):format(key, table.concat(known, ", ")), 0)
+    elseif (spec[1] == "integer" and math.type(v) or type(v)) ~= spec[1] then
+      moss.error("usage", ("env.%s must be %s %s (%s), not %s"):format(key, spec[1]:match("^[aeiou]") and "an" or "a",
+        spec[1], spec[2], math.type(v) or type(v)), 0)
+    end
+  end
+  return env
+end
 
 local function now() return os.time() end
 
@@ -62,12 +131,15 @@ function M.save(S, env)
   moss.session.save(S.id, S)
 end
 
-local function finish(S, env, reason, answer, extra)
+-- The one place a session ends (a caught finish).
+local function close(S, env, f)
+  local reason, answer, extra = f.reason, f.answer, f.extra or {}
+  if reason == "answered" and not extra.forced then log(S, "done", { answer = answer, turn = S.turn }) end
   S.done = true
   S.reason = reason
   S.answer = answer
   S.success = reason == "answered"
-  for k, v in pairs(extra or {}) do S[k] = v end
+  for k, v in pairs(extra) do S[k] = v end
   if reason == "answered" then S.questions, S.progress = nil, nil end
   M.save(S, env)
   log(S, "session_end", { reason = reason, turns = S.turn, answer = answer, usage = S.usage })
@@ -83,7 +155,7 @@ local function system_prompt(S, state, env)
   if type(p) == "function" then return p(S, env) end
   if p then return p end
   if prompts.is_shared(env.machine, S.state) then return prompts.shared(env.role, env.machine) end
-  return prompts.system(env.role, state.role_prompt or S.state, state)
+  return prompts.system(env.role, state.role_prompt or S.state, state, env.machine)
 end
 
 local function build_request(S, state, env, extra)
@@ -118,10 +190,8 @@ local function llm_call(S, state, env, extra)
   return resp
 end
 
---- Run `machine` on session `S` until it answers or a limit ends it.
--- env: { out = output sink, interactive = bool, loop_limit = 3, max_tokens = N }
-function M.run(machine, S, env)
-  env = env or {}
+-- Before a run: what the machine implies for env, and the first log lines (or a resume's).
+local function begin(machine, S, env)
   env.machine = machine
   if env.out then env.out.machine = machine end
   local names = {}
@@ -132,7 +202,9 @@ function M.run(machine, S, env)
   -- that shows the whole history
   env.keep_history = false
   for _, st in pairs(machine.states) do
-    if st.context == "all_outputs" or type(st.context) == "function" then env.keep_history = true end
+    if st.context == "all_outputs" or (type(st.context) == "function" and st.history ~= false) then
+      env.keep_history = true
+    end
   end
   S.usage_prior = S.usage
   env.usage_start = moss.llm.usage()
@@ -146,89 +218,100 @@ function M.run(machine, S, env)
   else
     log(S, "session_resume", { session_id = S.id, turn = S.turn, state = S.state })
   end
+end
+
+-- Between turns: the user, the turn limit, the budget, a parent agent. Each may finish.
+local function between_turns(S, env)
+  if env.before_turn then finish.unless(env.before_turn(S)) end -- the user (lib/agent/inbox.lua)
+  if S.turn >= S.max_turns then
+    log(S, "max_turns", { turn = S.turn })
+    finish.now("max_turns")
+  end
+  local spent = moss.llm.budget()
+  if spent then finish.now("budget", nil, { detail = spent }) end
+  if env.boundary then
+    -- a child agent, between turns (its checkpoint is on disk): its parent may have
+    -- cancelled it, paused it (this call waits) or sent it a message
+    local b = env.boundary(S) or {}
+    if b.cancel then finish.now("cancelled") end
+    if b.message then messages.say(S, "Your parent agent says: " .. b.message) end
+  end
+end
+
+-- A model call that failed: the turn did not happen. Nil (go on: the user spoke, and
+-- before_turn says what they want), a finish, or the error itself when it is the caller's.
+local function failed_call(S, env, err)
+  local kind = moss.error_kind(err)
+  S.turn = S.turn - 1
+  if kind == "budget" then finish.now("budget", nil, { detail = err.message }) end
+  if kind == "stopped" and env.before_turn then return end
+  if kind == "config" or kind == "usage" or kind == "interrupted" then error(err, 0) end
+  log(S, "error", { message = tostring(err), kind = kind })
+  finish.now("error", nil, { detail = tostring(err) })
+end
+
+-- What a turn produced: shown once (it replaces the last turn's), kept per turn if needed.
+local function remember(S, state, env, verdict, text)
+  local outs = verdict.outputs or {}
+  S.mem.pending = outs
+  if #outs > 0 then
+    S.last_outputs = outs
+    if env.keep_history then S.history[#S.history + 1] = { turn = S.turn, state = S.state, outputs = outs } end
+  end
+  if state.feedback_to then S.feedback, S.feedback_from = parser.strip(text), S.state end
+  return #outs > 0
+end
+
+-- A judging state's turn without new evidence counts toward the cycle limit; at the limit
+-- the model must answer (through the same answer gate) or the session ends.
+local function judge(machine, S, state, env)
+  if S.new_evidence then S.stale = 0 else S.stale = S.stale + 1 end
+  S.new_evidence = false
+  if S.stale < (machine.max_stale or 5) then return end
+  log(S, "cycle_limit", { cycles = S.stale, turn = S.turn })
+  local forced = M.force_answer(S, state, env)
+  if forced then
+    local gate = commands.gate(env)
+    if gate == true then finish.now("answered", forced, { forced = true }) end
+    if gate then finish.now(gate, forced, { forced = true }) end
+  end
+  finish.now("cycle_limit")
+end
+
+-- One turn: a model call for the current state, its reply carried out, the next state.
+local function turn(machine, S, env)
+  between_turns(S, env)
+  local state = machine.states[S.state]
+  if not state then moss.error("usage", "machine '" .. S.machine .. "' has no state '" .. tostring(S.state) .. "'") end
+  S.turn = S.turn + 1
+  if env.out then env.out:turn(S, state) end
+  local resp, err = llm_call(S, state, env)
+  if not resp then return failed_call(S, env, err) end
+  if env.out then env.out:llm(S, state, resp.text) end
+  messages.clear(S)
+  if resp.stop_reason == "max_tokens" then M.truncated(S, resp) end
+  if state.on_response then state.on_response(S, resp.text) end
+  -- a state may bring its own grammar (XML tags, JSON, ...) by giving `handle`
+  local verdict = finish.verdict((state.handle or commands.handle)(S, state, resp.text, env))
+  local ran = remember(S, state, env, verdict, resp.text)
+  if env.after_turn then finish.unless(env.after_turn(env, ran)) end
+  if state.judges then judge(machine, S, state, env) end
+  local nxt = state.next
+  if type(nxt) == "function" then nxt = nxt(S, verdict) end
+  S.state = nxt or S.state
+  M.save(S, env)
+end
+
+--- Run `machine` on session `S` until it answers or something finishes it. env: M.ENV.
+function M.run(machine, S, env)
+  env = M.check_env(env)
+  begin(machine, S, env)
   while true do
-    if env.before_turn then -- what the user said meanwhile (lib/agent/inbox.lua): may end the session
-      local reason = env.before_turn(S)
-      if reason then return finish(S, env, reason) end
+    local ok, err = pcall(turn, machine, S, env)
+    if not ok then
+      if not finish.is(err) then error(err, 0) end
+      return close(S, env, err)
     end
-    if S.turn >= S.max_turns then
-      log(S, "max_turns", { turn = S.turn })
-      return finish(S, env, "max_turns")
-    end
-    local spent = moss.llm.budget()
-    if spent then return finish(S, env, "budget", nil, { detail = spent }) end
-    if env.boundary then
-      -- a child agent, between turns (its checkpoint is on disk): its parent may have
-      -- cancelled it, paused it (this call waits) or sent it a message
-      local b = env.boundary(S) or {}
-      if b.cancel then return finish(S, env, "cancelled") end
-      if b.message then messages.say(S, "Your parent agent says: " .. b.message) end
-    end
-
-    local state = machine.states[S.state]
-    if not state then moss.error("usage", "machine '" .. S.machine .. "' has no state '" .. tostring(S.state) .. "'") end
-    S.turn = S.turn + 1
-    if env.out then env.out:turn(S, state) end
-
-    local resp, err = llm_call(S, state, env)
-    if not resp then
-      local kind = moss.error_kind(err)
-      S.turn = S.turn - 1
-      if kind == "budget" then return finish(S, env, "budget", nil, { detail = err.message }) end
-      if kind == "stopped" and env.before_turn then goto continue end -- the user spoke: see before_turn
-      if kind == "config" or kind == "usage" or kind == "interrupted" then error(err, 0) end
-      log(S, "error", { message = tostring(err), kind = kind })
-      return finish(S, env, "error", nil, { detail = tostring(err) })
-    end
-    if env.out then env.out:llm(S, state, resp.text) end
-    messages.clear(S)
-    if resp.stop_reason == "max_tokens" then M.truncated(S, resp) end
-    if state.on_response then state.on_response(S, resp.text) end
-
-    -- A state may bring its own grammar (XML tags, JSON, ...) by giving `handle`.
-    local verdict = (state.handle or commands.handle)(S, state, resp.text, env)
-    -- a verdict that finishes says why, and may carry the answer it finished with (an answer
-    -- the gate did not let stand: "unvalidated")
-    if verdict.finished then return finish(S, env, verdict.finished, verdict.answer, verdict.extra) end
-    if verdict.answer then
-      log(S, "done", { answer = verdict.answer, turn = S.turn })
-      return finish(S, env, "answered", verdict.answer)
-    end
-
-    -- results are shown once: what this turn produced replaces what the last turn did
-    local outs = verdict.outputs or {}
-    S.mem.pending = outs
-    if #outs > 0 then
-      S.last_outputs = outs
-      if env.keep_history then S.history[#S.history + 1] = { turn = S.turn, state = S.state, outputs = outs } end
-    end
-    if state.feedback_to then S.feedback = parser.strip(resp.text) end
-    if env.after_turn then
-      local reason = env.after_turn(env, #outs > 0)
-      if reason then return finish(S, env, reason) end
-    end
-
-    if state.judges then
-      if S.new_evidence then S.stale = 0 else S.stale = S.stale + 1 end
-      S.new_evidence = false
-      if S.stale >= (machine.max_stale or 5) then
-        log(S, "cycle_limit", { cycles = S.stale, turn = S.turn })
-        local forced = M.force_answer(S, state, env)
-        if forced then
-          -- a forced answer passes the same gate as any other
-          local gate = commands.gate(env)
-          if gate == true then return finish(S, env, "answered", forced, { forced = true }) end
-          if gate then return finish(S, env, gate, forced, { forced = true }) end
-        end
-        return finish(S, env, "cycle_limit")
-      end
-    end
-
-    local nxt = state.next
-    if type(nxt) == "function" then nxt = nxt(S, verdict) end
-    S.state = nxt or S.state
-    M.save(S, env)
-    ::continue::
   end
 end
 

@@ -359,8 +359,7 @@ local function explore(S, W, state, text, env)
   if has_answer_command(text) then
     note(W, "$(answer) does not end the Wild Loop: reply <promise>COMPLETE</promise> when the goal is reached")
   end
-  local verdict = commands.handle(S, state, text, env)
-  if verdict.finished then return verdict end
+  local verdict = commands.handle(S, state, text, env) -- a loop finishes the session from there
   if not spec and not err and #(verdict.outputs or {}) == 0 then
     note(W, "no <sweep> in your reply yet: study the project with commands if you need to, then send one")
   end

@@ -60,7 +60,7 @@ You never start experiments yourself: you write tags and moss acts on them.
 Promises are honoured in every stage. Write a tag only when you mean it.]] }
   if state and state.commands and #state.commands > 0 and env and env.role then
     local names = {}
-    for _, n in ipairs(prompts.allowed(state, env.role)) do
+    for _, n in ipairs(prompts.allowed(state, env.role, env.machine)) do
       if n ~= "answer" then names[#names + 1] = n end
     end
     if #names > 0 then
