@@ -180,7 +180,7 @@ class Runtime:
             path, display, origin = self.roots.locate(decode(name))
             src = self.roots.read(path, origin)
         except MossError as e:
-            return False, e.message.encode()
+            return False, e.message.encode(), e.kind.encode()
         result = self._chunk(path, src, ("@" + display).encode(), origin)
         if isinstance(result, tuple):
             return True, None, result[1]
