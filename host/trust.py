@@ -1,15 +1,18 @@
 """Workspace trust: a cloned repository must not own the person who runs moss in it.
 
-A project's .moss/ can bring Lua that replaces the agent, commands to run, LLM endpoints and
-key variables to send, and settings that widen access or approval. None of that is used
-until the user said yes to that exact content; the yes is kept in the user's data directory
-($XDG_DATA_HOME/moss/trust/, outside every repository), keyed by the project's path and a
-hash of what it brings, so a changed file or setting asks again. Everything else in a
-project's config (max_turns, custom fields) needs no trust.
+A project's .moss/ can bring Lua that replaces the agent (links followed and hashed), commands
+to run, LLM endpoints and key variables to send, and settings that widen what runs, what is
+spent or what is kept (PROJECT_RULES below: the one list, each key with why). None of that
+is used until the user said yes to that exact content; the yes is kept in the user's data
+directory ($XDG_DATA_HOME/moss/trust/, outside every repository), keyed by the project's path
+and a hash of what it brings, so a changed file, link or setting asks again, and the loader
+runs no project script bytes but those hashed (Manifest.pins, ScriptRoots.read). A project
+value that only narrows the user's own (a smaller budget, spawn = false) needs no trust, nor
+does anything else in a project's config (custom fields).
 
 Some settings never come from a project, trusted or not: [agent] allow_full and
-unsandboxed_ok, and the [trust] table. A trusted project's [agent] auto_approve is capped
-at the user's own (default "low").
+unsandboxed_ok, and the [trust] and [sandbox] tables. A trusted project's [agent]
+auto_approve is capped at the user's own (default "low").
 """
 
 from __future__ import annotations

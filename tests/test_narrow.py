@@ -334,3 +334,50 @@ def test_values_that_only_narrow_apply_without_trust(cloned):
     assert "moss trust" not in r.stderr
     code, out = status(cloned)
     assert code == 0 and "nothing to trust" in out
+
+
+def test_scout_and_fan_out_from_an_untrusted_project_start_no_children(cloned, api):
+    """`[agent] fan_out = 1` (an auditor child per directory) and `scout = true` (an explorer
+    child before a refactor) start children without --spawn: from an untrusted project, none
+    start. The project's `[sandbox]` is never used at all, not even seen by scripts."""
+    from fakeapi import state_of
+
+    cloned.write("alpha/mod.py", "import os\n")
+    cloned.write("calc.py", "def f1():\n    return 1\n")
+    cloned.write(".moss/config.toml", '[agent]\nfan_out = 1\nscout = true\nvalidate_on = "never"\n'
+                                      '[sandbox]\nenv = ["GH_TOKEN"]\n')
+
+    def reply(body):
+        if state_of(body) == "planner":
+            return "1. Look.\nReady."
+        return "$(answer nothing found)"
+
+    api.push(*[reply] * 20)
+    for flag in ("--audit", "--refactor"):
+        r = cloned.moss("@agent", flag, "--v1", *ARGS, "look at the code", env=api.env())
+        assert r.returncode == 0, r.stderr
+    assert not list((cloned.root / ".moss/agent").glob("session-*-1.json"))  # no child ran
+    code, out = status(cloned)
+    assert code == 1 and waiting(out, "agent.fan_out") and waiting(out, "agent.scout")
+    assert "never used from a project: sandbox" in out
+    cloned.user_file("scripts/sb.lua", "print(moss.config.sandbox)\n")
+    assert cloned.moss("@sb").stdout == "nil\n"
+
+    trust(cloned)
+    r = cloned.moss("@agent", "--audit", "--v1", *ARGS, "look at the code", env=api.env())
+    assert r.returncode == 0, r.stderr
+    assert list((cloned.root / ".moss/agent").glob("session-*-1.json"))  # trusted: the child ran
+    assert cloned.moss("@sb").stdout == "nil\n"  # [sandbox] is yours alone, trusted or not
+
+
+def test_every_key_the_host_enforces_is_in_the_docs():
+    """docs/security.md's table names each key of PROJECT_RULES, the one list the host
+    enforces, so what a reader is told needs trust is what does."""
+    from moss.trust import PROJECT_RULES
+
+    text = (HERE.parent / "docs" / "security.md").read_text()
+    trust = text[text.index("## Trust"):text.index("<!-- section: secrets -->")]
+    for path, rule in PROJECT_RULES.items():
+        name = [p for p in path if p != "*"][-1]
+        assert re.search(rf"[`\[ .]{re.escape(name)}[`\]., ]", trust), path
+        assert rule.why or rule.test == "free", path  # each key says why it is on the list
