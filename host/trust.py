@@ -674,7 +674,7 @@ def status_lines(state: Trust) -> list[str]:
     """`moss trust --status`: the status line; untrusted, one line for each thing that waits
     for trust (or, after a change, each change), and what a project may never set."""
     def row(i: Item, was: Item | None = None) -> str:
-        text = f"{i.kind}: {i.key} = {i.shown(80)}" + (f" (was {was.shown(80)})" if was else "")
+        text = f"{i.kind}: {i.key} = {i.shown()}" + (f" (was {was.shown()})" if was else "")  # whole values
         return text + (f" ({i.note})" if i.note else "")
 
     out = [status_line(state)]

@@ -381,3 +381,22 @@ def test_every_key_the_host_enforces_is_in_the_docs():
         name = [p for p in path if p != "*"][-1]
         assert re.search(rf"[`\[ .]{re.escape(name)}[`\]., ]", trust), path
         assert rule.why or rule.test == "free", path  # each key says why it is on the list
+
+
+@pytest.mark.parametrize("path, file, pattern", [
+    (("agent", "max_children"), "scripts/commands/spawn.lua", r"cfg\.max_children or (\d+)"),
+    (("agent", "child_max_turns"), "scripts/commands/spawn.lua", r"cfg\.child_max_turns or (\d+)"),
+    (("agent", "max_turns"), "scripts/machines/v1.lua", r"max_turns = (\d+)"),
+    (("agent", "max_commands_per_reply"), "scripts/lib/machine/commands.lua", r"M\.max_per_reply = (\d+)"),
+    (("agent", "wild", "max_runs"), "scripts/lib/wild/loop.lua", r"tonumber\(cfg\.max_runs\) or (\d+)"),
+    (("shadow", "max_total_mb"), "host/api/shadow.py", r'"max_total_mb", (\d+)'),
+    (("shadow", "max_file_mb"), "host/api/shadow.py", r'"max_file_mb", (\d+)'),
+])
+def test_the_defaults_a_project_is_compared_with_are_the_ones_in_use(path, file, pattern):
+    """Without a value of the user's, a project's is compared with the default; the host's
+    copy of each default must be the one the Lua (or the host) really uses, or a project
+    could pass a value above the real default as narrowing."""
+    from moss.trust import PROJECT_RULES
+
+    m = re.search(pattern, (HERE.parent / file).read_text())
+    assert m and int(m.group(1)) == PROJECT_RULES[path].safe, (file, PROJECT_RULES[path].safe)
