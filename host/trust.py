@@ -81,7 +81,7 @@ class Rule:
     def _number(self, v: Any) -> float | None:
         if v is None or (not isinstance(v, (bool, dict, list)) and v in self.unlimited):
             return math.inf if self.test == "at-most" else None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
             return None
         return float(v)
 
