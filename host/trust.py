@@ -153,7 +153,8 @@ PROJECT_RULES: dict[tuple, Rule] = {
     ("shadow", "max_total_mb"): _at_least(200, "how much moss captures for rollback (less: changes cannot be undone)"),
     ("shadow", "max_file_mb"): _at_least(50, "the largest file moss captures for rollback"),
     ("agent", "wild", "detach"): _only(False, "runs that outlive moss"),
-    ("agent", "wild", "results"): _always("where runs write their results (MOSS_RESULTS_DIR), maybe outside the project"),
+    ("agent", "wild", "results"): _always("where runs write their results (MOSS_RESULTS_DIR), maybe outside "
+                                          "the project"),
     ("agent", "wild", "alerts"): _always("the alert rules that watch every run (they replace the defaults)"),
     ("agent", "wild", "spike_factor"): _always("how large a jump the default spike alert lets pass"),
 

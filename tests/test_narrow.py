@@ -125,6 +125,7 @@ def test_a_project_cannot_turn_on_spawning_or_raise_max_children(cloned, api):
     assert started_children(cloned) == 8
     code, out = status(cloned)
     assert code == 1 and "true" in waiting(out, "agent.spawn") and "400" in waiting(out, "agent.max_children")
+    assert "default: 8" in waiting(out, "agent.max_children")  # what it was compared with
 
     trust(cloned)  # now the project's settings apply: spawn is on without --spawn, all twelve start
     clear_logs(cloned)
@@ -400,3 +401,49 @@ def test_the_defaults_a_project_is_compared_with_are_the_ones_in_use(path, file,
 
     m = re.search(pattern, (HERE.parent / file).read_text())
     assert m and int(m.group(1)) == PROJECT_RULES[path].safe, (file, PROJECT_RULES[path].safe)
+
+
+def test_every_declared_key_waits_for_trust_with_a_widening_value(cloned):
+    """One widening value for each key of PROJECT_RULES (above the user's limit, below their
+    shadow size, true where false is safe, any value where none is): each is listed by
+    `moss trust --status`, and none reaches a script's moss.config until trusted."""
+    import tomli_w
+
+    from moss.trust import PROJECT_RULES
+
+    user: dict = {}
+    project: dict = {}
+
+    def put(tree: dict, path: tuple, value) -> None:
+        for part in path[:-1]:
+            tree = tree.setdefault(part, {})
+        tree[path[-1]] = value
+
+    keys = []
+    for path, rule in PROJECT_RULES.items():
+        if rule.test in ("user-only", "free"):
+            continue
+        path = tuple("gh" if p == "*" and i == 2 and path[0] == "mcp" else
+                     "anthropic" if p == "*" else "timeout" if p == "*" else p for i, p in enumerate(path))
+        if rule.test == "at-most":
+            put(user, path, 2)
+            value = 5
+        else:
+            value = {"only": not rule.safe if isinstance(rule.safe, bool) else 1, "ordered": "high",
+                     "at-least": 0}.get(rule.test, {"m": {"input": 0}} if path == ("llm", "pricing") else "x")
+        put(project, path, value)
+        keys.append(".".join(path))
+    cloned.user_file("config.toml", tomli_w.dumps(user))
+    cloned.write(".moss/config.toml", tomli_w.dumps(project))
+    r = cloned.moss("trust", "--status")
+    assert r.returncode == 1, r.stderr
+    out = r.stdout
+    for key in keys:
+        assert waiting(out, key), key
+    cloned.user_file("scripts/cfg.lua", "print(moss.json.encode(moss.config))\n")
+    seen = json.loads(cloned.moss("@cfg").stdout)
+    for key in keys:
+        node = seen
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        assert node in (None, 2), key  # absent, or the user's own value
