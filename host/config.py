@@ -236,6 +236,7 @@ def set_value(path: Path, dotted: str, value: Any) -> bool:
     if isinstance(node.get(parts[-1]), dict) and not isinstance(value, dict):
         raise ConfigError(f"{dotted} is a table; set one of its keys instead (e.g. {dotted}.KEY VALUE)")
     node[parts[-1]] = value
+    _check_tables(data, display_path(path), "")  # `moss config set agent 5` writes nothing
     path.parent.mkdir(parents=True, exist_ok=True)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     edited = _edit_in_place(old, parts, value)

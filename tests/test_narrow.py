@@ -316,6 +316,10 @@ def test_a_scalar_where_a_table_belongs_is_one_line_naming_the_file(project):
     r = project.moss("@agent", "-n", "q")
     line, = r.stderr.strip().splitlines()
     assert r.returncode == 2 and line.startswith("error: .moss/config.toml:2:1: llm.providers must be a table")
+    # and `moss config set` does not write such a value in the first place
+    r = project.moss("config", "set", "--user", "shadow", "5")
+    assert r.returncode == 2 and "shadow must be a table" in r.stderr
+    assert (project.home / ".config/moss/config.toml").read_text() == ""
 
 
 # -- narrowing needs no trust ------------------------------------------------------------------
