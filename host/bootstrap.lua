@@ -122,7 +122,7 @@ require = function(name)
     raw_error(make_error("lua", "require: circular require of '" .. name .. "'", 2), 0)
   end
   local ok, fn, err = H.find_module(name) -- compiled by the host (text, or its own dump)
-  if not ok then raw_error(make_error("not_found", fn, 2), 0) end
+  if not ok then raw_error(make_error(err or "not_found", fn, 2), 0) end -- err: the kind (denied, ...)
   if not fn then raw_error(err, 0) end
   loading[name] = true
   local r = pack(raw_pcall(fn, name))

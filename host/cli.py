@@ -141,23 +141,27 @@ def scripts_cmd():
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--yes", "-y", is_flag=True, help="Trust what is shown without asking.")
 @click.option("--revoke", is_flag=True, help="Forget the trust: the project's .moss/ content is ignored again.")
-@click.option("--status", is_flag=True, help="One line: trusted, not trusted, changed, or nothing to trust.")
+@click.option("--status", is_flag=True, help="Trusted, not trusted, changed, or nothing to trust; untrusted, "
+                                             "one line for each thing that waits for trust.")
 @click.option("--list", "list_", is_flag=True, help="Every project you trusted, with when.")
 def trust_cmd(directory, yes, revoke, status, list_):
     """Review what this project's .moss/ adds and decide whether moss may use it.
 
     \b
-    A cloned repository can bring Lua that replaces the agent (.moss/scripts/), commands
-    ([agent] validate_commands, any run/cmd/command), LLM endpoints and key variables
-    ([llm.providers.*] base_url, api_key_env) and settings that widen access or approval
-    ([agent] role, pipeline, dispatch, auto_approve, machine). moss uses none of it until you
-    trust that exact content; until then `moss @NAME` runs the built-in scripts with your own
-    config and says what it ignored. Changed content asks again and shows what changed.
+    A cloned repository can bring Lua that replaces the agent (.moss/scripts/, links
+    followed and hashed), commands (any run/cmd/command and the args/env/cwd they run with,
+    [mcp.servers.*] entries), LLM endpoints and key variables ([llm.providers.*] base_url,
+    api_key_env) and settings that widen what runs, what is spent or what is kept ([agent]
+    role, spawn, max_children, [llm] max_cost_usd, [llm.pricing], [shadow] max_total_mb,
+    [agent.wild] detach, ...: the list is PROJECT_RULES in host/trust.py). moss uses none of
+    it until you trust that exact content; a value that only narrows yours (a smaller budget,
+    spawn = false) needs no trust. Until then `moss @NAME` runs the built-in scripts with your
+    own config and says what it ignored. Changed content asks again and shows what changed.
 
     \b
     moss trust               show what the project adds; ask (on a terminal)
     moss trust --yes         trust it without asking
-    moss trust --status      trusted / not trusted / changed (exit 0 only when in use)
+    moss trust --status      trusted / not trusted (and what waits) / changed (exit 0 only when in use)
     moss trust --revoke      forget it
     moss trust --list        every trusted project
     moss trust DIR           the project around DIR instead of the current directory
@@ -192,7 +196,7 @@ def trust_cmd(directory, yes, revoke, status, list_):
         return
     state = trust.evaluate(root)
     if status:
-        click.echo(trust.status_line(state))
+        click.echo("\n".join(trust.status_lines(state)))
         raise SystemExit(0 if state.trusted else 1)
     if state.trusted and state.how != "nothing to trust" and not yes:
         trust.render(state, out)

@@ -66,7 +66,65 @@ def read_toml(path: Path) -> dict:
             raise ConfigError(f"{shown}:{len(lines)}:{len(lines[-1]) + 1}: {reason}") from None
         raise ConfigError(f"{shown}: {msg}") from None
     _check_integers(data, [], shown, text)
+    _check_tables(data, shown, text)
     return data
+
+
+# Keys whose value must be a table ("*": any name). A scalar there (`agent = 5`) would
+# otherwise fail deep inside the runtime, naming neither this file nor the key.
+TABLES = (("agent",), ("agent", "wild"), ("llm",), ("llm", "providers"), ("llm", "providers", "*"),
+          ("llm", "pricing"), ("llm", "pricing", "*"), ("mcp",), ("mcp", "servers"), ("mcp", "servers", "*"),
+          ("shadow",), ("sandbox",), ("lua",), ("trust",), ("runs",))
+_EXAMPLE = {"agent": "max_turns = 20", "llm": 'provider = "anthropic"', "mcp": "[mcp.servers.NAME]",
+            "shadow": "max_total_mb = 200", "sandbox": 'env = ["CARGO_HOME"]', "lua": "max_memory_mb = 256",
+            "trust": 'max_access = "edit"', "runs": "max_parallel = 4"}
+
+
+def _check_tables(data: dict, shown: str, text: str) -> None:
+    """A key that must hold a table but holds something else is an error at its line."""
+    def walk(node: Any, pattern: tuple, path: tuple) -> None:
+        if not pattern:
+            return
+        head, rest = pattern[0], pattern[1:]
+        for name in (node if head == "*" else ([head] if head in node else [])):
+            value, here = node[name], path + (name,)
+            if not rest:
+                if not isinstance(value, dict):
+                    table = dotted_key(here)
+                    example = _EXAMPLE.get(here[0], "KEY = VALUE") if len(here) == 1 else "KEY = VALUE"
+                    raise ConfigError(f"{shown}{_position_of_key(text, here)}: {table} must be a table "
+                                      f"([{table}] with lines like {example}), not {_toml_value(value)}")
+            elif isinstance(value, dict):
+                walk(value, rest, here)
+
+    for pattern in TABLES:
+        walk(data, pattern, ())
+
+
+def _toml_value(value: Any) -> str:
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _position_of_key(text: str, parts: tuple) -> str:
+    """':line:column' where the key `parts` is set (`a = ...` under [x], or `x.a = ...`), or ''."""
+    table: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        m = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?", stripped)
+        if m:
+            table = [p.strip().strip('"\'') for p in m.group(1).split(".")]
+            continue
+        m = re.match(r"^(\s*)([A-Za-z0-9_\-.\"' ]+?)\s*=", line)
+        if m:
+            key = table + [p.strip().strip('"\'') for p in m.group(2).split(".")]
+            if tuple(key) == tuple(parts):
+                return f":{n}:{len(m.group(1)) + 1}"
+    return ""
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -178,6 +236,7 @@ def set_value(path: Path, dotted: str, value: Any) -> bool:
     if isinstance(node.get(parts[-1]), dict) and not isinstance(value, dict):
         raise ConfigError(f"{dotted} is a table; set one of its keys instead (e.g. {dotted}.KEY VALUE)")
     node[parts[-1]] = value
+    _check_tables(data, display_path(path), "")  # `moss config set agent 5` writes nothing
     path.parent.mkdir(parents=True, exist_ok=True)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     edited = _edit_in_place(old, parts, value)

@@ -85,10 +85,15 @@ class ScriptInfo:
 
 class ScriptRoots:
     """The script roots in lookup order. `project=False` leaves out the project's
-    .moss/scripts (an untrusted project: its Lua must not run)."""
+    .moss/scripts (an untrusted project: its Lua must not run).
+
+    `pins` (real path -> sha256, from the trust scan, host/trust.py) makes the project's
+    scripts load only as the bytes that were trusted: a file that changed since, or appeared
+    since (through a link into a folder the agent can edit, say), is refused by `read`."""
 
     def __init__(self, project_root: Path | None, env=os.environ, builtin: Path | None = None,
-                 project: bool = True):
+                 project: bool = True, pins: dict[str, str] | None = None):
+        self.pins = pins
         roots = []
         if project_root is not None and project:
             roots.append(Root("project", Path(project_root) / ".moss" / "scripts"))
@@ -139,6 +144,18 @@ class ScriptRoots:
                 return Path(real), display_str(candidate), root.name
         looked = [display_path(candidate) for _, candidate in self._candidates(name)]
         raise MossError(f"{what} {name!r} not found; looked in:\n  " + "\n  ".join(looked), kind="not_found")
+
+    def read(self, path: Path, origin: str | None) -> bytes:
+        """The bytes of a script `locate` found; a project script must be the content trusted."""
+        src = Path(path).read_bytes()
+        if origin == "project" and self.pins is not None:
+            import hashlib
+
+            if self.pins.get(str(path)) != hashlib.sha256(src).hexdigest():
+                raise MossError(f"{display_path(Path(path))} is not the content you trusted (it changed or "
+                                f"appeared after moss checked this project's trust): review it with `moss trust`",
+                                kind="denied")
+        return src
 
     def _str(self, root: Root) -> str:
         s = self._strs.get(root.name)

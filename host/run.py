@@ -113,7 +113,7 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
     ctx = Context(root=root, config=cfg, options=options, args=list(args), script=name,
                   user_config=trust.user_config, trust=trust)
     memory_mb = _memory_mb(options, cfg)
-    roots = ScriptRoots(root, project=trust.trusted)
+    roots = ScriptRoots(root, project=trust.trusted, pins=trust.manifest.pins)
     rt = Runtime(roots, api.functions(ctx), memory_mb=int(memory_mb))
     ctx.runtime = rt
     rt.set("args", list(args))

@@ -178,9 +178,9 @@ class Runtime:
         """require's loader: (true, compiled chunk) or (true, nil, syntax error), or (false, message)."""
         try:
             path, display, origin = self.roots.locate(decode(name))
-            src = path.read_bytes()
+            src = self.roots.read(path, origin)
         except MossError as e:
-            return False, e.message.encode()
+            return False, e.message.encode(), e.kind.encode()
         result = self._chunk(path, src, ("@" + display).encode(), origin)
         if isinstance(result, tuple):
             return True, None, result[1]
@@ -203,8 +203,13 @@ class Runtime:
         return fn
 
     def load_file(self, path: Path, shown: str, origin: str | None = None):
-        """Compile a script file (as `load` does); a built-in one may come from _Chunks."""
-        result = self._chunk(path, path.read_bytes(), ("@" + shown).encode(), origin)
+        """Compile a script file (as `load` does); a built-in one may come from _Chunks, a
+        project one must be the content trusted (ScriptRoots.read)."""
+        try:
+            src = self.roots.read(path, origin)
+        except MossError as e:
+            raise LuaScriptError(e.message, kind=e.kind) from None
+        result = self._chunk(path, src, ("@" + shown).encode(), origin)
         if isinstance(result, tuple):
             raise LuaScriptError(decode(result[1]), kind="syntax")
         return result

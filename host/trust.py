@@ -1,15 +1,18 @@
 """Workspace trust: a cloned repository must not own the person who runs moss in it.
 
-A project's .moss/ can bring Lua that replaces the agent, commands to run, LLM endpoints and
-key variables to send, and settings that widen access or approval. None of that is used
-until the user said yes to that exact content; the yes is kept in the user's data directory
-($XDG_DATA_HOME/moss/trust/, outside every repository), keyed by the project's path and a
-hash of what it brings, so a changed file or setting asks again. Everything else in a
-project's config (max_turns, custom fields) needs no trust.
+A project's .moss/ can bring Lua that replaces the agent (links followed and hashed), commands
+to run, LLM endpoints and key variables to send, and settings that widen what runs, what is
+spent or what is kept (PROJECT_RULES below: the one list, each key with why). None of that
+is used until the user said yes to that exact content; the yes is kept in the user's data
+directory ($XDG_DATA_HOME/moss/trust/, outside every repository), keyed by the project's path
+and a hash of what it brings, so a changed file, link or setting asks again, and the loader
+runs no project script bytes but those hashed (Manifest.pins, ScriptRoots.read). A project
+value that only narrows the user's own (a smaller budget, spawn = false) needs no trust, nor
+does anything else in a project's config (custom fields).
 
 Some settings never come from a project, trusted or not: [agent] allow_full and
-unsandboxed_ok, and the [trust] table. A trusted project's [agent] auto_approve is capped
-at the user's own (default "low").
+unsandboxed_ok, and the [trust] and [sandbox] tables. A trusted project's [agent]
+auto_approve is capped at the user's own (default "low").
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import os
+import re
 import sys
 import time
 import unicodedata
@@ -31,21 +36,158 @@ from .roots import display_path, user_data_dir
 from .tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first
 
 APPROVAL = ("low", "medium", "high")
+HEX64 = re.compile(r"^[0-9a-f]{64}")
 DEFAULT_MAX_ACCESS = "edit"
 
-# [agent] settings that choose what runs or widen access or approval.
-WIDENING = {("agent", "role"), ("agent", "pipeline"), ("agent", "dispatch"), ("agent", "auto_approve"),
-            ("agent", "machine")}
-# Never taken from a project: only the user's own config (or a flag) grants these.
-USER_ONLY = {("agent", "allow_full"), ("agent", "unsandboxed_ok"), ("trust",)}
-# A key with one of these names is a command; in a table that has one, these siblings
-# are part of the command ([mcp.servers.x] command = ..., args = [...], env = {...}).
+# -- what a project may set ---------------------------------------------------------------
+# The one list of project settings that widen what runs, what is spent or what is kept. For
+# each key, a rule says which of a project's values only NARROW (less runs, less is spent,
+# more is kept, compared with the user's own value or, without one, the built-in default):
+# those apply untrusted. Any other value is listed by `moss trust` (and --status) and left
+# out of the config until the user trusts that exact content. Keys are paths; "*" stands
+# for any one name. Names that are commands, endpoints or key variables wherever they
+# appear (COMMAND_KEYS, COMMAND_PARTS, _config_kind) need trust with any value.
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How a project's value of one key is judged; `why` is shown next to it in `moss trust`."""
+
+    why: str
+    test: str = "always"  # always | free | user-only | only | at-most | at-least | ordered
+    safe: Any = None  # only: the one value that narrows; at-most/at-least: the built-in default
+    unlimited: tuple = ()  # at-most: values that mean "no limit" (None always does)
+    order: tuple = ()  # ordered: weakest first
+
+    def narrows(self, value: Any, mine: Any) -> bool:
+        """Whether the project's `value` only narrows the user's own `mine` (None: unset)."""
+        if self.test == "free":
+            return True
+        if self.test == "only":
+            return type(value) is type(self.safe) and value == self.safe
+        if self.test == "ordered":
+            base = mine if mine in self.order else self.safe
+            return value in self.order and self.order.index(value) <= self.order.index(base)
+        if self.test in ("at-most", "at-least"):
+            p = self._number(value)
+            u = self._number(mine) if mine is not None else None
+            if u is None:  # the user set none (or nothing usable): the built-in default
+                u = self._number(self.safe)
+            if p is None or u is None:
+                return False  # not a number: what it would do cannot be told, so it waits for trust
+            return p <= u if self.test == "at-most" else p >= u
+        return False
+
+    def _number(self, v: Any) -> float | None:
+        if v is None or (not isinstance(v, (bool, dict, list)) and v in self.unlimited):
+            return math.inf if self.test == "at-most" else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+            return None
+        return float(v)
+
+    def mine(self, mine: Any) -> str:
+        """The value the project's is compared with, for people."""
+        if self.test not in ("only", "ordered", "at-most", "at-least"):
+            return ""
+        if mine is not None and (self.test != "ordered" or mine in self.order):
+            return f"yours: {_json(mine)}"
+        default = self.safe
+        return "default: " + ("no limit" if default is None else _json(default))
+
+
+def _always(why: str) -> Rule:
+    return Rule(why)
+
+
+def _only(safe: Any, why: str) -> Rule:
+    return Rule(why, "only", safe)
+
+
+def _at_most(default: Any, why: str, unlimited: tuple = (0,)) -> Rule:
+    return Rule(why, "at-most", default, unlimited)
+
+
+def _at_least(default: Any, why: str) -> Rule:
+    return Rule(why, "at-least", default)
+
+
+USER_ONLY_RULE = "user-only"
+PROJECT_RULES: dict[tuple, Rule] = {
+    # Never taken from a project, trusted or not: only the user's own config (or a flag).
+    ("agent", "allow_full"): Rule("only your user config can set it", USER_ONLY_RULE),
+    ("agent", "unsandboxed_ok"): Rule("only your user config can set it", USER_ONLY_RULE),
+    ("trust",): Rule("only your user config can set it", USER_ONLY_RULE),
+    # the variables commands get and the host paths they see (host/tools/sandbox.py reads yours only)
+    ("sandbox",): Rule("only your user config can set it", USER_ONLY_RULE),
+
+    # What runs: which agent, which steps, which approvals.
+    ("agent", "role"): _always("chooses the role, and with it the access, the agent runs with"),
+    ("agent", "pipeline"): _always("chooses the roles that run one after another"),
+    ("agent", "dispatch"): _always("chooses how a task picks its role"),
+    ("agent", "machine"): _always("chooses the machine (the agent's loop) that runs"),
+    ("agent", "child_machine"): _always("chooses the machine child agents run"),
+    ("agent", "auto_approve"): Rule("what the agent may change without asking", "ordered", "low",
+                                    order=("low", "medium", "high")),
+
+    # Child agents: each one is another agent working and spending at once.
+    ("agent", "spawn"): _only(False, "lets the model start child agents"),
+    ("agent", "max_children"): _at_most(8, "how many children one agent may have at once"),
+    ("agent", "child_max_turns"): _at_most(8, "the turns each child agent may take"),
+    ("agent", "scout"): _only(False, "starts an explorer child before a refactor"),
+    ("agent", "fan_out"): Rule("starts one auditor child per directory", "only", 0),
+
+    # What is spent: turns, commands, budgets, and what a call is counted as costing.
+    ("agent", "max_turns"): _at_most(15, "the turns a session may take (default: the v1 machine's)"),
+    ("agent", "max_commands_per_reply"): _at_most(50, "the commands one reply may run"),
+    ("llm", "max_cost_usd"): _at_most(None, "the session's cost budget", (0, "")),
+    ("llm", "max_total_tokens"): _at_most(None, "the session's token budget", (0, "")),
+    ("llm", "pricing"): _always("what a call is counted as costing against the budget"),
+    ("llm", "providers", "*", "local"): _only(False, "counts the provider's calls as free (your own hardware)"),
+    ("runs", "max_parallel"): _at_most(None, "how many background runs go at once"),
+    ("agent", "wild", "max_runs"): _at_most(10, "how many runs one sweep starts"),
+    ("agent", "wild", "max_time_s"): _at_most(None, "how long the Wild Loop may go"),
+    ("agent", "wild", "run_timeout_s"): _at_most(None, "how long one run may go"),
+    ("agent", "wild", "judge"): _only(False, "an LLM judge that reads running logs (more model calls)"),
+
+    # What is kept: what moss keeps to undo with, and what outlives moss or leaves the project.
+    ("shadow", "max_total_mb"): _at_least(200, "how much moss captures for rollback (less: changes cannot be undone)"),
+    ("shadow", "max_file_mb"): _at_least(50, "the largest file moss captures for rollback"),
+    ("agent", "wild", "detach"): _only(False, "runs that outlive moss"),
+    ("agent", "wild", "results"): _always("where runs write their results (MOSS_RESULTS_DIR), maybe outside "
+                                          "the project"),
+    ("agent", "wild", "alerts"): _always("the alert rules that watch every run (they replace the defaults)"),
+    ("agent", "wild", "spike_factor"): _always("how large a jump the default spike alert lets pass"),
+
+    # An MCP server entry is what runs outside the sandbox (command, args, env, cwd) or where
+    # moss connects (url, headers); a project's keys merge into the user's server of the same
+    # name, so any of them changes what the user's server runs. Only its description is free.
+    ("mcp", "servers", "*", "*"): _always("part of an MCP server, which runs as you outside the sandbox"),
+    ("mcp", "servers", "*", "description"): Rule("", "free"),
+}
+# Wherever they appear, these names are commands, and these are parts of a command (what a
+# command runs with), whether or not a command sits next to them: `[mcp.servers.x] env`
+# alone changes what the user's own server x runs.
 COMMAND_KEYS = {"run", "cmd", "command", "commands", "validate_commands"}
-COMMAND_SIBLINGS = {"args", "argv", "env", "cwd", "workdir"}
+COMMAND_PARTS = {"args", "argv", "env", "cwd", "workdir"}
 # Dropping an ignored key drops these project keys too (they only make sense with it).
 DEPENDENTS = {("agent", "validate_commands"): [("agent", "validate")], ("llm", "provider"): [("llm", "model")]}
 
-KINDS = ("script", "command", "endpoint", "key variable", "setting")
+
+def rule_for(path: tuple) -> Rule | None:
+    """The rule for one key path: an exact entry, else the one whose "*" parts match."""
+    rule = PROJECT_RULES.get(path)
+    if rule is not None:
+        return rule
+    best = None
+    for pattern, r in PROJECT_RULES.items():
+        if len(pattern) == len(path) and all(p in ("*", k) for p, k in zip(pattern, path)):
+            stars = pattern.count("*")
+            if best is None or stars < best[0]:
+                best = (stars, r)
+    return best[1] if best else None
+
+
+KINDS = ("script", "command", "endpoint", "key variable", "setting", "limit")
 
 
 @dataclass(frozen=True)
@@ -63,7 +205,9 @@ class Item:
         """The value for people: a file's hash prefix, or the whole value (a trust question
         must not hide the end of a command) unless a width is asked for."""
         if self.kind == "script":
-            return "sha256:" + self.value[:16]
+            if HEX64.match(self.value):  # a hash, maybe followed by the links it was read through
+                return "sha256:" + self.value[:16] + self.value[64:]
+            return self.value  # a link with nothing to hash: its target is the content
         return self.value if width is None or len(self.value) <= width else self.value[: width - 1] + "…"
 
     def line(self) -> str:
@@ -78,6 +222,8 @@ class Manifest:
 
     items: list[Item]
     user_only: list[Item]
+    # real path -> sha256 of every project script hashed: the loader runs no other bytes
+    pins: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def needed(self) -> bool:
@@ -131,14 +277,14 @@ def _json(value: Any) -> str:
     return visible(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
 
 
-def _config_kind(path: tuple, name: str, command_table: bool) -> str | None:
-    if name in COMMAND_KEYS or (command_table and name in COMMAND_SIBLINGS):
+def _config_kind(path: tuple, name: str) -> str | None:
+    if name in COMMAND_KEYS or name in COMMAND_PARTS:
         return "command"
-    if name in ("base_url", "url", "endpoint", "address") or name.endswith(("_url", "_address")):
+    if name in ("base_url", "url", "endpoint", "address", "headers") or name.endswith(("_url", "_address")):
         return "endpoint"  # e.g. [agent.wild] ray_address: where the project's code is sent to run
     if name == "api_key_env" or name.endswith("_key_env"):
         return "key variable"
-    if path in WIDENING or name in ("access", "executor"):
+    if name in ("access", "executor"):
         return "setting"
     return None
 
@@ -148,7 +294,7 @@ def _list_kind(values: list, path: tuple) -> str | None:
     for v in values:
         found: list[Item] = []
         if isinstance(v, dict):
-            _walk(v, path, found, [])
+            _walk(v, path, found, [], {})
         elif isinstance(v, list):
             kind = _list_kind(v, path)
             if kind:
@@ -158,28 +304,37 @@ def _list_kind(values: list, path: tuple) -> str | None:
     return None
 
 
-def _walk(node: dict, path: tuple, out: list[Item], user_only: list[Item]) -> None:
-    command_table = any(k in COMMAND_KEYS for k in node)
+def _walk(node: dict, path: tuple, out: list[Item], user_only: list[Item], user: dict) -> None:
     for name, value in node.items():
         key = path + (name,)
-        if key in USER_ONLY:
-            user_only.append(Item("setting", visible(dotted_key(key)), _json(value), "only your user config can set it",
-                                  key))
+        rule = rule_for(key)
+        shown = visible(dotted_key(key))
+        if rule is not None and rule.test == USER_ONLY_RULE:
+            user_only.append(Item("setting", shown, _json(value), rule.why, key))
             continue
-        kind = _config_kind(key, name, command_table)
+        kind = _config_kind(key, name)
+        if kind is None and rule is not None:
+            mine = _get(user, key)
+            if rule.narrows(value, mine):
+                continue  # only narrows what the user's own config (or the default) allows
+            kind = "limit" if rule.test in ("at-most", "at-least") else "setting"
+            note = "; ".join(x for x in (rule.why, rule.mine(mine)) if x)
+            out.append(Item(kind, shown, _json(value), visible(note), key))
+            continue
         if kind is None and isinstance(value, list):
             kind = _list_kind(value, key)
         if kind:
-            out.append(Item(kind, visible(dotted_key(key)), _json(value), path=key))
+            out.append(Item(kind, shown, _json(value), path=key))
         elif isinstance(value, dict):
-            _walk(value, key, out, user_only)
+            _walk(value, key, out, user_only, user)
 
 
-def scan_config(project: dict) -> tuple[list[Item], list[Item]]:
-    """(items that need trust, user-only items) in a project's config."""
+def scan_config(project: dict, user: dict | None = None) -> tuple[list[Item], list[Item]]:
+    """(items that need trust, user-only items) in a project's config; `user` (the user's
+    own config) is what a project's value may narrow without trust (see PROJECT_RULES)."""
     items: list[Item] = []
     user_only: list[Item] = []
-    _walk(project, (), items, user_only)
+    _walk(project, (), items, user_only, user or {})
     llm = project.get("llm")
     name = llm.get("provider") if isinstance(llm, dict) else None
     if isinstance(name, str) and name:
@@ -191,36 +346,105 @@ def scan_config(project: dict) -> tuple[list[Item], list[Item]]:
     return items, user_only
 
 
-def scan_scripts(root: Path, env=os.environ) -> list[Item]:
-    """Every .lua file under .moss/scripts/, with its sha256 (symlinked folders not followed:
-    the loader refuses what leads outside its root)."""
+MAX_SCRIPT_ENTRIES = 20_000  # files and folders looked at under .moss/scripts, links followed
+
+
+def scan_scripts(root: Path, env=os.environ) -> tuple[list[Item], dict[str, str]]:
+    """(items, pins): every .lua file under .moss/scripts/ with the sha256 of the bytes it
+    leads to, and the real path -> sha256 of each for the loader (ScriptRoots.read).
+
+    Links are followed wherever they point, so what is hashed is what the loader would read,
+    and a link is part of the content: a linked file's value names its links, and a dangling
+    link (any name: it may become a folder of scripts) is an item whose value is its target.
+    A walk that meets more than MAX_SCRIPT_ENTRIES entries stops there and says so: what it
+    did not hash is not pinned, so the loader refuses it."""
     from .roots import ScriptRoots
 
-    base = Path(root) / ".moss" / "scripts"
+    root = Path(root)
+    base = root / ".moss" / "scripts"
+    items: list[Item] = []
+    pins: dict[str, str] = {}
+    for p in (root / ".moss", base):  # the folders on the way may be links themselves
+        if p.is_symlink():
+            target = os.readlink(p)
+            shown = visible(p.relative_to(root).as_posix())
+            if not p.exists():
+                items.append(Item("script", shown, visible(f"dangling link to {target}"),
+                                  "a link to nothing yet: whatever appears there would run"))
+                return items, pins
+            items.append(Item("script", shown, visible(f"link to {target}"),
+                              visible(f"the scripts are read from {os.path.realpath(p)}")))
     if not base.is_dir():
-        return []
+        return items, pins
     others = [r for r in ScriptRoots(None, env).roots]
-    items = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames.sort()
-        for fname in sorted(filenames):
-            if not fname.endswith(".lua"):
-                continue
-            p = Path(dirpath) / fname
-            try:
-                digest = hashlib.sha256(p.read_bytes()).hexdigest()
-            except OSError as e:
-                digest = f"unreadable ({e.strerror})"
-            rel = p.relative_to(base)
-            over = [r.name for r in others if (r.path / rel).is_file()]
-            note = f"overrides {over[0]} {rel.as_posix()}" if over else ""
-            items.append(Item("script", visible((Path(".moss") / "scripts" / rel).as_posix()), digest, visible(note)))
-    return items
+    real_base = os.path.realpath(base)
+    seen: set[str] = set()
+    budget = [MAX_SCRIPT_ENTRIES]
+
+    def script(path: str, rel: str, via: tuple) -> None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            digest = hashlib.sha256(data).hexdigest()
+            pins[os.path.realpath(path)] = digest
+        except OSError as e:
+            digest = f"unreadable ({e.strerror})"
+        value = digest + (" via " + "; ".join(via) if via else "")
+        over = [r.name for r in others if (r.path / rel).is_file()]
+        note = f"overrides {over[0]} {rel}" if over else ""
+        real = os.path.realpath(path)
+        if via and not (real == real_base or real.startswith(real_base + os.sep)):
+            note = "; ".join(x for x in (note, "outside .moss/scripts: the loader refuses it") if x)
+        items.append(Item("script", visible(f".moss/scripts/{rel}"), visible(value), visible(note)))
+
+    def walk(folder: str, rel: tuple, via: tuple) -> None:
+        real = os.path.realpath(folder)
+        if real in seen:
+            return  # a folder met again through a link (or a loop of links)
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return
+            r = rel + (e.name,)
+            name = "/".join(r)
+            if e.is_symlink():
+                target = os.readlink(e.path)
+                link = via + (f"{name} -> {target}",)
+                if not os.path.exists(e.path):
+                    items.append(Item("script", visible(f".moss/scripts/{name}"),
+                                      visible(f"dangling link to {target}"),
+                                      "a link to nothing yet: whatever appears there would run"))
+                elif os.path.isdir(e.path):
+                    walk(e.path, r, link)
+                elif e.name.endswith(".lua"):
+                    script(e.path, name, link)
+            elif e.is_dir(follow_symlinks=False):
+                walk(e.path, r, via)
+            elif e.name.endswith(".lua"):
+                script(e.path, name, via)
+
+    walk(str(base), (), ())
+    if budget[0] < 0:
+        items.append(Item("script", ".moss/scripts", f"more than {MAX_SCRIPT_ENTRIES} entries",
+                          "not all hashed: moss refuses to load what it did not hash"))
+    return items, pins
 
 
-def scan(root: Path, project: dict, env=os.environ) -> Manifest:
-    items, user_only = scan_config(project)
-    return Manifest(scan_scripts(root, env) + items, user_only)
+def scan(root: Path, project: dict, env=os.environ, user: dict | None = None) -> Manifest:
+    """What the project brings. `user` is the user's own config (read from `env` when not
+    given): a project value that only narrows it needs no trust."""
+    if user is None:
+        from .config import read_toml, user_config_file
+
+        user = read_toml(user_config_file(env))
+    items, user_only = scan_config(project, user)
+    scripts, pins = scan_scripts(root, env)
+    return Manifest(scripts + items, user_only, pins)
 
 
 # -- records -------------------------------------------------------------------------------
@@ -252,7 +476,8 @@ def grant(root: Path, env=os.environ, manifest: Manifest | None = None) -> Path:
 
     root = Path(root).resolve()
     if manifest is None:
-        manifest = scan(root, read_layers(root, env)[1], env)
+        user, project = read_layers(root, env)
+        manifest = scan(root, project, env, user)
     p = record_file(root, env)
     p.parent.mkdir(parents=True, exist_ok=True)
     data = {"path": str(root), "hash": manifest.digest, "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -380,7 +605,7 @@ def evaluate(root: Path, env=os.environ, *, vouched: bool = False, answered: boo
     root = Path(root)
     user, project = read_layers(root, env)
     limit = max_access(user, env)
-    manifest = scan(root, project, env)
+    manifest = scan(root, project, env, user)
     record = load_record(root, env)
     if not manifest.needed:
         trusted, how = True, "nothing to trust"
@@ -444,6 +669,24 @@ def status_line(state: Trust) -> str:
     if state.record:
         return f"{here}: not trusted: changed since you trusted it ({len(state.changes)} changes)"
     return f"{here}: not trusted ({len(state.manifest.items)} items)"
+
+
+def status_lines(state: Trust) -> list[str]:
+    """`moss trust --status`: the status line; untrusted, one line for each thing that waits
+    for trust (or, after a change, each change), and what a project may never set."""
+    def row(i: Item, was: Item | None = None) -> str:
+        text = f"{i.kind}: {i.key} = {i.shown()}" + (f" (was {was.shown()})" if was else "")  # whole values
+        return text + (f" ({i.note})" if i.note else "")
+
+    out = [status_line(state)]
+    if not state.trusted:
+        if state.changes:
+            out += [f"  {change}: {row(new or old, old if change == 'changed' else None)}"
+                    for change, old, new in state.changes]
+        else:
+            out += [f"  needs trust: {row(i)}" for i in state.manifest.items]
+    out += [f"  never used from a project: {i.line()}" for i in state.manifest.user_only]
+    return out
 
 
 def stdin_interactive(env=os.environ) -> bool:

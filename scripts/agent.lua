@@ -285,7 +285,7 @@ local function bad(key, want, value)
 end
 
 local function check_config(cfg)
-  if type(cfg) ~= "table" then moss.error("config", "[agent] must be a table in .moss/config.toml") end
+  if type(cfg) ~= "table" then moss.error("config", "[agent] in the config must be a table", 0) end
   for key, want in pairs(CONFIG) do
     local v = cfg[key]
     if v ~= nil then
