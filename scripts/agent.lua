@@ -152,7 +152,7 @@ local function choose_roles(opts, cfg, task)
   return "explorer", "default"
 end
 
-local ACCESS_RANK = { ["read-only"] = 1, ["read-shell"] = 2, edit = 3, full = 4 }
+local ACCESS_RANK = children.RANK -- the host's order of access levels
 
 local function run_stage(o)
   local machine = load_module("machine", o.machine_name)

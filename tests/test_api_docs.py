@@ -180,3 +180,15 @@ def test_a_host_fault_is_internal_with_its_traceback_in_the_session_log(tmp_path
     [event] = [json.loads(line) for line in (root / ".moss/agent/logs/s1.jsonl").read_text().splitlines()]
     assert event["event"] == "internal_error" and event["primitive"] == "moss.demo.divide"
     assert "ZeroDivisionError" in event["traceback"] and "Traceback" in event["traceback"]
+
+
+def test_the_order_of_access_levels_is_written_once():
+    """The host declares the access levels (tools/sandbox.py ACCESS_LEVELS); every other place
+    that ranks them, Python or Lua, takes that order (moss.access.levels() on the Lua side)."""
+    import re
+
+    literal = re.compile(r"""["']read-only["'][^\n]{0,40}["']read-shell["'][^\n]{0,20}["']?edit["']?[^\n]{0,20}["']?full""")
+    places = [str(p.relative_to(REPO)) for d in ("host", "scripts") for p in (REPO / d).rglob("*.*")
+              if p.suffix in (".py", ".lua") and "types" not in p.parts and p.name != "declarations.lua"
+              and literal.search(p.read_text(encoding="utf-8"))]
+    assert places == ["host/tools/sandbox.py"], places

@@ -28,13 +28,14 @@ import traceback
 from typing import TYPE_CHECKING
 
 from ..errors import MossError
+from ..tools.sandbox import ACCESS_LEVELS
 
 if TYPE_CHECKING:  # imported where a child is built (run.py), not at start-up
     from ..context import Context
     from ..runtime import Runtime
 
 TERMINAL = ("done", "failed", "cancelled")
-ACCESS = ("read-only", "read-shell", "edit", "full")
+ACCESS = ACCESS_LEVELS  # weakest first, declared once in tools/sandbox.py
 
 
 class Tree:

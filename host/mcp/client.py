@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import MossError
 from ..tools.caps import cap
+from ..tools.sandbox import ACCESS_LEVELS
 from ..ui import sanitize
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
@@ -41,7 +42,7 @@ MAX_RESULT = 20_000
 MAX_DESCRIPTION = 1_000
 MAX_SCHEMA = 8_000
 MAX_TOOLS = 200
-LEVELS = ("read-only", "read-shell", "edit", "full")
+LEVELS = ACCESS_LEVELS  # weakest first, declared once in tools/sandbox.py
 
 
 def clean(text: Any, limit: int = MAX_DESCRIPTION) -> str:

@@ -4,7 +4,9 @@
 -- access caps, the shared budget) is the host's: moss.spawn, see docs/lua-api.md.
 local M = {}
 
-M.RANK = { ["read-only"] = 1, ["read-shell"] = 2, edit = 3, full = 4 }
+-- access level -> rank, weakest first: the order is the host's (moss.access.levels())
+M.RANK = {}
+for i, level in ipairs(moss.access.levels()) do M.RANK[level] = i end
 M.COMMANDS = { "spawn", "await", "children" }
 M.EVIDENCE_CHARS = 4000 -- of a child's kept items shown to its parent
 
