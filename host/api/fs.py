@@ -25,7 +25,7 @@ def functions(ctx):
         return data.decode("utf-8", errors="replace")
 
     def write(path, text):
-        from ..tools.atomic import write_atomic
+        from ..tools import safefs
         from ..tools.confine import confine
         from ..tools.resolve import require_regular
         from ..tools.sandbox import require_write
@@ -39,8 +39,10 @@ def functions(ctx):
                             f"{'the project root' if p == ctx.root.resolve() else 'a directory'}",
                             kind="usage")
         require_regular(p, str(path), "moss.fs.write replaces regular files only")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(p, str(text), p.stat().st_mode & 0o7777 if p.exists() else None)
+        # through the held project root: missing folders are made and the file replaced
+        # without following a link that appeared since confine looked (kind "denied")
+        real_root = ctx.root.resolve()
+        safefs.tree(real_root).write_atomic(p.relative_to(real_root), str(text), sync_dir=False, new_mode=None)
         ctx.log("fs_write", {"path": str(p.relative_to(ctx.root)), "bytes": len(str(text).encode())})
         return True
 
