@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from moss.errors import MossError
 from moss.tools import saferegex
@@ -188,7 +188,7 @@ def parse_rule(spec: Any) -> Rule:
     return Rule(spec, str(spec.get("name") or f"{metric} {op} {spec['threshold']:g}"), "threshold")
 
 
-def check_choices(choices) -> bool:
+def check_choices(choices) -> TypeGuard[list[str]]:
     """Whether `choices` is what an alert offers: a non-empty list of non-blank strings."""
     return isinstance(choices, list) and bool(choices) and all(isinstance(c, str) and c.strip() for c in choices)
 

@@ -45,7 +45,7 @@ from moss.tools.runs import executors
 from moss.tools.runs.alerts import (DEFAULT_CHOICES, SEVERITIES, SOURCES, STOP_CHOICE, Rule, check_choices,
                                     parse_rule, split_lines)
 from moss.tools.runs.executors.local import KILL_GRACE
-from moss.tools.runs.store import MAX_TAIL, STATUSES, TERMINAL, RunStore  # noqa: F401  (MAX_TAIL, STATUSES: re-exported)
+from moss.tools.runs.store import TERMINAL, RunStore
 from moss.tools.sandbox import Setup, check_env, check_level, require_write
 
 __all__ = ["RunManager"]
@@ -366,11 +366,10 @@ class RunManager:
                 message = " ".join(str(entry.get("message") or "").split())[:2000]
                 if tid in seen or not message:
                     continue
-                severity = entry.get("severity") if entry.get("severity") in SEVERITIES else "warning"
-                choices = entry.get("choices")
-                if not check_choices(choices):
-                    choices = DEFAULT_CHOICES
-                source = entry.get("source") if entry.get("source") in SOURCES else "manual"
+                severity = str(entry["severity"]) if entry.get("severity") in SEVERITIES else "warning"
+                offered = entry.get("choices")
+                choices = offered if check_choices(offered) else DEFAULT_CHOICES
+                source = str(entry["source"]) if entry.get("source") in SOURCES else "manual"
                 self._add_alert(rec, key=f"{source}: {message}", severity=severity,
                                 message=f"{message} (run {rec['name']})", choices=choices, line="",
                                 source=source, trigger=tid)
@@ -636,7 +635,7 @@ class RunManager:
             if self._closed:
                 return
             self._closed = True
-            ending: dict[executors.Executor, list[str]] = {}
+            ending: dict = {}  # executor -> the ids of its runs to end
             for rid in self._live:
                 rec = self._runs[rid]
                 ex = self._executor_of(rec)
