@@ -9,9 +9,10 @@ and alerts, the monitor thread, the queue of events ``wait()`` hands out, log ta
 A new executor (a fleet of machines, a batch scheduler) is a subclass of ``Executor`` with a
 ``name``, made known with ``@register``; ``moss.runs.start{executor = NAME}`` then reaches it,
 and ``executors.names()`` lists it in the error for an unknown one. Its methods run with the
-manager at hand (``self.runs``): they read and change records only through the manager's
-helpers (``_set_status``, ``_drain``, ``_save``, ``_log``) so events, logs and the record stay
-one story. ``status``, ``logs`` and ``stop`` are called from the monitor thread or the
+manager at hand (``self.runs``): they make and change records only through the manager's
+helpers (``_new_record`` and ``_record_new`` to start one, ``_set_status`` or ``_finish`` for
+its changes, ``_drain`` to check new log lines, ``_log``) and touch its files only through
+``runs.store``, so events, logs and the record stay one story. ``status``, ``logs`` and ``stop`` are called from the monitor thread or the
 caller's; they take the manager's lock around record changes and never hold it over I/O
 that can block (a process wait, an HTTP request).
 """
