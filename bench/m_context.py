@@ -72,7 +72,7 @@ def cached_input(tokens: list[list[int]], texts: list[list[str]], breakpoints) -
 
 def _moss_run(s: Settings, root, machine: str, steps: int) -> dict:
     sys.path.insert(0, str(TESTS))
-    from fakeapi import FakeAPI, _text_of, system_text
+    from fakeapi import FakeAPI, system_text
 
     clean_sessions(root)
     model = MossModel(steps)

@@ -83,8 +83,9 @@ def run(s: Settings) -> dict:
             for name, (a, b) in (("early", early), ("late", late)):
                 samples[label][name].append((ts[b] - ts[a]) / (b - a))
     for label, _, _ in variants:
-        e, l = min(samples[label]["early"]), min(samples[label]["late"])
-        res["agents"][label] = {"early": e, "late": l, "ratio": l / e if e else None, "samples": samples[label]}
+        early, late = min(samples[label]["early"]), min(samples[label]["late"])
+        res["agents"][label] = {"early": early, "late": late, "ratio": late / early if early else None,
+                                "samples": samples[label]}
     return res
 
 

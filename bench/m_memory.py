@@ -14,7 +14,6 @@ median of the rounds is compared.
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys

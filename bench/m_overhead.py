@@ -225,7 +225,6 @@ def _child(root: str, script: str, steps: int, out: str) -> None:
 
     agent_dir = Path(root) / ".moss" / "agent"
     ckpt = sorted(agent_dir.glob("session-*.json"))
-    journals = sorted(agent_dir.glob("session-*.journal"))
     logs = sorted((agent_dir / "logs").glob("*.jsonl"))
     ckpt_bytes = ckpt[-1].stat().st_size if ckpt else None
     log_bytes = logs[-1].stat().st_size if logs else None
@@ -267,7 +266,7 @@ def _child(root: str, script: str, steps: int, out: str) -> None:
     sys.stdout = real_out
     st = pstats.Stats(prof)
     top = []
-    for (fname, line, func), (cc, nc, tt, ct, callers) in sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:12]:
+    for (fname, line, func), (_cc, nc, tt, ct, _callers) in sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:12]:
         short = fname.replace(str(Path(rt_mod.__file__).parent), "moss").replace(sys.prefix, "<venv>")
         short = short.split("site-packages/")[-1].replace(sysconfig.get_paths()["stdlib"], "<stdlib>")
         top.append({"function": f"{short}:{line}({func})", "calls": nc, "tottime": tt, "cumtime": ct})

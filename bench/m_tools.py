@@ -96,9 +96,9 @@ def run(s: Settings) -> dict:
             "cli_rg": command(rg_cmd, env=env, cwd=root, check=False),
             "cli_rg_sorted": command([rg, "-n", "--sort", "path", *RG_WALK_FLAGS, "-e", pat, "--", "."], env=env,
                                      cwd=root, check=False),
-            "fn_moss": lambda: (treesitter.clear_caches(), search(root, pat, limit=100, max_chars=0)),
-            "fn_moss_again": lambda: search(root, pat, limit=100, max_chars=0),
-            "fn_rg_json_sorted": lambda: subprocess.run(moss_rg, cwd=root, capture_output=True),
+            "fn_moss": lambda pat=pat: (treesitter.clear_caches(), search(root, pat, limit=100, max_chars=0)),
+            "fn_moss_again": lambda pat=pat: search(root, pat, limit=100, max_chars=0),
+            "fn_rg_json_sorted": lambda cmd=moss_rg: subprocess.run(cmd, cwd=root, capture_output=True),
             "fn_parse_hits": lambda src=sources: [treesitter.parse(b, lang) for b, lang in src],
         }, reps)}
         row["hit_files"] = len(sources)
@@ -123,8 +123,8 @@ def run(s: Settings) -> dict:
             treesitter.clear_caches()
             return view(root, t, max_chars=0)
 
-        jobs = {"parse": lambda: parser.parse(src), "fn_view": cold_view,
-                "fn_view_warm": lambda: view(root, rel, max_chars=0),
+        jobs = {"parse": lambda src=src: parser.parse(src), "fn_view": cold_view,
+                "fn_view_warm": lambda rel=rel: view(root, rel, max_chars=0),
                 "cli_view": command([str(s.moss_bin), "view", rel], env=env, cwd=root)}
         if target:
             jobs["fn_symbol"] = cold_symbol

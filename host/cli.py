@@ -229,7 +229,7 @@ def config_get(key):
     try:
         value = cfg.lookup(data, key)
     except KeyError:
-        raise SystemExit(_fail(f"{key} is not set", code=1))
+        raise SystemExit(_fail(f"{key} is not set", code=1)) from None
     click.echo(value if isinstance(value, str) else json.dumps(value))
 
 
@@ -525,4 +525,4 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="moss", standalone_mode=True)
     except MossError as e:
-        raise SystemExit(_fail(e.message, code=exit_status(e.kind)))
+        raise SystemExit(_fail(e.message, code=exit_status(e.kind))) from None

@@ -217,7 +217,7 @@ class Converter:
         if t is bool or t is float or value is None:
             return value
         if _depth > self.max_depth:
-            raise ValueError("value nested too deeply to pass to Lua")
+            raise MossError("value nested too deeply to pass to Lua", kind="usage")
         if value is None or isinstance(value, (bool, float)):
             return value
         if isinstance(value, int):
@@ -245,7 +245,7 @@ class Converter:
             return t
         if _lua_type(value) is not None:  # already a Lua object of this runtime
             return value
-        raise TypeError(f"cannot pass a {type(value).__name__} to Lua")
+        raise MossError(f"cannot pass a {type(value).__name__} to Lua", kind="usage")
 
     # ---- Lua -> Python -------------------------------------------------------------
     def to_py(self, value: Any, _depth: int = 0, _seen=None):
@@ -264,19 +264,19 @@ class Converter:
             if self._is_null is not None and self._is_null(value):
                 return None
             if _depth > self.max_depth:
-                raise ValueError("table nested too deeply (or a cycle) to pass to Python")
+                raise MossError("table nested too deeply (or a cycle) to pass to Python", kind="usage")
             if _depth == 0:
                 fast = self._via_json(value)
                 if fast is not _NO:
                     return fast
             return self._table_to_py(value, _depth)
         if kind == "function":
-            raise TypeError("a Lua function cannot be passed to a moss primitive here")
+            raise MossError("a Lua function cannot be passed to a moss primitive here", kind="usage")
         if kind is not None:
-            raise TypeError(f"a Lua {kind} cannot be passed to a moss primitive")
+            raise MossError(f"a Lua {kind} cannot be passed to a moss primitive", kind="usage")
         if isinstance(value, str):
             return value
-        raise TypeError(f"unexpected value of type {type(value).__name__}")
+        raise MossError(f"unexpected value of type {type(value).__name__}", kind="usage")
 
     def _via_json(self, t):
         """The whole table in one crossing (see _ENCODER), or _NO when it needs the slow path."""

@@ -227,9 +227,7 @@ class Runtime:
             except KeyboardInterrupt:
                 self._cancel.set()
                 return False, b"interrupted", b"interrupted"
-            except (TypeError, ValueError) as e:
-                return False, str(e).encode(), b"usage"
-            except Exception as e:  # a host bug: say so, keep the runtime alive
+            except Exception as e:  # a host bug (primitives name their own): say so, keep the runtime alive
                 if os.environ.get("MOSS_DEBUG"):
                     py_traceback.print_exc()
                 return False, f"internal error: {type(e).__name__}: {e}".encode(), b"internal"

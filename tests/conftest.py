@@ -15,6 +15,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+# Tests of the sandboxed access levels (read-shell, edit) need bubblewrap; CI installs it.
+needs_bwrap = pytest.mark.skipif(
+    subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
+    reason="bubblewrap not installed (CI installs it)",
+)
+
 
 def sigkill_when(p: subprocess.Popen, ready, *, timeout: float = 30.0, settle: float = 0.2) -> None:
     """Wait until `ready()` holds (failing the test if it does not within `timeout`), let the

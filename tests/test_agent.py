@@ -113,8 +113,11 @@ def test_explorer_answer_is_refused_with_a_note(crate, api):
     api.push(*replies)
     r = agent(crate, api, "--v2", "-n", "How many variants does Provider have?")
     assert r.stdout.strip() == "13", r.stderr
-    explorer2 = last_user_text(bodies(api)[2])
-    assert "Only the evaluator concludes" in explorer2
+    # the log says which command was refused, where; the model is told about that command
+    [log] = (crate.root / ".moss/agent/logs").glob("*.jsonl")
+    refused = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "command_refused"]
+    assert [(e["cmd"], e["state"]) for e in refused] == [("$(answer 12)", "explorer")]
+    assert "$(answer)" in last_user_text(bodies(api)[2])
 
 
 def test_evaluator_that_keeps_writing_commands_is_contained(crate, api):

@@ -1,4 +1,5 @@
-"""Every moss.* primitive is documented in docs/lua-api.md and annotated for editors."""
+"""Every moss.* primitive is declared once (host/api/declarations.lua); its checks, editor
+stubs and the docs' reference tables are made from that declaration and cannot drift."""
 
 from __future__ import annotations
 
@@ -56,3 +57,126 @@ def test_every_test_named_in_security_md_exists():
         if name not in names:
             missing.append(f"{file}::{name}")
     assert not missing, missing
+
+
+# ---- the one declaration ------------------------------------------------------------------
+
+from moss.api import declare  # noqa: E402
+
+DECL = declare.declarations()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_primitive_is_declared(name):
+    if name == "parallel":
+        assert "parallel" in DECL.functions
+        return
+    fn = DECL.functions.get(name)
+    assert fn is not None, f"moss.{name} is not declared in host/api/declarations.lua"
+    assert fn.doc, f"moss.{name} has no doc comment in host/api/declarations.lua"
+
+
+def test_every_declared_primitive_exists():
+    """A declaration with no primitive behind it (a renamed or removed one) is an error too;
+    the helpers defined in Lua (moss.dict, moss.error, ...) and handle methods are not primitives."""
+    import re
+
+    lua_side = set(re.findall(r"^\s*function moss\.([\w.]+)\(", (REPO / "host/bootstrap.lua").read_text(), re.M))
+    lua_side |= {"dict", "error", "error_kind", "fmt"}
+    stale = [n for n in DECL.functions if ":" not in n and n not in NAMES and n not in lua_side]
+    assert not stale, stale
+
+
+def test_generated_files_match_the_declaration_byte_for_byte():
+    """scripts/types/moss.lua and the tables in docs/lua-api.md are what `python -m moss.api`
+    makes from host/api/declarations.lua; edit that file and rerun it."""
+    for path, text in declare.outputs(REPO).items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.relative_to(REPO)} is stale: run python -m moss.api"
+
+
+def test_every_error_kind_raised_anywhere_is_declared():
+    """The kinds raised by the host (kind="...") and by the scripts (moss.error("...")) are all
+    in moss.ErrorKind, so the table in docs/lua-api.md lists every kind a script can meet."""
+    import re
+
+    raised = set()
+    for path in (REPO / "host").rglob("*.py"):
+        raised |= set(re.findall(r'kind="([a-z_]+)"', path.read_text(encoding="utf-8")))
+    for path in (REPO / "scripts").rglob("*.lua"):
+        raised |= set(re.findall(r'moss\.error\("([a-z_]+)"', path.read_text(encoding="utf-8")))
+    declared = {k for k, _ in DECL.error_kinds}
+    assert raised - declared == set(), f"raised but not declared in moss.ErrorKind: {sorted(raised - declared)}"
+    assert {"io", "conflict", "locked", "stopped", "syntax", "memory"} <= declared
+
+
+CHECKS = """
+local out = {}
+for i, call in ipairs({ ...}) do
+  local ok, err = pcall(call)
+  out[i] = { ok = ok, kind = moss.error_kind(err), message = not ok and err.message or nil }
+end
+return out
+"""
+
+
+@pytest.fixture
+def rt(tmp_path):
+    from moss.roots import ScriptRoots
+    from moss.runtime import Runtime
+
+    root = tmp_path / "proj"
+    (root / ".moss" / "agent").mkdir(parents=True)
+    ctx = Context(root=root, config={}, options={})
+    runtime = Runtime(ScriptRoots(root, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")}), api.functions(ctx))
+    ctx.runtime = runtime
+    return runtime
+
+
+def test_an_argument_that_does_not_fit_its_declaration_is_a_usage_error_naming_it(rt):
+    out = rt.to_py(rt.execute("""
+      local calls = {
+        function() return moss.code.view(5) end,
+        function() return moss.code.view(".", "deep") end,
+        function() return moss.access.set("root") end,
+        function() return moss.fs.read() end,
+        function() return moss.json.encode({ a = 1 }) end,
+      }
+      local out = {}
+      for i, call in ipairs(calls) do
+        local ok, err = pcall(call)
+        out[i] = { ok = ok, kind = moss.error_kind(err), message = (not ok) and err.message or "" }
+      end
+      return out
+    """, "=(checks)"))
+    view_num, view_opts, access, read_none, fine = out
+    assert view_num["kind"] == "usage"
+    assert view_num["message"] == "moss.code.view: argument 1 (target) must be string, got an integer"
+    assert view_opts["message"].startswith("moss.code.view: argument 2 (opts) must be {depth?: integer")
+    assert view_opts["message"].endswith("or nil, got a string")
+    assert access["kind"] == "usage" and '"read-only"|"read-shell"|"edit"|"full"' in access["message"]
+    assert read_none["message"] == "moss.fs.read: argument 1 (path) must be string, got nothing"
+    assert fine["ok"] is True
+
+
+def test_a_host_fault_is_internal_with_its_traceback_in_the_session_log(tmp_path):
+    """A primitive whose body fails in a way no check foresaw (here a ZeroDivisionError) is
+    reported as kind `internal`, never as the script's `usage`, and the session's log has the
+    traceback to report."""
+    from moss.api import _guarded
+
+    root = tmp_path / "proj"
+    (root / ".moss" / "agent" / "logs").mkdir(parents=True)
+    ctx = Context(root=root, config={}, options={})
+    ctx.session_id = "s1"
+    broken = _guarded(ctx, "demo.divide", lambda a, b: a / b, declare.checker(
+        declare.parse("---@param a number\n---@param b number\nfunction moss.demo.divide(a, b) end").functions[
+            "demo.divide"], {}))
+    with pytest.raises(Exception) as e:
+        broken(1, 0)
+    assert e.value.kind == "internal" and "ZeroDivisionError" in e.value.message
+    with pytest.raises(Exception) as e2:
+        broken("1", 0)
+    assert e2.value.kind == "usage" and "argument 1 (a) must be number" in e2.value.message
+    [event] = [json.loads(line) for line in (root / ".moss/agent/logs/s1.jsonl").read_text().splitlines()]
+    assert event["event"] == "internal_error" and event["primitive"] == "moss.demo.divide"
+    assert "ZeroDivisionError" in event["traceback"] and "Traceback" in event["traceback"]

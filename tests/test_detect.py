@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import threading
 import time
 
 import pytest

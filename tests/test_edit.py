@@ -342,16 +342,18 @@ def test_batch_with_bad_third_spec_changes_nothing(crate):
 
 def test_failed_write_restores_files_already_written(crate, monkeypatch):
     before = snapshot(crate)
-    real = edit_mod.write_atomic
+    from moss.tools.safefs import Tree
+
+    real = Tree.write_atomic
     calls = []
 
-    def flaky(path, data, mode):
+    def flaky(self, path, data, mode=None, **kw):
         calls.append(path)
-        if len(calls) == 3:
+        if len(calls) == 3:  # the disk fills up at the third file written
             raise OSError(28, "No space left on device")
-        real(path, data, mode)
+        real(self, path, data, mode, **kw)
 
-    monkeypatch.setattr(edit_mod, "write_atomic", flaky)
+    monkeypatch.setattr(Tree, "write_atomic", flaky)
     msg = fails(crate, [{"target": "README.md", "action": "append", "content": "more"},
                         {"target": "src/config.rs/Config/limit", "action": "delete"},
                         {"target": "new/file.txt", "action": "create", "content": "x"}], "io")

@@ -16,7 +16,6 @@ import jsonschema
 import pytest
 from agentmodel import Model
 from conftest import FIXTURES, REPO
-from fakeapi import slow
 
 SCHEMA = json.loads((REPO / "docs" / "events.schema.json").read_text())
 DOC = (REPO / "docs" / "events.md").read_text()

@@ -134,7 +134,7 @@ def test_a_related_message_joins_the_next_request(project, api):
     assert p.returncode == 0, err
     agent_turns = [r.body for r in api.requests if state_of(r.body) == "agent"]
     assert "make.sh" not in last_user_text(agent_turns[0])
-    assert "The user adds:** the build script is make.sh" in last_user_text(agent_turns[1])
+    assert "the build script is make.sh" in last_user_text(agent_turns[1])
     received = [e for e in events_of(out) if e["type"] == "input_received"]
     assert received and received[0]["class"] == "related"
 

@@ -23,7 +23,7 @@ import anyio
 import pytest
 from agentmodel import Model
 from conftest import FIXTURES
-from fakeapi import last_user_text, slow, state_of, system_text
+from fakeapi import last_user_text, slow, system_text
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -479,7 +479,7 @@ def test_tools_need_full_unless_the_users_config_says_read_only(project):
     r = project.moss("@m")
     assert r.stdout.split() == ["tools", "denied", "call", "denied"], r.stderr
     # The user's read-only for a server whose command the project replaced does not count.
-    project.user_file("config.toml", f"""
+    project.user_file("config.toml", """
         [mcp.servers.t]
         command = ["/bin/false"]
         access = "read-only"

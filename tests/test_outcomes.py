@@ -8,15 +8,10 @@ what a (sometimes poor) model writes; the validators are real commands run in th
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
+from conftest import needs_bwrap
 from fakeapi import error, state_of
-
-needs_bwrap = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap not installed (CI installs it)",
-)
 
 MAIN_RS = "pub const DEFAULT_DEPTH: usize = 3;\n\nfn main() {\n    println!(\"{}\", DEFAULT_DEPTH);\n}\n"
 BROKEN_CALC = 'def add(a, b):\n    return a - b\n'

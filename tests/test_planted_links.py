@@ -52,7 +52,7 @@ def seen_by_model(api) -> str:
 def files_holding(root, text: str) -> list[str]:
     """Regular files under `root` (links not followed) whose content holds `text`."""
     hits = []
-    for folder, dirs, names in os.walk(root):
+    for folder, _dirs, names in os.walk(root):
         for name in names:
             p = os.path.join(folder, name)
             if os.path.isfile(p) and not os.path.islink(p):
@@ -239,3 +239,55 @@ def test_moss_init_creates_nothing_through_dangling_links(project, outside):
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert "created .moss/memory/decisions.md" in r.stdout and "created .moss/memory/facts.md" not in r.stdout
     assert ".moss/config.toml exists; kept it" in r.stderr
+
+
+# ---- High 1: a shadow store shipped by the repository -----------------------------------------
+
+SHADOW_LINKS = ("moss-seq.tmp", ".gitignore", "info/exclude", "info/attributes", "moss-journal.jsonl")
+
+
+def plant_shadow_store(root, outside):
+    """A `.moss/shadow.git/` as a repository would ship it: a bare repository whose files moss
+    writes are links to files outside the project (stand-ins for `~/.bashrc` and the like)."""
+    store = root / ".moss" / "shadow.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(store)], check=True)
+    (store / "info").mkdir(exist_ok=True)
+    for name in SHADOW_LINKS:
+        victim = outside / ("victim-" + name.replace("/", "-"))
+        victim.write_text("export PATH=/usr/bin  # the user's own file\n")
+        if (store / name).exists():
+            (store / name).unlink()
+        os.symlink(victim, store / name)
+    return store
+
+
+def outside_files(outside) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(outside.iterdir())}
+
+
+def test_a_shipped_shadow_store_is_set_aside_and_a_rollback_writes_nothing_outside(repo, api, outside):
+    """A refactor run that edits, fails validation and rolls back, in a repository that ships a
+    `.moss/shadow.git` whose files are links out: the store is moved aside with one warning, a
+    store of moss's own takes its place, the rollback works, and no file outside changes."""
+    store = plant_shadow_store(repo.root, outside)
+    before = outside_files(outside)
+    (repo.root / "notes.txt").write_text("v1\n")
+    repo.write(".moss/config.toml", "[agent]\nmax_retries = 0\n")
+    api.push("1. do it", '$(edit notes.txt --old "v1" --new "v2")', "$(answer done)", "$(answer done)")
+    r = repo.moss("@agent", "--provider", "anthropic", "-n", "--refactor", "--auto-approve", "medium",
+                  "--validate", "false", "do it", env=api.env(), timeout=90)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert "rollback: reverted: notes.txt" in r.stderr
+    assert outside_files(outside) == before
+    assert (repo.root / "notes.txt").read_text() == "v1\n"  # rolled back, by moss's own store
+    warnings = [ln for ln in r.stderr.splitlines() if ".moss/shadow.git" in ln]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: .moss/shadow.git was not made by moss"), r.stderr
+    # the shipped store is kept, links and all, where git and moss's tools leave it alone
+    aside = [p for p in (repo.root / ".moss" / "agent" / "quarantine").iterdir() if p.name.endswith("shadow.git")]
+    assert len(aside) == 1 and all((aside[0] / name).is_symlink() for name in SHADOW_LINKS)
+    # the new store holds no link at all, and the next moss process uses it without a word
+    assert not any(p.is_symlink() for p in store.rglob("*"))
+    repo.script("snapshots", "print(#moss.shadow.list() > 0)")
+    again = repo.moss("@snapshots")
+    assert again.returncode == 0 and again.stdout.strip() == "true" and ".moss/shadow.git" not in again.stderr, again.stderr
+    assert outside_files(outside) == before

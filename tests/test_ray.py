@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import time
 import urllib.request
@@ -64,7 +63,7 @@ def test_sweep_2x2_runs_as_ray_jobs_with_metrics_from_their_logs(raylab, api, he
     assert stages[0] == "EXPLORING" and stages[-1] == "ANALYZING"
     assert sorted(stages[1:-1]) == ["RUNNING: run finished"] * 4
     # the run events show the metrics the jobs printed, copied from the cluster's job logs
-    for _, detail, text in model.calls[1:5]:
+    for _, _detail, text in model.calls[1:5]:
         assert "step 2 loss" in text and "exit code 0" in text
     analysis = model.calls[-1][2]
     assert "4 passed (finished), 0 failed, 0 stopped, of 4 runs" in analysis

@@ -143,7 +143,9 @@ def place(tmp_path_factory):
     root.mkdir()
     outside.mkdir()
     (outside / "keep.txt").write_text("outside the project\n")
-    return root, outside
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_DATA_HOME", str(base / "data"))  # the store's ownership record, not in ~
+        yield root, outside
 
 
 def _writes(ops: list, cuts: list) -> list[list]:

@@ -11,12 +11,9 @@ from pathlib import Path
 
 import pytest
 from agentmodel import Model
+from conftest import needs_bwrap
 from fakeapi import FakeAPI, last_user_text, state_of
 
-needs_bwrap = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap not installed (CI installs it)",
-)
 
 CALC = 'def add(a, b):\n    """Add two numbers."""\n    return a - b\n'
 TEST = 'from app.calc import add\nassert add(2, 3) == 5, f"add(2, 3) = {add(2, 3)}"\nprint("ok")\n'

@@ -359,6 +359,75 @@ def test_symlinked_shadow_dir_is_refused(project):
     assert user_git_state(root) == git_before
 
 
+def test_a_store_changed_since_moss_made_it_is_set_aside_not_written_through(tmp_path):
+    """A store moss made, whose folders a `git pull` (or anything) later replaced with links
+    out of the project and whose config now runs a command: moss moves it aside with one
+    warning, makes a new one, and nothing outside is written."""
+    root, outside = tmp_path / "p", tmp_path / "outside"
+    write(root, "a.txt", "a\n")
+    outside.mkdir()
+    store = root / ".moss" / "shadow.git"
+    Shadow(root).snapshot("first")
+    shutil_rm(store / "refs")
+    (store / "refs").symlink_to(outside)
+    with open(store / "config", "a") as f:
+        f.write("[core]\n\tfsmonitor = touch " + str(outside / "ran") + "\n")
+    said = []
+    sh = Shadow(root, notify=said.append)
+    sid = sh.snapshot("second")
+    write(root, "a.txt", "changed\n")
+    assert sh.restore(sid)["reverted"] == ["a.txt"]
+    assert os.listdir(outside) == []
+    assert len(said) == 1 and said[0].startswith(
+        "warning: .moss/shadow.git was not made by moss for this project (.moss/shadow.git/refs is a symlink); "
+        "moved it to .moss/agent/quarantine/"), said
+    aside = list((root / ".moss" / "agent" / "quarantine").iterdir())
+    assert len(aside) == 1 and (aside[0] / "refs").is_symlink()
+    assert [s["label"] for s in sh.list()] == ["second"]
+    # a config changed by hand (or by a pull) is not the one git wrote: set aside as well
+    with open(store / "config", "a") as f:
+        f.write("[include]\n\tpath = " + str(outside / "more.config") + "\n")
+    Shadow(root, notify=said.append).snapshot("third")
+    assert len(said) == 2 and "(its config is not the one git wrote when moss made it)" in said[1], said
+    assert os.listdir(outside) == []
+
+
+def test_a_store_without_moss_s_record_is_set_aside_and_one_with_it_is_kept(tmp_path):
+    """Ownership is a record outside the project, not something a repository can ship: a
+    plain `git init --bare` store at .moss/shadow.git is set aside, while the store moss made
+    is used again by a later moss process."""
+    root = tmp_path / "p"
+    write(root, "a.txt", "a\n")
+    subprocess.run(["git", "init", "-q", "--bare", str(root / ".moss" / "shadow.git")], check=True)
+    said = []
+    sid = Shadow(root, notify=said.append).snapshot("mine")
+    assert len(said) == 1 and "(there is no record that moss made it here)" in said[0]
+    code = ("import sys; from moss.tools.shadow import Shadow; "
+            "print([s['id'] for s in Shadow(sys.argv[1], notify=print).list()])")
+    later = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True)
+    assert later.returncode == 0 and later.stdout.strip() == repr([sid]), later.stdout + later.stderr
+
+
+def test_git_against_the_store_runs_nothing_from_global_config_or_hooks(tmp_path, clean_git_env):
+    """Your global git config (an fsmonitor, a hooks path) and a hook in the store itself run
+    nothing when moss snapshots and rolls back."""
+    root = tmp_path / "p"
+    write(root, "a.txt", "a\n")
+    ran = tmp_path / "ran"
+    hook = "#!/bin/sh\necho \"$0\" >> " + str(ran) + "\n"
+    write(tmp_path / "global-hooks", "post-index-change", hook, 0o755)
+    (clean_git_env / ".gitconfig").write_text(
+        f"[core]\n\tfsmonitor = {tmp_path / 'global-hooks' / 'post-index-change'}\n"
+        f"\thooksPath = {tmp_path / 'global-hooks'}\n")
+    sh = Shadow(root)
+    sid = sh.snapshot("one")
+    write(root / ".moss" / "shadow.git", "hooks/post-index-change", hook, 0o755)
+    write(root, "a.txt", "b\n")
+    sh.snapshot("two")
+    assert sh.restore(sid)["reverted"] == ["a.txt"]
+    assert not ran.exists()
+
+
 def test_content_beyond_the_size_caps_is_kept_and_reported(tmp_path):
     """What was never captured cannot come back, and what is not in the backup is never
     overwritten or deleted: both are listed with the reason."""

@@ -160,13 +160,13 @@ def test_rust_skeleton_shows_all_13_provider_variants(crate):
 def test_rust_skeleton_main_has_cli_first_with_fields_and_11_commands(crate):
     out = view(crate, "src/main.rs")
     lines = out.splitlines()
-    structs = [l for l in lines if l.startswith("pub struct")]
+    structs = [ln for ln in lines if ln.startswith("pub struct")]
     assert structs[0] == "pub struct Cli L13-24"
     assert "  pub root: Option<PathBuf> L17-18" in lines
     assert "    /// Project root (defaults to the current directory)." in lines
     assert "  pub json: bool L20-21" in lines
     start = lines.index("pub enum Commands L27-67")
-    variants = [l for l in lines[start + 2:] if l.startswith("  ") and not l.startswith("   ")]
+    variants = [ln for ln in lines[start + 2:] if ln.startswith("  ") and not ln.startswith("   ")]
     variants = [v for v in variants if v.strip().split()[0] in COMMANDS]
     assert [v.strip().split()[0] for v in variants] == COMMANDS
     assert "  View { target: Option<String>, depth: i32 } L30-34" in lines
@@ -521,9 +521,9 @@ def test_cap_keeps_head_and_tail_with_a_marker():
     assert len(out) <= 1000
     assert out.startswith("line 0001\nline 0002\n")
     assert out.endswith("line 1000\n")
-    marker = [l for l in out.splitlines() if l.startswith("…")]
+    marker = [ln for ln in out.splitlines() if ln.startswith("…")]
     assert len(marker) == 1
-    head_last = int([l for l in out.splitlines() if l.startswith("line")][
+    head_last = int([ln for ln in out.splitlines() if ln.startswith("line")][
         out.splitlines().index(marker[0]) - 1][5:])
     tail_first = int(out.splitlines()[out.splitlines().index(marker[0]) + 1][5:])
     cut_chars = (tail_first - head_last - 1) * 10

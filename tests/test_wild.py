@@ -366,7 +366,7 @@ def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
     alert = model.calls[2][2]
     assert "severity **CRITICAL**" in alert and "loss is nan" in alert and '"continue", "stop"' in alert
     assert '<resolve_alert>{"alert_id": "' in alert and "step 0 loss nan" in alert
-    for _, detail, text in model.calls[3:5]:
+    for _, _detail, text in model.calls[3:5]:
         assert "Log tail (last 1000 characters)" in text and "step 2 loss" in text
         assert '**Sweep "lr sweep":** `python3 train.py`' in text
     finished = next(t for _, d, t in model.calls if d == "run finished")

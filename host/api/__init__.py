@@ -1,21 +1,48 @@
 """The Lua-facing API: one module per `moss.<namespace>`, each a `functions(ctx)` table.
 
-Adding a namespace: write host/api/NAME.py with `functions(ctx) -> {"NAME.fn": callable}`
-(every module here is picked up), and document it in docs/lua-api.md and
-scripts/types/moss.lua (tests/test_api_docs.py checks both).
+Adding a primitive: write it in host/api/NAME.py (`functions(ctx) -> {"NAME.fn": callable}`;
+every module here is picked up), declare it in host/api/declarations.lua, and run
+`python -m moss.api` to make the editor stubs and the docs' tables from the
+declaration (tests/test_api_docs.py checks that each primitive is declared and that the
+generated files are current). Every primitive runs behind `_guarded`: its arguments are
+checked against the declaration first (a misfit is kind `usage`), and anything its body
+raises that is not a moss error is kind `internal`, with the traceback in the session log.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import traceback
 
 from ..errors import MossError
+from . import declare
 
-NAMESPACES = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+# every module here is a namespace, but declare.py (the declaration's reader and generator)
+NAMESPACES = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_") and m.name != "declare")
 
 # Primitives that only read, and so may run side by side in moss.parallel.
 READ_ONLY = {"code.view", "code.search"}
+
+
+def _guarded(ctx, name: str, fn, check):
+    """`fn` with its declared argument check first and host faults named as such."""
+    def primitive(*args):
+        if check is not None:
+            check(args)
+        try:
+            return fn(*args)
+        except (MossError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # a bug in moss, not the script's mistake
+            ctx.log("internal_error", {"primitive": f"moss.{name}", "error": f"{type(e).__name__}: {e}",
+                                       "traceback": traceback.format_exc(limit=20)})
+            raise MossError(f"internal error: {type(e).__name__}: {e}", kind="internal") from e
+    primitive.__name__ = getattr(fn, "__name__", name)
+    primitive.__doc__ = fn.__doc__
+    if getattr(fn, "lua_args", False):
+        primitive.lua_args = True  # type: ignore[attr-defined]  # read by Runtime._wrap_primitive
+    return primitive
 
 
 def functions(ctx) -> dict:
@@ -23,6 +50,10 @@ def functions(ctx) -> dict:
     for name in NAMESPACES:
         module = importlib.import_module(f"{__name__}.{name}")
         out.update(module.functions(ctx))
+    decl = declare.declarations()
+    for name, fn in out.items():
+        spec = decl.functions.get(name)
+        out[name] = _guarded(ctx, name, fn, declare.checker(spec, decl.aliases) if spec else None)
 
     def parallel(calls):
         """Run read-only primitives concurrently: {{"code.view", "src"}, ...} -> results in order.
@@ -32,7 +63,7 @@ def functions(ctx) -> dict:
         jobs = []
         for call in calls or []:
             if not isinstance(call, list) or not call or not isinstance(call[0], str):
-                raise ValueError('moss.parallel expects a list of {"namespace.fn", args...}')
+                raise MossError('moss.parallel expects a list of {"namespace.fn", args...}', kind="usage")
             name = call[0]
             safe = name in READ_ONLY or (name == "shell.run" and ctx.access == "read-shell")
             if not safe:

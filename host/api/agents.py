@@ -240,7 +240,7 @@ def functions(ctx):
     def start(spec):
         """moss.agents.start{task=, role=, machine=, max_turns=, access=, resume=} -> child id."""
         if not isinstance(spec, dict):
-            raise ValueError("moss.spawn takes a table: {task = ..., role = ..., machine = ..., max_turns = ...}")
+            raise MossError("moss.spawn takes a table: {task = ..., role = ..., machine = ..., max_turns = ...}", kind="usage")
         if ctx.runtime is None:
             raise MossError("moss.spawn needs a running script", kind="usage")
         if not ctx.session_id:

@@ -6,6 +6,7 @@ then the short write lock of each file), so agents running at once never lose an
 from __future__ import annotations
 
 import os
+from ..errors import MossError
 
 
 def functions(ctx):
@@ -13,7 +14,7 @@ def functions(ctx):
         if isinstance(specs, dict):
             specs = [specs]
         if not isinstance(specs, list) or not specs:
-            raise ValueError("moss.edit takes an edit {target=, action=, ...} or a list of them")
+            raise MossError("moss.edit takes an edit {target=, action=, ...} or a list of them", kind="usage")
         return specs
 
     def preview(specs):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ..errors import MossError
 
 MAX_READ = 2_000_000
@@ -9,6 +12,7 @@ MAX_READ = 2_000_000
 
 def functions(ctx):
     def read(path):
+        from ..tools import safefs
         from ..tools.confine import confine
         from ..tools.resolve import require_regular
 
@@ -19,7 +23,9 @@ def functions(ctx):
         size = p.stat().st_size
         if size > MAX_READ:
             raise MossError(f"{path} is {size:,} bytes; moss.fs.read reads at most {MAX_READ:,}", kind="usage")
-        data = p.read_bytes()
+        # read what confine resolved, from the held root, never through a link swapped in since
+        root = Path(os.path.realpath(ctx.root))
+        data = safefs.tree(root).read_bytes(p.relative_to(root), MAX_READ)
         if b"\0" in data[:8192]:
             raise MossError(f"{path} looks binary; not read", kind="usage")
         return data.decode("utf-8", errors="replace")
@@ -32,18 +38,19 @@ def functions(ctx):
 
         require_write(ctx.access, f"writing {path}")
         p = confine(ctx.root, path, writing=True)
+        root = Path(os.path.realpath(ctx.root))
         # The root or a folder is no file to write: writing "through" it would put a temp
         # file next to it, outside the project when it is the root.
-        if p == ctx.root.resolve() or p.is_dir():
+        if p == root or p.is_dir():
             raise MossError(f"moss.fs.write needs a file path; {str(path)!r} is "
-                            f"{'the project root' if p == ctx.root.resolve() else 'a directory'}",
+                            f"{'the project root' if p == root else 'a directory'}",
                             kind="usage")
         require_regular(p, str(path), "moss.fs.write replaces regular files only")
-        # through the held project root: missing folders are made and the file replaced
-        # without following a link that appeared since confine looked (kind "denied")
-        real_root = ctx.root.resolve()
-        safefs.tree(real_root).write_atomic(p.relative_to(real_root), str(text), sync_dir=False, new_mode=None)
-        ctx.log("fs_write", {"path": str(p.relative_to(ctx.root)), "bytes": len(str(text).encode())})
+        # Written where confine resolved it, from the held root: folders made and walked
+        # without following a link, a temp file made with O_EXCL and renamed in its folder.
+        rel = p.relative_to(root)
+        safefs.tree(root).write_atomic(rel, str(text), None, create_dirs=True)
+        ctx.log("fs_write", {"path": str(rel), "bytes": len(str(text).encode())})
         return True
 
     def exists(path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json as _json
+from ..errors import MossError
 
 # Deeper than this cannot become a Lua table anyway (convert.Converter.max_depth); say so
 # before Python's own recursion limit turns into an internal error.
@@ -22,11 +23,11 @@ def functions(ctx):
             return _ordered(text)
         depth = _nesting(text)
         if depth > MAX_DEPTH:
-            raise ValueError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}")
+            raise MossError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}", kind="usage")
         try:
             return loads(text)  # integers beyond 64 bits come back as floats, as in Lua
         except _json.JSONDecodeError as e:
-            raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+            raise MossError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", kind="usage") from None
 
     return {"json.encode": encode, "json.decode": decode}
 
@@ -37,7 +38,7 @@ def _ordered(text: str):
     moss.json.keys()."""
     depth = _nesting(text)
     if depth > MAX_DEPTH:
-        raise ValueError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}")
+        raise MossError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}", kind="usage")
 
     def obj(pairs):
         out = dict(pairs)
@@ -48,7 +49,7 @@ def _ordered(text: str):
         return _json.loads(text, object_pairs_hook=obj,
                            parse_int=lambda s: int(s) if abs(int(s)) < 2**63 else float(s))
     except _json.JSONDecodeError as e:
-        raise ValueError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+        raise MossError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", kind="usage") from None
 
 
 def _nesting(text: str) -> int:

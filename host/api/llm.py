@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from ..errors import MossError
 
 
 def _service(ctx):
@@ -107,7 +108,7 @@ def _answers_at_once(svc, request) -> bool:
 def functions(ctx):
     def chat(request):
         if not isinstance(request, dict):
-            raise ValueError("moss.llm.chat takes a table: {messages=..., system=..., ...}")
+            raise MossError("moss.llm.chat takes a table: {messages=..., system=..., ...}", kind="usage")
         svc = _service(ctx)
         partial = getattr(svc.stream, "partial", False)
         if partial:

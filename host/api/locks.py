@@ -103,7 +103,7 @@ def functions(ctx):
 
         opts = opts or {}
         if not isinstance(opts, dict):
-            raise ValueError("moss.lock: options are a table, e.g. {timeout = 30}")
+            raise MossError("moss.lock: options are a table, e.g. {timeout = 30}", kind="usage")
         targets = target if isinstance(target, list) else [target]
         parsed = [parse_target(ctx.root, t) for t in targets]
         timeout = opts.get("timeout", 30)

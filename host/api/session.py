@@ -560,7 +560,7 @@ def functions(ctx):
         if rt is None or lua_type(state) != "table":  # a Python caller, or nil: nothing to diff
             state = rt.conv.to_py(state) if rt is not None and not isinstance(state, dict) else state
             if state is not None and not isinstance(state, dict):
-                raise ValueError(f"moss.session.save: the state must be a table, got {type(state).__name__}")
+                raise MossError(f"moss.session.save: the state must be a table, got {type(state).__name__}", kind="usage")
             saved.pop(sid, None)
             _write_base(p, sid, dict(state or {}), now)
             return str(p)

@@ -42,7 +42,7 @@ def functions(ctx):
 
         opts = opts or {}
         if not isinstance(cmd, str) or not cmd.strip():
-            raise ValueError("run needs a command string")
+            raise MossError("run needs a command string", kind="usage")
         env = opts.get("env")
         if env is not None and not isinstance(env, dict):
             if env != []:

@@ -27,7 +27,6 @@ import re
 import threading
 import time
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 from ..errors import MossError
@@ -329,7 +328,7 @@ class Servers:
 
     def close(self) -> None:
         with self._lock:
-            for name, (client, cm, errlog) in list(self._clients.items()):
+            for _client, cm, errlog in list(self._clients.values()):
                 try:
                     cm.__exit__(None, None, None)
                 except BaseException:

@@ -254,7 +254,7 @@ async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns:
         result["exit_code"] = code
         return result
     if code == 130:
-        raise ToolError(f"the agent was interrupted (exit 130)" + (
+        raise ToolError("the agent was interrupted (exit 130)" + (
             f"; session {sid} keeps its checkpoint: resume_session(session_id={sid!r})" if sid else ""))
     tail = tail.strip()
     raise ToolError(f"the agent exited {code} without a result" + (f" (session {sid})" if sid else "")

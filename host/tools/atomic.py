@@ -1,4 +1,4 @@
-"""Kept for the modules that still import it (host/config.py, host/trust.py, host/tools/edit.py):
+"""Kept for the modules that still import it (host/config.py, host/trust.py, host/tools/shadow.py):
 `write_atomic` is moss.tools.safefs.replace_file, moss's one atomic writer (a temp file made
 with O_EXCL in the same folder descriptor, fsync, a rename within it). New code imports
 safefs; this module goes once those three do.

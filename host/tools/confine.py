@@ -28,6 +28,16 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _realpath(path: str, shown: str) -> str:
+    """os.path.realpath, with a path that changes while it is resolved (a folder swapped for
+    a link, which makes readlink fail) as a one-line MossError instead of an OSError."""
+    try:
+        return os.path.realpath(path)
+    except OSError as e:
+        raise MossError(f"path {shown!r} changed while moss resolved it (a link on it appeared or went "
+                        f"away: {e.strerror or e}); look at it again", kind="conflict") from None
+
+
 def _git_part(rel: str) -> bool:
     return ".git" in Path(rel).parts
 
@@ -53,7 +63,7 @@ def confine(root: Path, path: str | Path, *, must_exist: bool = False, writing: 
     if absolute and not _inside(lexical, real_root):
         # An absolute path may name the root through a symlinked spelling of it
         # (e.g. /tmp -> /private/tmp); judge it by where it really leads.
-        lexical_real = os.path.realpath(lexical)
+        lexical_real = _realpath(lexical, shown)
         if not _inside(lexical_real, real_root):
             raise MossError(
                 f"path {shown!r} is outside the project root {real_root}; "
@@ -75,7 +85,7 @@ def confine(root: Path, path: str | Path, *, must_exist: bool = False, writing: 
 
     # realpath follows every symlink that exists along the path, including the final
     # component and dangling links (whose target a write would create).
-    resolved = os.path.realpath(lexical)
+    resolved = _realpath(lexical, shown)
     if not _inside(resolved, real_root):
         raise MossError(
             f"path {shown!r} leads through a symlink to {resolved}, outside the project "

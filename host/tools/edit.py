@@ -58,6 +58,13 @@ apply() is all or nothing: every spec is computed in memory first (a failing spe
 MossError naming its number and target, and nothing is written); the files are checked
 unchanged on disk since they were read (kind "conflict"); then each is written through a
 temp file and os.replace, and a failed write restores the files already written.
+
+Every read and write goes through moss.tools.safefs from a held descriptor of the project
+root, on the path `confine` resolved (a link inside the project that stays inside is followed
+once, there): a folder swapped for a link after the check (another process, a background run)
+fails the edit with a line naming the link, and nothing is read or written outside the
+project. A file is replaced by a temp file made with O_EXCL and renamed within the same
+folder descriptor.
 """
 
 from __future__ import annotations
@@ -72,8 +79,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from moss.errors import MossError
-from moss.tools.atomic import write_atomic
-from moss.tools import treesitter
+from moss.tools import safefs, treesitter
 from moss.tools.confine import confine
 from moss.tools.resolve import require_regular, resolve_path, special_kind
 
@@ -124,13 +130,14 @@ class _File:
     path: Path
     rel: str
     original: bytes | None
+    tree: safefs.Tree | None = None
     mode: int | None = None
     eol: str = "\n"
     final_newline: bool = True
     initial: str | None = None
     text: str | None = None
     lang: str | None = None
-    made_dirs: list[Path] = field(default_factory=list)
+    made_dirs: list[str] = field(default_factory=list)
 
     def set(self, text: str | None) -> None:
         if text and not text.endswith("\n"):
@@ -173,13 +180,14 @@ class _Plan:
 
     def __init__(self, root: Path):
         self.root = Path(os.path.realpath(os.fspath(root)))
+        self.tree = safefs.tree(self.root)
         self.files: dict[Path, _File] = {}
         self.changes: list[dict] = []
 
     def file(self, path: Path) -> _File:
         f = self.files.get(path)
         if f is None:
-            f = self.files[path] = _load(self.root, path)
+            f = self.files[path] = _load(self, path)
         return f
 
     def exists(self, path: Path) -> bool:
@@ -361,18 +369,25 @@ def _no_file(plan: _Plan, target: str) -> MossError:
 
 # ------------------------------------------------------------------------ loading
 
-def _load(root: Path, path: Path) -> _File:
+def _load(plan: _Plan, path: Path) -> _File:
     """Read a file into a _File (or an absent one); refuse binary and oversized files."""
-    rel = path.relative_to(root).as_posix()
-    if not os.path.lexists(path):
-        return _File(path=path, rel=rel, original=None, lang=treesitter.language_for(path, b""))
-    if not path.is_file():
-        raise MossError(f"{rel} is not a regular file", kind="usage")
-    st = path.stat()
-    if st.st_size > MAX_BYTES:
-        raise MossError(f"{rel} is {st.st_size:,} bytes; moss edits files up to "
-                        f"{MAX_BYTES // (1024 * 1024)} MB", kind="usage")
-    data = path.read_bytes()
+    rel = path.relative_to(plan.root).as_posix()
+    try:
+        fd = plan.tree.open(rel, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return _File(path=path, rel=rel, original=None, tree=plan.tree,
+                     lang=treesitter.language_for(path, b""))
+    except IsADirectoryError:
+        raise MossError(f"{rel} is not a regular file", kind="usage") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if st.st_size > MAX_BYTES:
+            raise MossError(f"{rel} is {st.st_size:,} bytes; moss edits files up to "
+                            f"{MAX_BYTES // (1024 * 1024)} MB", kind="usage")
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise MossError(f"{rel} grew past {MAX_BYTES // (1024 * 1024)} MB while it was read",
+                        kind="usage")
     if b"\0" in data[:8192]:
         raise MossError(f"{rel} is a binary file; moss edits text files only", kind="usage")
     try:
@@ -384,7 +399,7 @@ def _load(root: Path, path: Path) -> _File:
     eol = "\r\n" if crlf and crlf == data.count(b"\n") else "\n"
     if eol != "\n":
         text = text.replace("\r\n", "\n")
-    f = _File(path=path, rel=rel, original=data, mode=stat.S_IMODE(st.st_mode), eol=eol,
+    f = _File(path=path, rel=rel, original=data, tree=plan.tree, mode=stat.S_IMODE(st.st_mode), eol=eol,
               final_newline=not data or data.endswith(b"\n"),
               lang=treesitter.language_for(path, data))
     f.set(text)
@@ -810,18 +825,33 @@ def _commit(files: list[_File]) -> None:
     for f in files:
         try:
             _write(f)
-        except OSError as e:
+        except (OSError, safefs.UnsafePath) as e:
             failed = _roll_back(done)
             note = ("the files already written were restored" if not failed else
                     "could not restore " + ", ".join(failed) + " (restore them by hand)")
-            raise MossError(f"writing {f.rel} failed ({e.strerror or e}); {note}",
-                            kind="io") from e
+            why = e.message if isinstance(e, MossError) else (e.strerror or str(e))
+            raise MossError(f"writing {f.rel} failed ({why}); {note}",
+                            kind="denied" if isinstance(e, MossError) else "io") from e
         done.append(f)
+
+
+def _read_now(f: _File) -> bytes | None:
+    """What is at the file's path now (None when nothing is), read without following a
+    link anywhere on the way."""
+    try:
+        fd = f.tree.open(f.rel, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(MAX_BYTES + 1)
 
 
 def _check_unchanged(f: _File) -> None:
     try:
-        now = f.path.read_bytes() if os.path.lexists(f.path) else None
+        now = _read_now(f)
+    except safefs.UnsafePath as e:
+        raise MossError(f"{f.rel} changed on disk while the edit was being prepared ({e.message}); "
+                        "nothing was written", kind="conflict") from None
     except OSError:
         now = b""
     if now != f.original:
@@ -833,35 +863,38 @@ def _check_unchanged(f: _File) -> None:
 def _write(f: _File) -> None:
     data = f.encoded()
     if data is None:
-        os.unlink(f.path)
+        f.tree.unlink(f.rel, missing_ok=False)
         return
     if f.original is None:
-        f.made_dirs = _make_parents(f.path)
+        f.made_dirs = _make_parents(f)
     try:
-        write_atomic(f.path, data, f.mode)
-    except OSError:
-        _remove_dirs(f.made_dirs)
+        f.tree.write_atomic(f.rel, data, f.mode, create_dirs=False)
+    except (OSError, safefs.UnsafePath):
+        _remove_dirs(f.tree, f.made_dirs)
         raise
 
 
-def _make_parents(path: Path) -> list[Path]:
-    """Create missing parent directories; returns the ones made, deepest first."""
-    made: list[Path] = []
-    parent = path.parent
-    while not parent.exists():
+def _make_parents(f: _File) -> list[str]:
+    """Create missing parent folders (never through a link); returns the ones made,
+    deepest first."""
+    made: list[str] = []
+    parent = os.path.dirname(f.rel)
+    while parent and f.tree.lstat(parent) is None:
         made.append(parent)
-        parent = parent.parent
+        parent = os.path.dirname(parent)
     for d in reversed(made):
-        d.mkdir()
+        with f.tree.parent(d) as (dfd, name):
+            os.mkdir(name, 0o755, dir_fd=dfd)
     return made
 
 
-def _remove_dirs(made: list[Path]) -> None:
-    """Remove directories `_make_parents` made (deepest first), if still empty."""
+def _remove_dirs(tree: safefs.Tree, made: list[str]) -> None:
+    """Remove folders `_make_parents` made (deepest first), if still empty."""
     for d in made:
         try:
-            d.rmdir()
-        except OSError:
+            with tree.parent(d) as (dfd, name):
+                os.rmdir(name, dir_fd=dfd)
+        except (OSError, MossError):
             break
 
 
@@ -871,11 +904,10 @@ def _roll_back(done: list[_File]) -> list[str]:
     for f in reversed(done):
         try:
             if f.original is None:
-                if os.path.lexists(f.path):
-                    os.unlink(f.path)
-                _remove_dirs(f.made_dirs)
+                f.tree.unlink(f.rel)
+                _remove_dirs(f.tree, f.made_dirs)
             else:
-                write_atomic(f.path, f.original, f.mode)
-        except OSError:
+                f.tree.write_atomic(f.rel, f.original, f.mode, create_dirs=False)
+        except (OSError, MossError):
             failed.append(f.rel)
     return failed

@@ -15,10 +15,18 @@ metadata anywhere in the project:
   use it even there), a replaced ``.git`` link or file is put back, and every change that
   matters (new hooks, settings that run commands, a repointed gitdir) comes back as a
   sentence to report. Nothing the user had is ever deleted.
+
+moss may run as root, and a command (or a background run) can swap a folder of the project for
+a link while moss looks: every look and every move here is made on descriptors, walked from the
+project root without following a link (moss.tools.safefs). What is moved is checked to be the
+very file or folder the scan found (its device and inode), from a descriptor of its parent
+folder inside the project; a folder that became a link meanwhile is left alone and reported.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -28,6 +36,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from moss.errors import MossError
+from moss.tools import safefs
 
 __all__ = ["Entry", "GitGuard", "guard_for", "scan", "risky_settings"]
 
@@ -57,65 +68,90 @@ class Entry:
 
 
 def scan(root: Path | str) -> dict[str, Entry]:
-    """Every piece of git metadata under `root`, by relative path (see the module doc)."""
-    root = os.fspath(root)
+    """Every piece of git metadata under `root`, by relative path (see the module doc).
+
+    Each folder is opened from the root's descriptor without following a link on the way, and
+    read through that descriptor: a folder swapped for a link while the scan runs is skipped,
+    never followed out of the project."""
     found: dict[str, Entry] = {}
-    stack = [root]
+    try:
+        tree = safefs.tree(os.path.realpath(os.fspath(root)))
+    except OSError:
+        return found
+    stack = [""]
     while stack:
-        d = stack.pop()
+        rel = stack.pop()
         try:
-            with os.scandir(d) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        names = {e.name for e in entries}
-        if d != root and "HEAD" in names and "objects" in names and "refs" in names:
-            try:
-                st = os.lstat(d)
-                if _is_dir(os.path.join(d, "objects")) and _is_dir(os.path.join(d, "refs")):
-                    rel = os.path.relpath(d, root)
-                    found[rel] = Entry(rel, "bare", (st.st_dev, st.st_ino))
-                    continue
-            except OSError:
-                pass
-        for e in entries:
-            if e.name == ".git":
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                rel = os.path.relpath(e.path, root)
-                if stat.S_ISLNK(st.st_mode):
-                    try:
-                        data = os.readlink(e.path).encode("utf-8", "surrogateescape")
-                    except OSError:
-                        data = b""
-                    found[rel] = Entry(rel, "link", (st.st_dev, st.st_ino), data)
-                elif stat.S_ISDIR(st.st_mode):
-                    found[rel] = Entry(rel, "dir", (st.st_dev, st.st_ino))
-                else:
-                    try:
-                        with open(e.path, "rb") as fh:
-                            data = fh.read(4096)
-                    except OSError:
-                        data = b""
-                    found[rel] = Entry(rel, "file", (st.st_dev, st.st_ino), data)
-                continue
-            if d == root and e.name == ".moss":
-                continue  # moss's own folder: read-only to commands as a whole
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    stack.append(e.path)
-            except OSError:
-                pass
+            fd = tree.open_dir(rel or ".")
+        except (OSError, MossError):
+            continue  # gone, or a link now: nothing of the project is behind it
+        try:
+            _scan_dir(fd, rel, found, stack)
+        finally:
+            os.close(fd)
     return found
 
 
-def _is_dir(path: str) -> bool:
+def _scan_dir(fd: int, rel: str, found: dict[str, Entry], stack: list[str]) -> None:
     try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
+        with os.scandir(fd) as it:
+            entries = list(it)
     except OSError:
-        return False
+        return
+    names = {e.name: e for e in entries}
+    if rel and "HEAD" in names and "objects" in names and "refs" in names:
+        try:
+            if names["objects"].is_dir(follow_symlinks=False) and names["refs"].is_dir(follow_symlinks=False):
+                st = os.fstat(fd)  # the folder read, whatever its name is now
+                found[rel] = Entry(rel, "bare", (st.st_dev, st.st_ino))
+                return
+        except OSError:
+            pass
+    for e in entries:
+        name = e.name
+        path = f"{rel}/{name}" if rel else name
+        if name == ".git":
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue  # gone meanwhile
+            ident = (st.st_dev, st.st_ino)
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    data = os.readlink(name, dir_fd=fd).encode("utf-8", "surrogateescape")
+                except OSError:
+                    data = b""
+                found[path] = Entry(path, "link", ident, data)
+            elif stat.S_ISDIR(st.st_mode):
+                found[path] = Entry(path, "dir", ident)
+            else:
+                found[path] = Entry(path, "file", ident, _read_git_file(fd, ident))
+            continue
+        if not rel and name == ".moss":
+            continue  # moss's own folder: read-only to commands as a whole
+        try:
+            if e.is_dir(follow_symlinks=False):
+                stack.append(path)
+        except OSError:
+            pass
+
+
+def _read_git_file(dfd: int, ident: tuple) -> bytes:
+    """The first 4 KB of the `.git` file in `dfd` if it is still the regular file scanned
+    (never through a link, never blocking on a fifo), else nothing."""
+    try:
+        fd = os.open(".git", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return b""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != ident:
+            return b""
+        return os.read(fd, 4096)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _gitdir(root: str, entry: Entry) -> str | None:
@@ -157,20 +193,54 @@ def risky_settings(gitdir: str | None) -> tuple[str, ...]:
     """What in this git directory makes git run something: hooks and command settings."""
     if not gitdir or not os.path.isdir(gitdir):
         return ()
-    out: list[str] = []
     try:
-        text = Path(gitdir, "config").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    for key, value in _config_items(text):
-        if any(r.match(key.lower()) for r in _RISKY):
-            out.append(f"{key} = {value}")
-    try:
-        hooks = sorted(n for n in os.listdir(os.path.join(gitdir, "hooks")) if not n.endswith(".sample"))
+        hooks = os.listdir(os.path.join(gitdir, "hooks"))
     except OSError:
         hooks = []
-    out += [f"hook {h}" for h in hooks]
+    return _risky(_read_small(os.path.join(gitdir, "config")), hooks)
+
+
+def _risky(config: str, hooks: list[str]) -> tuple[str, ...]:
+    out = [f"{key} = {value}" for key, value in _config_items(config)
+           if any(r.match(key.lower()) for r in _RISKY)]
+    out += [f"hook {h}" for h in sorted(hooks) if not h.endswith(".sample")]
     return tuple(out)
+
+
+def _risky_entry(root: str, entry: Entry) -> tuple[str, ...]:
+    """risky_settings of an entry. A git directory inside the project (a `.git` folder, a bare
+    repository) is read from the root without following a link, so a folder swapped for a
+    link never has moss read (and report) settings from outside; a `.git` file or link
+    names its git directory, which may rightly be elsewhere (a worktree's)."""
+    if entry.kind not in ("dir", "bare"):
+        return risky_settings(_gitdir(root, entry))
+    tree = safefs.tree(root)
+    try:
+        config = tree.read_text(f"{entry.rel}/config", 256 * 1024)
+    except (OSError, MossError):
+        config = ""
+    try:
+        hooks = tree.listdir(f"{entry.rel}/hooks")
+    except (OSError, MossError):
+        hooks = []
+    return _risky(config, hooks)
+
+
+def _read_small(path: str, limit: int = 256 * 1024) -> str:
+    """A regular file's text (at most `limit` bytes); "" for anything else. Never blocks on
+    a fifo or reads a device."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _describe(entry: Entry) -> str:
@@ -216,7 +286,7 @@ class GitGuard:
     def _baseline(self, current: dict[str, Entry]) -> None:
         self._known = {}
         for e in current.values():
-            e.risky = risky_settings(_gitdir(self.root, e))
+            e.risky = _risky_entry(self.root, e)
             self._known[e.ident] = e
 
     def check(self) -> list[str]:
@@ -235,11 +305,11 @@ class GitGuard:
         for rel, e in sorted(current.items()):
             old = self._known.get(e.ident)
             if old is None or old.kind != e.kind:
-                e.risky = risky_settings(_gitdir(self.root, e))
+                e.risky = _risky_entry(self.root, e)
                 notes.append(self._quarantine(e))
                 continue
             seen.add(e.ident)
-            e.risky = risky_settings(_gitdir(self.root, e))
+            e.risky = _risky_entry(self.root, e)
             if old.rel != rel:
                 notes.append(f"{old.rel}: the git metadata that was here when the session began is now "
                              f"at {rel}")
@@ -264,17 +334,20 @@ class GitGuard:
         return notes
 
     def _restore(self, old: Entry) -> bool:
-        path = os.path.join(self.root, old.rel)
+        """Put a removed .git file or link back, made in its folder's descriptor (reached from
+        the root without following a link) and never through a link already there."""
+        tree = safefs.tree(self.root)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            if old.kind == "link":
-                os.symlink(old.data.decode("utf-8", "surrogateescape"), path)
-            else:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(old.data)
-            st = os.lstat(path)
-        except OSError:
+            with tree.parent(old.rel, create=True) as (dfd, name):
+                if old.kind == "link":
+                    os.symlink(old.data.decode("utf-8", "surrogateescape"), name, dir_fd=dfd)
+                else:
+                    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                 0o644, dir_fd=dfd)
+                    with os.fdopen(fd, "wb") as fh:
+                        fh.write(old.data)
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except (OSError, MossError):
             return False
         restored = Entry(old.rel, old.kind, (st.st_dev, st.st_ino), old.data, old.risky)
         del self._known[old.ident]
@@ -282,48 +355,76 @@ class GitGuard:
         return True
 
     def _quarantine(self, e: Entry) -> str:
-        """Move a new piece of git metadata out of the project tree, defanged."""
+        """Move a new piece of git metadata out of the project tree, defanged.
+
+        Acts on descriptors only: the folder holding it is opened from the root without
+        following a link, and what is moved must be the very file or folder the scan found
+        (same device and inode). So a folder swapped for a link to, say, the home folder
+        moves nothing of the home into the project."""
         what = _describe(e)
-        src = os.path.join(self.root, e.rel)
-        qdir = os.path.join(self.root, ".moss", "agent", "quarantine",
-                            time.strftime("%Y%m%d-%H%M%S") + "-" + hashlib.sha1(
-                                f"{e.rel}{time.time_ns()}".encode()).hexdigest()[:6])
+        tree = safefs.tree(self.root)
+        stamp = time.strftime("%Y%m%d-%H%M%S") + "-" + hashlib.sha1(f"{e.rel}{time.time_ns()}".encode()).hexdigest()[:6]
+        qrel = f".moss/agent/quarantine/{stamp}"
         name = e.rel.replace(os.sep, "__").lstrip(".") or "git"
-        dest = os.path.join(qdir, name + ".quarantined")
+        dest = f"{qrel}/{name}.quarantined"
         try:
-            _ensure_agent_dir(self.root)
-            os.makedirs(qdir, exist_ok=True)
-            try:
-                os.rename(src, dest)
-            except OSError:
-                shutil.move(src, dest)
-            if os.path.isdir(dest) and not os.path.islink(dest):
-                for inner in ("config", "hooks", "HEAD"):
-                    p = os.path.join(dest, inner)
-                    if os.path.lexists(p):
-                        os.rename(p, p + ".disabled")
+            with tree.parent(e.rel) as (dfd, src):
+                try:
+                    st = os.stat(src, dir_fd=dfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    return f"{e.rel}: {what}, and it is gone again"
+                if (st.st_dev, st.st_ino) != e.ident:
+                    return (f"{e.rel}: {what}, but something else is there now, so moss left it where it is; "
+                            "do not run git there before checking it")
+                try:
+                    from moss import storage
+
+                    storage.ensure_dir(Path(self.root) / qrel)
+                    with tree.parent(dest, create=False) as (qfd, qname):
+                        os.rename(src, qname, src_dir_fd=dfd, dst_dir_fd=qfd)
+                        moved = os.stat(qname, dir_fd=qfd, follow_symlinks=False)
+                        if stat.S_ISDIR(moved.st_mode):
+                            _defang(qfd, qname, (moved.st_dev, moved.st_ino))
+                except (OSError, MossError) as exc:
+                    return self._remove_instead(e, what, dfd, src, exc)
+        except MossError as exc:  # a folder on the way is a link (or a file) now
+            return (f"{e.rel}: {what}, but {exc.message.split(';')[0]}, so moss left it where it is; "
+                    "do not run git there before checking it")
         except OSError as exc:
-            # Could not move it: remove what the command created rather than leave it armed.
-            try:
-                if os.path.isdir(src) and not os.path.islink(src):
-                    shutil.rmtree(src)
-                else:
-                    os.unlink(src)
-            except OSError:
-                return (f"{e.rel}: {what} and moss could NOT remove it ({exc}); do not run git "
-                        "there before checking it")
-            return f"{e.rel}: {what}; the agent may not create git metadata, so moss deleted it"
+            return f"{e.rel}: {what} and moss could NOT move it ({exc.strerror or exc}); do not run git there before checking it"
         return (f"{e.rel}: {what}; the agent may not create git metadata, so moss moved it to "
-                f"{os.path.relpath(dest, self.root)} (disabled)")
+                f"{dest} (disabled)")
+
+    def _remove_instead(self, e: Entry, what: str, dfd: int, src: str, exc: Exception) -> str:
+        """Could not move it: remove what the command created rather than leave it armed,
+        if it is still what the scan found."""
+        why = exc.message if isinstance(exc, MossError) else (exc.strerror or str(exc))
+        try:
+            st = os.stat(src, dir_fd=dfd, follow_symlinks=False)
+            if (st.st_dev, st.st_ino) != e.ident:
+                raise OSError(errno.ESTALE, "something else is there now")
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(src, dir_fd=dfd)  # descriptor-based: never follows a link
+            else:
+                os.unlink(src, dir_fd=dfd)
+        except OSError as exc2:
+            return (f"{e.rel}: {what} and moss could NOT remove it ({why}; {exc2.strerror or exc2}); "
+                    "do not run git there before checking it")
+        return f"{e.rel}: {what}; the agent may not create git metadata, so moss deleted it"
 
 
-def _ensure_agent_dir(root: str) -> None:
-    agent = os.path.join(root, ".moss", "agent")
-    os.makedirs(agent, exist_ok=True)
-    ignore = os.path.join(agent, ".gitignore")
-    if not os.path.exists(ignore):
-        with open(ignore, "w", encoding="utf-8") as fh:
-            fh.write("# sessions and logs written by moss\n*\n")
+def _defang(qfd: int, qname: str, ident: tuple) -> None:
+    """Rename config, hooks and HEAD inside the quarantined folder, through its descriptor."""
+    fd = os.open(qname, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=qfd)
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != ident:
+            return
+        for inner in ("config", "hooks", "HEAD"):
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(inner, inner + ".disabled", src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 _guards: dict[str, GitGuard] = {}

@@ -271,7 +271,7 @@ class LockManager:
             for h in self._held.values():
                 out.append({"id": h.id, "targets": [str(t) for t in h.targets], "session": h.owner,
                             "role": h.role, "pid": h.pid, "since": h.since})
-        for path, data in self._files():
+        for _path, data in self._files():
             if data.get("pid") != os.getpid():
                 out.append({"id": None, "targets": [str(t) for t in _targets(data)],
                             "session": data.get("session"), "role": data.get("role"), "pid": data.get("pid"),

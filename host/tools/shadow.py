@@ -46,6 +46,17 @@ Restore
     is not a directory), ``failed`` (an OS error, or the path changed meanwhile).
     Directories are listed with a trailing ``/``.
 
+The store is moss's own
+    A repository can ship a ``.moss/shadow.git`` of its own, with links out of the project
+    where moss writes (``info/exclude -> ~/.bashrc``) or a config that runs commands. moss
+    uses only a store it made for this project: one holding its token (``moss-owner``,
+    whose sha256 and that of the config git wrote are kept outside every repository, in
+    ``$XDG_DATA_HOME/moss/shadow/``), and nothing but folders and regular files. Any
+    other store is moved, never deleted, to ``.moss/agent/quarantine/`` with one warning
+    line, and a new one is made. Every file moss itself reads or writes in the store goes
+    through moss.tools.safefs (never through a link), and git runs against it with
+    ``_SAFE_CONFIG`` on its command line, no system or global config, and no hooks.
+
 Concurrency: every operation holds an exclusive ``flock`` on
 ``.moss/shadow.git/moss.lock``, so processes and threads using the same root take turns.
 Writes of two sessions that overlap in time are both attributed to both sessions (git
@@ -57,6 +68,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -70,6 +82,8 @@ from pathlib import Path
 from typing import Iterator
 
 from moss.errors import MossError
+from moss.tools import safefs
+from moss.tools.safefs import UnsafePath
 
 SNAPSHOTS_REF = "refs/heads/snapshots"
 BACKUPS_REF = "refs/moss/backups"
@@ -79,6 +93,10 @@ MB = 1024 * 1024
 DEFAULT_MAX_FILE = 50 * MB
 DEFAULT_MAX_TOTAL = 200 * MB
 
+_STORE = ".moss/shadow.git"     # relative to the root: every file moss touches in it goes
+                                # through safefs (from a held root descriptor, no links)
+_OWNER = "moss-owner"           # a random token; its sha256 is kept outside the project
+_JOURNAL_LIMIT = 1024 * MB
 _SYMLINK = 0o120000
 _EXEC = 0o100755
 _RACY_NS = 3_000_000_000     # a file changed this close to git reading it is read again
@@ -151,7 +169,8 @@ class Shadow:
     """
 
     def __init__(self, root: Path | str, *, max_file_bytes: int = DEFAULT_MAX_FILE,
-                 max_total_bytes: int = DEFAULT_MAX_TOTAL, lock_timeout: float = 60.0):
+                 max_total_bytes: int = DEFAULT_MAX_TOTAL, lock_timeout: float = 60.0,
+                 notify=None):
         root_path = Path(root)
         if not root_path.is_dir():
             raise MossError(f"shadow: project root {str(root)!r} is not a directory",
@@ -167,6 +186,9 @@ class Shadow:
         self.lock_timeout = lock_timeout
         self.git_dir = self.root / ".moss" / "shadow.git"
         self.journal_path = self.git_dir / "moss-journal.jsonl"
+        self._tree = safefs.tree(self.root)
+        self._notify = notify
+        self._verified = False
         self._git_bin = shutil.which("git")
         if self._git_bin is None:
             raise MossError("shadow: the `git` program is not installed or not on PATH",
@@ -235,10 +257,10 @@ class Shadow:
 
     def list(self) -> list[dict]:
         """Snapshots and write starts, oldest first: ``{"id", "label", "time", "files"}``."""
-        if not (self.git_dir / "HEAD").is_file():
+        if not self._has_repo():
             return []
         with self._locked(create=False):
-            if self._ref(SNAPSHOTS_REF) is None:
+            if not self._has_repo() or self._ref(SNAPSHOTS_REF) is None:
                 return []
             out = self._git("log", "-z", "--reverse", "--format=%H%x1f%ct%x1f%B",
                             SNAPSHOTS_REF, "--")
@@ -350,7 +372,7 @@ class Shadow:
     # ------------------------------------------------------------------ capture
 
     def _capture(self) -> "_Capture":
-        for attempt in range(3):
+        for _attempt in range(3):
             try:
                 return self._capture_once()
             except _Raced as e:
@@ -538,9 +560,8 @@ class Shadow:
         return {os.fsdecode(p) for p in out.split(b"\0") if p}
 
     def _index_key(self) -> tuple | None:
-        try:
-            st = os.stat(self.git_dir / "index")
-        except FileNotFoundError:
+        st = self._tree.lstat(f"{_STORE}/index")
+        if st is None:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
@@ -616,20 +637,15 @@ class Shadow:
                              input=body).strip()
         data = f"{kind} {len(body)}\0".encode() + body
         sha = hashlib.sha1(data).hexdigest()
-        path = self.git_dir / "objects" / sha[:2] / sha[2:]
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
-            tmp = path.parent / f"tmp_obj_{secrets.token_hex(8)}"
-            with open(tmp, "wb") as f:
-                f.write(zlib.compress(data, 1))
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, path)
+        rel = f"{_STORE}/objects/{sha[:2]}/{sha[2:]}"
+        if self._tree.lstat(rel) is None:
+            self._tree.write_atomic(rel, zlib.compress(data, 1), 0o444, sync=False)
         return sha
 
     def _read_ref(self, ref: str) -> str | None:
         """A ref's commit id, read from the files (no process; we hold the lock)."""
         try:
-            value = (self.git_dir / ref).read_text().strip()
+            value = self._tree.read_text(f"{_STORE}/{ref}", 4096).strip()
             if len(value) == 40:
                 return value
         except (FileNotFoundError, NotADirectoryError):
@@ -637,7 +653,7 @@ class Shadow:
         except OSError:
             return self._ref(ref)
         try:
-            for line in (self.git_dir / "packed-refs").read_text().splitlines():
+            for line in self._tree.read_text(f"{_STORE}/packed-refs").splitlines():
                 sha, _, name = line.partition(" ")
                 if name == ref and len(sha) == 40:
                     return sha
@@ -716,8 +732,7 @@ class Shadow:
 
     def _journal(self) -> list[dict]:
         try:
-            with open(self.journal_path, encoding="utf-8") as f:
-                lines = f.readlines()
+            lines = self._tree.read_text(f"{_STORE}/moss-journal.jsonl", _JOURNAL_LIMIT).splitlines()
         except FileNotFoundError:
             return []
         out = []
@@ -732,24 +747,25 @@ class Shadow:
 
     def _append(self, rec: dict) -> None:
         line = (_dumps(rec) + "\n").encode()
-        with open(self.journal_path, "a+b") as f:
-            if f.tell() > 0:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":      # a line torn by a killed process ends here
-                    line = b"\n" + line
-            f.write(line)
+        fd = self._tree.open(f"{_STORE}/moss-journal.jsonl",
+                             os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line        # a line torn by a killed process ends here
+            os.write(fd, line)
+        finally:
+            os.close(fd)
 
     def _next_seq(self) -> int:
         """A number that orders captures, increasing even if the counter file is lost."""
-        path = self.git_dir / "moss-seq"
+        rel = f"{_STORE}/moss-seq"
         try:
-            last = int(path.read_text().strip() or 0)
+            last = int(self._tree.read_text(rel, 64).strip() or 0)
         except (OSError, ValueError):
             last = 0
         seq = max(last + 1, time.time_ns())
-        tmp = path.with_name("moss-seq.tmp")
-        tmp.write_text(str(seq))
-        os.replace(tmp, path)
+        self._tree.write_atomic(rel, str(seq), 0o644, sync=False)
         return seq
 
     # ------------------------------------------------------------------ restore
@@ -954,18 +970,14 @@ class Shadow:
         over packed-refs), as git does; every writer holds moss.lock."""
         if self._read_ref(ref) != old:
             raise MossError(f"shadow: {ref} moved under us", kind="io")
-        path = self.git_dir / ref
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.moss-{secrets.token_hex(4)}"
-        tmp.write_text(new + "\n")
-        os.replace(tmp, path)
+        self._tree.write_atomic(f"{_STORE}/{ref}", new + "\n", 0o644, sync=False)
 
     def _resolve(self, sid: str) -> str:
         """Full id of a capture given its id or an unambiguous prefix."""
         if not isinstance(sid, str) or not (4 <= len(sid) <= 64) or any(
                 c not in "0123456789abcdefABCDEF" for c in sid):
             raise MossError(f"shadow: {sid!r} is not a snapshot id", kind="usage")
-        if not (self.git_dir / "HEAD").is_file():
+        if not self._has_repo():
             raise MossError(f"shadow: no snapshot {sid} (no snapshots taken yet)",
                             kind="not_found")
         if sid.lower() in self._loaded or sid.lower() in self._open:
@@ -992,53 +1004,209 @@ class Shadow:
     @contextmanager
     def _locked(self, create: bool) -> Iterator[None]:
         self._check_git_dir()
-        if not create and not (self.git_dir / "HEAD").is_file():
+        fd = self._acquire(create)
+        if fd is None:
             yield            # nothing to lock yet; callers fail on the missing repo
             return
-        self.git_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.git_dir / "moss.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            deadline = time.monotonic() + self.lock_timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as e:
-                    if e.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
-                    if time.monotonic() > deadline:
-                        raise MossError("shadow: the snapshot store is busy (another "
-                                        "moss process holds .moss/shadow.git/moss.lock)",
-                                        kind="timeout") from None
-                    time.sleep(0.02)
             # Holding the flock, no other moss process is inside this repository, so
             # git lock files left by a killed run are stale and would block every
             # later command.
             for stale in ("index.lock", "HEAD.lock", "packed-refs.lock",
                           f"{SNAPSHOTS_REF}.lock", f"{BACKUPS_REF}.lock",
                           f"{WRITES_REF}.lock"):
-                try:
-                    (self.git_dir / stale).unlink()
-                except FileNotFoundError:
-                    pass
-            self._prepare()
+                self._tree.unlink(f"{_STORE}/{stale}")
+            if create or self._has_repo():
+                self._prepare()
             yield
         finally:
             os.close(fd)        # releases the lock
 
+    def _acquire(self, create: bool) -> int | None:
+        """The flock on moss.lock of a store moss made for this project (None when there
+        is no store and `create` is false). A store moss did not make (shipped by the
+        repository, or changed since) is set aside first: see `_foreign`."""
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            st = self._tree.lstat(_STORE)
+            if st is None:
+                if not create:
+                    return None
+                self._tree.mkdirs(_STORE)
+                st = self._tree.lstat(_STORE)
+                if st is None:
+                    continue
+            store = (st.st_dev, st.st_ino)   # the store judged (and, if foreign, moved)
+            try:
+                fd = self._tree.open(f"{_STORE}/moss.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except UnsafePath as e:      # a link or a fifo where moss keeps its lock
+                self._set_aside(e.message, store)
+                continue
+            try:
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except OSError as e:
+                        if e.errno not in (errno.EAGAIN, errno.EACCES):
+                            raise
+                        if time.monotonic() > deadline:
+                            raise MossError("shadow: the snapshot store is busy (another "
+                                            "moss process holds .moss/shadow.git/moss.lock)",
+                                            kind="timeout") from None
+                        time.sleep(0.02)
+                # The lock held must still be the store's: another process may have set
+                # that store aside while this one waited.
+                now, held = self._tree.lstat(f"{_STORE}/moss.lock"), os.fstat(fd)
+                if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+                    self._verified = False
+                    os.close(fd)
+                    continue
+                if not self._verified:
+                    problem = self._foreign()
+                    if problem:
+                        self._set_aside(problem, store)
+                        os.close(fd)
+                        continue
+                    self._verified = True
+                return fd
+            except BaseException:
+                with _suppress_oserror():
+                    os.close(fd)
+                raise
+
     def _check_git_dir(self) -> None:
         # A .moss/ or shadow.git that is a symlink could aim our index at the user's
         # .git; refuse rather than follow it.
-        for p in (self.root / ".moss", self.git_dir):
-            if p.is_symlink():
-                raise MossError(f"shadow: {p} is a symbolic link; refusing to use it",
+        for rel in (".moss", _STORE):
+            st = self._tree.lstat(rel)
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                raise MossError(f"shadow: {self.root / rel} is a symbolic link; refusing to use it",
                                 kind="denied")
+            if st is None:
+                return
+
+    def _has_repo(self) -> bool:
+        try:
+            st = self._tree.lstat(f"{_STORE}/HEAD")
+        except (UnsafePath, NotADirectoryError):
+            return False
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    # ------------------------------------------------------------------ ownership
+
+    def _foreign(self) -> str | None:
+        """Why the store at .moss/shadow.git is not one moss made for this project, or None.
+
+        A store moss made holds its token (`moss-owner`, whose sha256 and the config's are
+        kept outside the project, in the user's data folder), the config git wrote when moss
+        made it, and nothing but folders and regular files. A repository can ship a
+        `.moss/shadow.git` whose files are links out of the project, or whose config runs
+        commands; moss never writes to or runs git against such a store. A folder holding
+        only moss's lock is a store being made (by this process or another)."""
+        names = [n for n in self._tree.listdir(_STORE) if n != "moss.lock"]
+        if not names:
+            return None
+        odd = self._odd_entry()
+        if odd:
+            return odd
+        record = _owners.get(str(self.root)) or _read_owner_record(self.root)
+        if record is None:
+            return "there is no record that moss made it here"
+        try:
+            token = self._tree.read_bytes(f"{_STORE}/{_OWNER}", 256)
+            config = self._tree.read_bytes(f"{_STORE}/config", 64 * 1024)
+        except FileNotFoundError as e:
+            return f"{os.path.basename(e.filename or _OWNER)} is missing"
+        except OSError as e:
+            return f"it cannot be read ({e.strerror or e})"
+        if not hmac.compare_digest(hashlib.sha256(token).hexdigest(), record.get("token", "")):
+            return "its owner token is not the one moss recorded"
+        if not hmac.compare_digest(hashlib.sha256(config).hexdigest(), record.get("config", "")):
+            return "its config is not the one git wrote when moss made it"
+        return None
+
+    def _odd_entry(self) -> str | None:
+        """The first link, fifo, socket or device anywhere in the store, named."""
+        stack = [_STORE]
+        while stack:
+            rel = stack.pop()
+            try:
+                fd = self._tree.open_dir(rel)
+            except (UnsafePath, OSError) as e:
+                return getattr(e, "message", None) or f"{rel}: {e}"
+            try:
+                with os.scandir(fd) as it:
+                    found = [(e.name, e.stat(follow_symlinks=False).st_mode) for e in it]
+            except OSError as e:
+                return f"{rel} cannot be read ({e.strerror})"
+            finally:
+                os.close(fd)
+            for name, mode in found:
+                if stat.S_ISDIR(mode):
+                    stack.append(f"{rel}/{name}")
+                elif stat.S_ISLNK(mode):
+                    return f"{rel}/{name} is a symlink"
+                elif not stat.S_ISREG(mode):
+                    return f"{rel}/{name} is not a regular file"
+        return None
+
+    def _set_aside(self, why: str, store: tuple) -> None:
+        """Move the store moss did not make, `store` (device, inode), into
+        .moss/agent/quarantine/ (never deleted)."""
+        from moss import storage
+
+        dest = (f".moss/agent/quarantine/{time.strftime('%Y%m%d-%H%M%S')}-"
+                f"{secrets.token_hex(3)}-shadow.git")
+        # nothing known about the store being moved holds for the new one
+        self._verified = self._prepared = False
+        self._index_cache = self._memo = None
+        self._loaded.clear()
+        self._open.clear()
+        try:
+            storage.ensure_dir(self.root / ".moss" / "agent" / "quarantine")
+            now = self._tree.lstat(_STORE)
+            if now is None or (now.st_dev, now.st_ino) != store:
+                return       # another moss process moved it aside first, and said so
+            self._tree.rename(_STORE, dest, create_dirs=False)
+        except FileNotFoundError:
+            if self._tree.lstat(_STORE) is None:
+                return
+            raise MossError(f"shadow: .moss/shadow.git was not made by moss for this project ({why}) "
+                            "and could not be moved aside; remove it", kind="denied") from None
+        except (MossError, OSError) as e:
+            reason = e.message if isinstance(e, MossError) else (e.strerror or str(e))
+            raise MossError(f"shadow: .moss/shadow.git was not made by moss for this project "
+                            f"({why}) and could not be moved aside ({reason}); remove it",
+                            kind="denied") from None
+        message = (f"warning: .moss/shadow.git was not made by moss for this project ({why}); "
+                   f"moved it to {dest}/ and started a new snapshot store")
+        if self._notify is not None:
+            self._notify(message)
+        else:
+            from moss import ui
+
+            ui.note(message, "yellow")
+
+    def _own(self) -> None:
+        """Mark a store this process just made as moss's: a fresh token inside it, its
+        sha256 and the config's outside the project."""
+        token = secrets.token_hex(32).encode()
+        if not self._tree.create_exclusive(f"{_STORE}/{_OWNER}", token, 0o600, create_dirs=False):
+            raise MossError("shadow: .moss/shadow.git/moss-owner appeared while moss made the "
+                            "store; remove .moss/shadow.git", kind="denied")
+        config = self._tree.read_bytes(f"{_STORE}/config", 64 * 1024)
+        record = {"root": str(self.root), "token": hashlib.sha256(token).hexdigest(),
+                  "config": hashlib.sha256(config).hexdigest()}
+        _owners[str(self.root)] = record
+        _write_owner_record(self.root, record)
+        self._verified = True
 
     def _prepare(self) -> None:
         """Create the repository if needed; (re)write info/exclude and attributes."""
-        if self._prepared and (self.git_dir / "HEAD").is_file():
+        if self._prepared and self._has_repo():
             return
-        if not (self.git_dir / "HEAD").is_file():
+        if not self._has_repo():
             env = {k: v for k, v in self._env.items()
                    if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
             proc = subprocess.run(
@@ -1048,36 +1216,44 @@ class Shadow:
             if proc.returncode != 0:
                 raise MossError("shadow: git init failed: "
                                 + proc.stderr.decode(errors="replace").strip(), kind="io")
+            self._own()
         # Invisible to the user's own git even where .moss/ is not ignored yet (their
         # .gitignore is theirs; a .gitignore inside shadow.git covers just this dir).
-        _write_if_changed(self.git_dir / ".gitignore", "*\n")
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        _write_if_changed(info / "exclude", _EXCLUDE_HEAD + self._user_excludes())
-        _write_if_changed(info / "attributes", _ATTRIBUTES)
+        self._write_if_changed(".gitignore", "*\n")
+        self._write_if_changed("info/exclude", _EXCLUDE_HEAD + self._user_excludes())
+        self._write_if_changed("info/attributes", _ATTRIBUTES)
         self._excludes_file = self._global_excludes_file()
         self._sha1 = self._git("rev-parse", "--show-object-format").strip() == "sha1"
         self._prepared = True
 
+    def _write_if_changed(self, rel: str, text: str) -> None:
+        rel = f"{_STORE}/{rel}"
+        try:
+            if self._tree.read_text(rel, 1024 * 1024) == text:
+                return
+        except (OSError, MossError):
+            pass
+        self._tree.write_atomic(rel, text, 0o644, sync=False)
+
     def _user_excludes(self) -> str:
         """The user's .git/info/exclude (read only), so 'ignored' means what it means
-        to the user's own git."""
+        to the user's own git. Read without blocking and only when it is a regular file:
+        the .git file of a cloned repository can point anywhere."""
         dot_git = self.root / ".git"
         try:
             if dot_git.is_file():     # worktree or submodule: "gitdir: <path>"
-                text = dot_git.read_text(errors="replace").strip()
+                text = _read_regular(dot_git).strip()
                 if not text.startswith("gitdir:"):
                     return ""
                 gd = (self.root / text[len("gitdir:"):].strip()).resolve()
                 common = gd / "commondir"
                 if common.is_file():
-                    gd = (gd / common.read_text().strip()).resolve()
+                    gd = (gd / _read_regular(common).strip()).resolve()
                 dot_git = gd
             exclude = dot_git / "info" / "exclude"
             if exclude.is_file():
-                return "# from the project's own info/exclude\n" + exclude.read_text(
-                    errors="replace") + "\n"
-        except OSError:
+                return "# from the project's own info/exclude\n" + _read_regular(exclude) + "\n"
+        except (OSError, ValueError):
             pass
         return ""
 
@@ -1344,10 +1520,56 @@ def _parse_meta(body: str) -> dict:
     return meta
 
 
-def _write_if_changed(path: Path, text: str) -> None:
+def _read_regular(path: Path, limit: int = 1024 * 1024) -> str:
+    """A small regular file's text; a fifo or a device is refused without blocking."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if path.read_text() == text:
-            return
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        return os.read(fd, limit).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
+# Ownership records: which .moss/shadow.git moss made, kept where no repository can ship
+# them ($XDG_DATA_HOME/moss/shadow/), and in this process for the stores it made.
+_owners: dict[str, dict] = {}
+
+
+def _owner_record_path(root: Path) -> Path:
+    from moss.roots import user_data_dir
+
+    key = hashlib.sha256(os.fsencode(str(root))).hexdigest()[:32]
+    return user_data_dir() / "shadow" / f"{key}.json"
+
+
+def _read_owner_record(root: Path) -> dict | None:
+    try:
+        with open(_owner_record_path(root), "rb") as f:
+            rec = json.loads(f.read(64 * 1024))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("root") != str(root):
+        return None
+    return rec
+
+
+def _write_owner_record(root: Path, record: dict) -> None:
+    """Best effort: without a writable data folder the store is this process's only (the
+    next moss process sets it aside and makes its own)."""
+    from moss.tools.atomic import write_atomic
+
+    path = _owner_record_path(root)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomic(path, _dumps(record) + "\n", 0o600)
     except OSError:
         pass
-    path.write_text(text)
+
+
+@contextmanager
+def _suppress_oserror() -> Iterator[None]:
+    try:
+        yield
+    except OSError:
+        pass

@@ -1,10 +1,35 @@
 ---@meta moss
--- LuaLS type annotations for the `moss` global. Editors that use lua-language-server
--- (VS Code's Lua extension, Neovim's lua_ls) read these through .luarc.json, so `moss.`
--- completes and calls are type-checked. This file is never executed.
+-- GENERATED from host/api/declarations.lua by `python -m moss.api`: edit that file, not this one.
+-- The moss.* API, declared once (host/api/declare.py reads it): each primitive's doc,
+-- `---@param`s, `---@return` and `---@errors`, and the classes and aliases they use. The
+-- argument checks every primitive runs, scripts/types/moss.lua (editor stubs, read through
+-- .luarc.json) and the reference tables of docs/lua-api.md are made from this file:
+-- `python -m moss.api` after an edit. An argument that does not fit its `---@param`
+-- is a `usage` error naming it. Only the types at the top of a parameter are checked (that
+-- a table came, not its fields).
+
+--- Every kind of error a primitive or the runtime raises (`err.kind`, `moss.error_kind(err)`).
+---@alias moss.ErrorKind
+---| "usage"        # a primitive was called wrongly (bad argument), or a script asked for something that cannot be
+---| "config"       # moss is not configured for this (e.g. no LLM provider), or a file it keeps is broken (a config file, a checkpoint)
+---| "not_found"    # a path, symbol, session or module does not exist
+---| "ambiguous"    # a name matches several things
+---| "denied"       # refused by the access level, trust or path confinement
+---| "io"           # a file, process or server moss needed could not be read, written or reached
+---| "conflict"     # a change collides with one made meanwhile (an edit whose text moved, a restore)
+---| "locked"       # another session holds the lock (after the wait)
+---| "budget"       # an LLM cost or token budget is spent
+---| "llm"          # the LLM call failed after retries
+---| "timeout"      # a deadline passed
+---| "stopped"      # the user spoke while a model call or a wait was in flight; the call was abandoned
+---| "interrupted"  # the user pressed Ctrl-C (not catchable: re-raised)
+---| "syntax"       # a Lua chunk did not compile
+---| "memory"       # the script went over its memory limit ([lua] max_memory_mb)
+---| "internal"     # a bug in moss: the log has the traceback; please report it
+---| "lua"          # (moss.error_kind only) a plain Lua error, not a moss one
 
 ---@class moss.Error
----@field kind string      # stable word: usage, config, not_found, ambiguous, denied, budget, llm, timeout, interrupted, internal
+---@field kind moss.ErrorKind
 ---@field message string   # "moss.ns.fn: what went wrong"
 ---@field where string     # "file.lua:LINE: " of the caller, or ""
 
@@ -39,23 +64,24 @@ moss = {}
 ---@field allow_full? boolean
 ---@field verbose? boolean
 
---- A table that converts to a dict / JSON object even when empty (`{}` alone becomes a list).
+--- mark a table as an object so it converts to `{}` even when empty
 ---@param t? table
 ---@return table
 function moss.dict(t) end
 
---- Raise an error with a `kind` that `moss.error_kind` and `err.kind` report.
+--- raise a moss error of your own kind; `level` picks the line named (1 the caller, 0 none: for
+--- configuration problems)
 ---@param kind string
 ---@param message string
 ---@param level? integer  # 1 = the caller of moss.error (default)
 function moss.error(kind, message, level) end
 
---- The kind of an error value caught with pcall: a moss error's kind, or "lua".
+--- the kind of any error value
 ---@param err any
 ---@return string
 function moss.error_kind(err) end
 
---- string.format, for brevity.
+--- `string.format`
 ---@param fmt string
 ---@return string
 function moss.fmt(fmt, ...) end
@@ -63,52 +89,56 @@ function moss.fmt(fmt, ...) end
 ---@class moss.ui
 moss.ui = {}
 
---- Print a message for people on stderr (stdout is for answers).
+--- a message on stderr; `style` is a rich style such as `"bold red"`
 ---@param text string
 ---@param opts? {style?: string}  # a rich style such as "bold red"
 function moss.ui.print(text, opts) end
 
---- A one-line progress/status message on stderr.
+--- a one-line progress message on stderr (`› text`)
 ---@param text string
 function moss.ui.status(text) end
 
---- Whether stderr is an interactive terminal.
+--- whether stderr is a terminal
 ---@return boolean
 function moss.ui.is_terminal() end
 
---- Whether a person can answer questions (stdin is a terminal, or MOSS_ASSUME_TTY=1).
+--- whether a person can answer questions (stdin is a terminal, or `MOSS_ASSUME_TTY=1` for IDEs that
+--- pipe answers)
 ---@return boolean
 function moss.ui.interactive() end
 
---- Ask the user; nil when nobody can answer.
+--- ask the user; returns the answer line, or `nil` when nobody can answer
 ---@param question string
 ---@param opts? {choices?: string[]}
 ---@return string|nil
 function moss.ui.ask(question, opts) end
 
---- A y/N question; false when nobody can answer.
+--- y/N question; `false` when nobody can answer
 ---@param question string
 ---@return boolean
 function moss.ui.confirm(question) end
 
---- Rows on stdout: a rich table on a terminal, tab-separated otherwise.
+--- rows (tables) on stdout: a rich table on a terminal (a row's `_style` field, e.g. `"bold blue"`,
+--- styles it), tab-separated otherwise
 ---@param rows table[]
 ---@param opts? {columns?: string[], title?: string}
 function moss.ui.table(rows, opts) end
 
---- One JSON line on stdout (stream-json).
+--- one JSON line on stdout (the `stream-json` format)
 ---@param event table
 function moss.ui.event(event) end
 
---- A live status line on stderr until live_stop(): a spinner, `text`, seconds since it
---- started and the tokens an LLM reply has streamed so far. Calling it again retitles it and
---- restarts its clock. False (and nothing shown) when stderr is not a terminal or NO_COLOR is set.
+--- a live status line at the bottom of the terminal until `live_stop()`: a spinner, `text`, the
+--- seconds since it started, and the tokens an LLM reply has streamed so far (characters / 4, shown
+--- as `~N tokens`, with the reply's last words); while it shows, streamed text is counted there
+--- instead of printed. Calling it again retitles it and restarts its clock. `false`, and nothing
+--- shown, when stderr is not a terminal or `NO_COLOR` is set (it redraws itself with escape
+--- sequences); never on stdout
 ---@param text string
 ---@return boolean
 function moss.ui.live(text) end
 
---- Clear the live status line; true when one was showing (an LLM reply was then counted on
---- it, not printed).
+--- clear the status line; `true` when one was showing (so the caller prints the reply itself)
 ---@return boolean
 function moss.ui.live_stop() end
 
@@ -141,38 +171,53 @@ function moss.ui.live_stop() end
 ---@class moss.llm
 moss.llm = {}
 
---- One model call (streams to stderr on a terminal). Errors: config, budget, llm, timeout.
+--- one model call; returns `{text, stop_reason, model, provider, usage={input_tokens,
+--- output_tokens, cache_read_tokens, cache_write_tokens, cost_usd}, max_tokens}` (`max_tokens`: the
+--- reply limit sent, after the caps of [llm.md](llm.md#reply-limits-and-the-servers-window)).
+--- `messages` is a list of `{role=, content=}`; `prompt="..."` is a shorthand for one user message;
+--- `label="explorer/evaluator"` is sent as the `X-Moss-Label` header (the runner labels each turn
+--- `ROLE/STATE`; it never changes the prompt, so caching is unaffected)
+--- Errors: `config`, `budget`, `llm`, `timeout`, `stopped`.
 ---@param request moss.ChatRequest
 ---@return moss.ChatResult
 function moss.llm.chat(request) end
 
---- Session totals (usage keys plus calls, cost_known).
+--- session totals: the usage keys plus `calls`, `cost_known`
 ---@return moss.Usage
 function moss.llm.usage() end
 
---- nil, or which budget is spent.
+--- `nil`, or a sentence saying which budget (`--max-cost`, `--max-tokens`, `[llm] max_cost_usd`,
+--- `max_total_tokens`) is spent
 ---@return string|nil
 function moss.llm.budget() end
 
---- The provider the next call would use, resolved now: with nothing configured, a local
---- OpenAI-compatible server found running (Ollama, llama.cpp, LM Studio, vLLM) is chosen and
---- stderr says which. Raises kind "config" (saying what was tried) when there is none, so a
---- script can fail before its first turn.
---- context_window: [llm] context_window, else what a local server says it holds (asked once
---- per session), else the known window of the model (tokens), else nil.
+--- the provider the next call would use, resolved now: `{name, model, base_url, is_local, detected,
+--- context_window}` (`context_window`: `[llm] context_window`, else what a local server says it
+--- holds — asked once per session — else the known window of the model in tokens, else `nil`). With
+--- no provider chosen by flag, config or key, a local OpenAI-compatible server found running is
+--- used (`detected` names it: Ollama, llama.cpp, LM Studio, vLLM) and stderr says so; with none,
+--- kind `config` naming the ports tried. `@agent` calls it before its first turn
 ---@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?, context_window: integer?}
 function moss.llm.provider() end
 
 ---@class moss.code
 moss.code = {}
 
---- A tree (".", a directory), a skeleton (a file), numbered lines ("path:A-B") or a symbol ("path/Symbol").
+--- `"."` or a directory: a .gitignore-aware tree ending in `N directories, M files`; a file: a
+--- tree-sitter skeleton (signatures with `L<start>-<end>`, docstring summaries, enum variants and
+--- fields); `path:A-B`: numbered lines; `path:N`: the symbol around line N; `path/Symbol`: that
+--- symbol's source (when `path` is an existing file's exact path, always read this way, before any
+--- fuzzy path match). A unique suffix finds a file (`llm.rs`); an ambiguous one lists candidates
+--- (kind `ambiguous`). Binary and huge files get a one-line message. A file name with a control,
+--- bidi or separator character shows it escaped (`\x0a`, `\u202e`), in every tool's output, so each
+--- name stays one line
 ---@param target string
 ---@param opts? {depth?: integer, max_chars?: integer}
 ---@return string
 function moss.code.view(target, opts) end
 
---- ripgrep, grouped by file, each hit with its enclosing symbol.
+--- ripgrep: hits grouped by file, each with its line number and enclosing symbol, then a total; a
+--- bad regex is kind `usage`
 ---@param pattern string
 ---@param opts? {only?: string|string[], limit?: integer, ignore_case?: boolean, max_chars?: integer}
 ---@return string
@@ -202,22 +247,31 @@ function moss.shell.run(cmd, opts) end
 
 ---@class moss.access
 moss.access = {}
+--- Set the session's tool access level; a level above what this run may have (trust,
+--- `--allow-full`) is refused (kind `denied`).
 ---@param level moss.AccessLevel
 ---@return moss.AccessLevel
 function moss.access.set(level) end
+--- The session's tool access level now.
 ---@return moss.AccessLevel
 function moss.access.get() end
+--- Every access level, from the least to the most allowed.
 ---@return moss.AccessLevel[]
 function moss.access.levels() end
 
 ---@class moss.fs
 moss.fs = {}
+--- a text file inside the project (relative to the root); binary and files over 2 MB refused, and
+--- so are pipes, sockets, devices and symlink loops (kind `usage`)
 ---@param path string
 ---@return string
 function moss.fs.read(path) end
+--- atomic write inside the project; needs access `edit` or `full`; the root, a directory, a pipe,
+--- socket, device or symlink loop is refused (kind `usage`)
 ---@param path string
 ---@param text string
 function moss.fs.write(path, text) end
+--- whether a path inside the project exists
 ---@param path string
 ---@return boolean
 function moss.fs.exists(path) end
@@ -237,6 +291,8 @@ function moss.fs.exists(path) end
 
 ---@class moss.edit
 moss.edit = {}
+--- Compute what `moss.edit.apply` would do, without writing: `{files, changes, diff,
+--- syntax_warning?}`.
 ---@param specs moss.EditSpec|moss.EditSpec[]
 ---@return moss.EditResult
 function moss.edit.preview(specs) end
@@ -247,24 +303,36 @@ function moss.edit.apply(specs) end
 
 ---@class moss.session
 moss.session = {}
+--- write the checkpoint (any table; written through a JSON encoder, temp file + rename)
 ---@param id string
 ---@param state table
 ---@return string path
 function moss.session.save(id, state) end
+--- a checkpoint as a table (its `session_id` set to the id it was loaded under); no id = the
+--- latest. A file that is not a JSON object, or whose `task`, `state`, `turn`, ... have the wrong
+--- type, is kind `config`, naming the file and how to start fresh
 ---@param id? string   # nil = the latest
 ---@return table
 function moss.session.load(id) end
+--- `{id, mtime, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest first;
+--- an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
 ---@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
 function moss.session.list() end
+--- append one event line `{event, ts, ...data, session, parent}` (every line names its agent and
+--- that agent's parent, `null` for a root)
 ---@param id string
 ---@param event string
 ---@param data? table
 function moss.session.log(id, event, data) end
+--- host-side events (LLM attempts, retries, snapshots, edits) go to this session's log from now on;
+--- `role` names the agent to others waiting for its locks
 ---@param id string
 ---@param opts? {role?: string}  the agent's role, shown to agents waiting for its locks
 function moss.session.bind(id, opts) end
+--- the logs; one log's events
 ---@return {id: string, path: string, events: integer, mtime: number}[]
 function moss.session.logs() end
+--- A session's log records, oldest first.
 ---@param id string
 ---@return table[]
 function moss.session.events(id) end
@@ -286,24 +354,43 @@ function moss.session.events(id) end
 
 ---@class moss.shadow
 moss.shadow = {}
+--- capture the tree now; returns its id
 ---@param label string
 ---@return string id
 function moss.shadow.snapshot(label) end
+--- capture before something that may write (an edit, a `moss.shell.run`); returns the write id,
+--- itself a snapshot id. The bound session (`moss.session.bind`) owns what the write changes
 ---@param label string
 ---@return string write_id  # also a snapshot id
 function moss.shadow.begin_write(label) end
+--- capture after it and record in the ownership journal which paths it changed. Returns `{id, post,
+--- changed = {paths}, not_captured = {{path, reason, detail}}}`: `not_captured` are changed paths a
+--- rollback cannot put back. Calling it twice returns the first result; a write never ended is
+--- closed by the session's next `begin_write` or `restore`
 ---@param write_id string
 ---@return {id: string, post: string, changed: string[], not_captured: moss.ShadowNotCaptured[]}
 function moss.shadow.end_write(write_id) end
+--- needs access `edit`. With a bound session that recorded writes: only the paths that session
+--- changed in writes since `id`, each back to how it was before the session's first change to it. A
+--- path another session (or a hand edit, or a command outside a write) changed after that is a
+--- conflict: kept and reported. Without a session, or for a session that never called
+--- `begin_write`: every path that differs from the capture. Returns `{reverted, removed, restored,
+--- skipped = {{path, reason, detail}}, conflicts = {{path, session, reason}}, backup, scope =
+--- "session"\|"all"}`. A child agent's writes count as its tree root's, so a parent's rollback
+--- covers what its children changed and never another tree's
 ---@param id string
 ---@return {reverted: string[], removed: string[], restored: string[], skipped: moss.ShadowSkipped[], conflicts: moss.ShadowConflict[], backup: string, scope: "session"|"all"}
 function moss.shadow.restore(id) end
+--- snapshots (and write starts) oldest first; a unified diff / `{modified, added, deleted}` from a
+--- capture to now
 ---@return {id: string, label: string, time: number, files: integer}[]
 function moss.shadow.list() end
+--- A unified diff of the tree (or `paths`) against snapshot `id`.
 ---@param id string
 ---@param paths? string[]
 ---@return string
 function moss.shadow.diff(id, paths) end
+--- The paths changed since snapshot `id`, by kind.
 ---@param id string
 ---@return {modified: string[], added: string[], deleted: string[]}
 function moss.shadow.changed(id) end
@@ -311,10 +398,13 @@ function moss.shadow.changed(id) end
 ---@class moss.json
 ---@field null table   # encodes as JSON null (nil cannot sit in a table)
 moss.json = {}
+--- A Lua value as JSON text (`moss.dict()` for an empty object).
 ---@param value any
 ---@param opts? {indent?: integer, sort_keys?: boolean}
 ---@return string
 function moss.json.encode(value, opts) end
+--- JSON text to Lua values (`null` as `moss.json.null`); invalid JSON or nesting deeper than 512
+--- levels is kind `usage` naming the line and column.
 ---@param text string
 ---@param opts? {ordered?: boolean}  # ordered: objects remember key order (moss.json.keys)
 ---@return any
@@ -330,6 +420,8 @@ function moss.json.is_object(t) end
 
 ---@class moss.scripts
 moss.scripts = {}
+--- The scripts under `folder` (e.g. "commands") in every root, project first: name, module, origin,
+--- path, and what each overrides.
 ---@param folder string
 ---@return {name: string, module: string, origin: string, path: string, overrides: string[]}[]
 function moss.scripts.list(folder) end
@@ -339,7 +431,7 @@ function moss.scripts.list(folder) end
 ---@return {ok: boolean, value?: any, error?: string, kind?: string}[]
 function moss.parallel(calls) end
 
---- A fresh, unique session id (not from math.random, which --seed makes repeatable).
+--- a fresh unique session id (8 characters without look-alikes)
 ---@return string
 function moss.session.new_id() end
 
@@ -352,32 +444,35 @@ function moss.session.new_id() end
 ---@class moss.memory
 moss.memory = {}
 
---- Remember across sessions: one bullet in .moss/memory/<kind>.md.
+--- append `- text (YYYY-MM-DD)` to the kind's file; `{kind, text, duplicate}`
 ---@param text string
 ---@param opts? {kind?: "facts"|"preferences"|"decisions"}
 ---@return {kind: string, text: string, duplicate: boolean}
 function moss.memory.memorize(text, opts) end
 
---- Memories sharing words with the query, best first.
+--- entries `{kind, text, line, file}` sharing words with the query, best first
 ---@param query string
 ---@param opts? {limit?: integer}
 ---@return moss.MemoryEntry[]
 function moss.memory.recall(query, opts) end
 
---- Remove memory lines containing the text; returns how many.
+--- remove the lines containing `text`; how many
 ---@param text string
 ---@return integer
 function moss.memory.forget(text) end
 
---- Every memory.
+--- every entry
 ---@return moss.MemoryEntry[]
 function moss.memory.all() end
 
---- Every memory file, whole (headings included).
+--- every memory file whole, headings included: `{kind, file, text}` (what `moss memory organize`
+--- rewrites)
 ---@return {kind: string, file: string, text: string}[]
 function moss.memory.files() end
 
---- Replace a kind's whole file (atomically); with {dry_run=true} only compute the diff.
+--- replace the kind's whole file atomically; `{file, changed, diff}` (a unified diff); `dry_run =
+--- true` writes nothing. Allowed at every access level, like `memorize`: `.moss/memory/` is the
+--- agent's own
 ---@param kind string
 ---@param text string
 ---@param opts? {dry_run?: boolean}
@@ -387,12 +482,12 @@ function moss.memory.write(kind, text, opts) end
 ---@class moss.store
 moss.store = {}
 
---- A named JSON document from .moss/agent/store/<name>.json; an empty table if there is none.
+--- the document saved under `name`, or an empty table if there is none
 ---@param name string   # 1-64 letters, digits, '-' and '_'
 ---@return table
 function moss.store.load(name) end
 
---- Replace the document `name` atomically (temp file, fsync, rename); returns the file's path.
+--- replace the whole document atomically (temp file, fsync, rename); the file's path
 ---@param name string
 ---@param data table
 ---@return string
@@ -420,16 +515,21 @@ moss.mcp = {}
 ---@field chars integer               # the length before capping
 ---@field timed_out? boolean          # no answer within the server's timeout
 
---- The servers in [mcp.servers.NAME]; starts none of them.
+--- `{name, transport, access, description?, error?}` per configured server (`transport` is `stdio`,
+--- `http` or `unusable`, with `error` saying why: an untrusted project's server, both or neither of
+--- `command`/`url`); starts nothing
 ---@return moss.McpServer[]
 function moss.mcp.servers() end
 
---- The tools of one server (starts it on first use; needs the server's access level).
+--- `{name, description, input_schema, params}` per tool; starts the server on first use. `params`
+--- is a one-line summary (`{"path": string, "limit"?: integer}`)
 ---@param server string
 ---@return moss.McpTool[]
 function moss.mcp.tools(server) end
 
---- Call one tool with named arguments. Refused (kind "denied") below the server's access level.
+--- `{text, is_error, chars, timed_out?}`: the result's content as text, capped (head and tail). A
+--- tool that fails returns `is_error = true` with its message; a call with no answer within
+--- `timeout` is cancelled and returns `timed_out = true`
 ---@param server string
 ---@param tool string
 ---@param args? table
@@ -505,49 +605,63 @@ function moss.mcp.call(server, tool, args, opts) end
 ---@class moss.runs
 moss.runs = {}
 
---- Start a background run (sh -c CMD in its own process group; needs access edit or full).
+--- start a run (a string is shorthand for `{cmd=}`); returns its record `{id, name, cmd, workdir,
+--- status, code, sandbox, access, detached, created_at, started_at, ended_at, duration, pid, log,
+--- error, meta, alerts, alert_rules}`. `workdir` is relative to the project; `timeout` (seconds)
+--- stops it (status `stopped`); `meta` is any data kept with it; `env` adds variables to the
+--- scrubbed environment, inside the sandbox (`MOSS_RUN_ID` and `PYTHONUNBUFFERED=1` are set; `LD_*`
+--- is refused, kind `denied`). `git` (record and terminal event) lists git metadata the run
+--- created, which moss undid
 ---@param spec string|{cmd: string, name?: string, workdir?: string, alerts?: moss.AlertRule[], detach?: boolean, timeout?: number, meta?: any, env?: table<string, string>, executor?: "local"|"ray", address?: string, resources?: {num_cpus?: number, num_gpus?: number}, results?: string}
 ---@return moss.Run
 function moss.runs.start(spec) end
 
---- Every run of the project, oldest first.
+--- every run of the project, oldest first
 ---@return moss.Run[]
 function moss.runs.list() end
 
---- One run's record.
+--- one run's record (kind `not_found` for an unknown id)
 ---@param id string
 ---@return moss.Run
 function moss.runs.status(id) end
 
---- The last `chars` characters of a run's log (default 2000).
+--- the last `chars` characters of its log
 ---@param id string
 ---@param chars? integer
 ---@return string
 function moss.runs.log_tail(id, chars) end
 
---- Stop a run (SIGTERM to its group, SIGKILL after 2 s); its record once it ended.
+--- SIGTERM to its process group, SIGKILL after 2 s; returns the record once it ended
 ---@param id string
 ---@return moss.Run
 function moss.runs.stop(id) end
 
---- The next event (alerts first), or nil after `timeout` seconds (nil: wait until one comes).
+--- the next event, or `nil` after `timeout` seconds (`nil`: until there is one). Blocks without
+--- polling the CPU; Ctrl-C ends it at once (exit 130). Events: `{type="run", id, name, status,
+--- previous, code?, error?}` for every status change, `{type="alert", id, alert_id, run_id,
+--- run_name, severity, message, choices, status, line}`; pending alert events come first
 ---@param timeout? number
 ---@return moss.RunEvent|nil
 function moss.runs.wait(timeout) end
 
---- Alerts, oldest first, optionally only one status or one run's.
+--- alerts, oldest first: `{id, run_id, run_name, rule, severity, message, choices, status, line,
+--- created_at, choice?, resolved_at?}`; `status` is `pending` or `resolved`
 ---@param filter? {status?: "pending"|"resolved", run_id?: string}
 ---@return moss.Alert[]
 function moss.runs.alerts(filter) end
 
---- Resolve a pending alert with one of its choices; "stop..." stops the run.
+--- resolve a pending alert with one of its choices (case-insensitive; another is kind `usage`); a
+--- choice starting with `stop`, `kill` or `terminate` stops the run. Returns the alert plus
+--- `run_status`
 ---@param alert_id string
 ---@param choice string
 ---@return moss.Alert
 function moss.runs.resolve(alert_id, choice) end
 
---- Raise an alert on a run (a script's own check, the LLM judge); the same message already
---- pending on the run is returned with duplicate=true instead of a second alert.
+--- raise an alert yourself (a string is shorthand for `{message=}`); `source` is `script`, `judge`
+--- or `manual`. The same message already pending on the run is not raised twice: that alert comes
+--- back with `duplicate=true`. A run another live moss process watches gets it through its trigger
+--- file (returns `{queued=true, run_id, message, severity}`)
 ---@param run_id string
 ---@param spec string|{message: string, severity?: "info"|"warning"|"critical", choices?: string[], source?: "script"|"judge"|"manual"}
 ---@return moss.Alert|{queued: true, run_id: string, message: string, severity: string}
@@ -620,6 +734,8 @@ moss.agents = {}
 ---@param spec moss.SpawnSpec
 ---@return string
 function moss.agents.start(spec) end
+--- Wait up to `timeout` seconds (none: until it ends) for a child; its result, or nil when it is
+--- still running.
 ---@param id string
 ---@param timeout? number
 ---@return moss.ChildResult|nil
@@ -629,6 +745,7 @@ function moss.agents.wait(id, timeout) end
 ---@param timeout? number
 ---@return integer|nil, moss.ChildResult|nil
 function moss.agents.wait_any(ids, timeout) end
+--- A child's state: running, paused, done, failed or cancelled.
 ---@param id string
 ---@return string
 function moss.agents.status(id) end
@@ -636,13 +753,16 @@ function moss.agents.status(id) end
 ---@param id? string
 ---@return table
 function moss.agents.info(id) end
+--- Pause a child agent at its next turn boundary (it waits there until resumed).
 ---@param id string
 ---@return boolean
 function moss.agents.pause(id) end
+--- Let a paused child go on; `message` reaches it as a note from its parent.
 ---@param id string
 ---@param message? string
 ---@return boolean
 function moss.agents.resume(id, message) end
+--- Cancel a child agent: it stops at its next turn boundary, its checkpoint says `cancelled`.
 ---@param id string
 ---@return boolean
 function moss.agents.cancel(id) end
@@ -686,6 +806,7 @@ moss.locks = {}
 ---@param opts? {timeout?: number}
 ---@return integer|nil, string|nil
 function moss.locks.acquire(target, opts) end
+--- Let go of a lock taken with `moss.locks.acquire`; false when it was not held.
 ---@param id integer
 ---@return boolean
 function moss.locks.release(id) end
@@ -696,21 +817,31 @@ function moss.locks.list() end
 ---@class moss.inbox
 ---What the user says while a session works (docs/lua-api.md#mossinbox).
 moss.inbox = {}
+--- listen for the session: it counts as running (`moss say` without an id finds the latest),
+--- reading starts at `offset` (keep it in the checkpoint), and a terminal stdin is read in the
+--- background. Returns `{offset, listening, channels}`
 ---@param session_id string
 ---@param opts? {offset?: integer, task?: string, terminal?: boolean}
 ---@return {offset: integer, listening: boolean, channels: string[]}
 function moss.inbox.open(session_id, opts) end
+--- the handler moss calls while it waits for the model or a shell command (every 0.2 s, when
+--- something arrived); returning `"interrupt"` ends that wait: `moss.llm.chat` raises kind
+--- `stopped`, a shell command is stopped
 ---@param handler fun(records: table[], offset: integer): string|nil  # "interrupt" ends the wait
 function moss.inbox.watch(handler) end
+--- `{records, offset}`: what arrived since the last read. A record is `{id, ts, source, type =
+--- "user", text}` or `{..., type = "control", action = "pause"\|"stop"\|"resume"}`
 ---@return {records: table[], offset: integer}
 function moss.inbox.read() end
+--- put a message in a session's inbox (e.g. to a child agent)
 ---@param session_id string
 ---@param text string
 ---@param opts? {source?: string}
 ---@return table
 function moss.inbox.post(session_id, text, opts) end
+--- stop listening; the session no longer counts as running
 ---@return boolean
 function moss.inbox.close() end
----Internal: the host's note that a handler is registered (moss.inbox.watch calls it).
+--- internal: how `moss.inbox.watch` tells the host a handler is registered
 ---@param on boolean
 function moss.inbox._watched(on) end

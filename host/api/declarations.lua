@@ -1,0 +1,846 @@
+---@meta moss
+-- The moss.* API, declared once (host/api/declare.py reads it): each primitive's doc,
+-- `---@param`s, `---@return` and `---@errors`, and the classes and aliases they use. The
+-- argument checks every primitive runs, scripts/types/moss.lua (editor stubs, read through
+-- .luarc.json) and the reference tables of docs/lua-api.md are made from this file:
+-- `python -m moss.api` after an edit. An argument that does not fit its `---@param`
+-- is a `usage` error naming it. Only the types at the top of a parameter are checked (that
+-- a table came, not its fields).
+
+--- Every kind of error a primitive or the runtime raises (`err.kind`, `moss.error_kind(err)`).
+---@alias moss.ErrorKind
+---| "usage"        # a primitive was called wrongly (bad argument), or a script asked for something that cannot be
+---| "config"       # moss is not configured for this (e.g. no LLM provider), or a file it keeps is broken (a config file, a checkpoint)
+---| "not_found"    # a path, symbol, session or module does not exist
+---| "ambiguous"    # a name matches several things
+---| "denied"       # refused by the access level, trust or path confinement
+---| "io"           # a file, process or server moss needed could not be read, written or reached
+---| "conflict"     # a change collides with one made meanwhile (an edit whose text moved, a restore)
+---| "locked"       # another session holds the lock (after the wait)
+---| "budget"       # an LLM cost or token budget is spent
+---| "llm"          # the LLM call failed after retries
+---| "timeout"      # a deadline passed
+---| "stopped"      # the user spoke while a model call or a wait was in flight; the call was abandoned
+---| "interrupted"  # the user pressed Ctrl-C (not catchable: re-raised)
+---| "syntax"       # a Lua chunk did not compile
+---| "memory"       # the script went over its memory limit ([lua] max_memory_mb)
+---| "internal"     # a bug in moss: the log has the traceback; please report it
+---| "lua"          # (moss.error_kind only) a plain Lua error, not a moss one
+
+---@class moss.Error
+---@field kind moss.ErrorKind
+---@field message string   # "moss.ns.fn: what went wrong"
+---@field where string     # "file.lua:LINE: " of the caller, or ""
+
+---@class moss
+---@field args string[]            # words after `moss @NAME` (host options removed)
+---@field root string              # the project root (nearest .moss/ or .git/ above cwd)
+---@field config table             # merged .moss/config.toml over ~/.config/moss/config.toml; every field
+---@field options moss.Options     # host options given on the command line
+---@field trust moss.Trust         # whether the project's .moss/ content is in use (a copy)
+---@field script string            # the name of the running script
+---@field version string           # moss's version
+moss = {}
+
+---@class moss.Trust
+---@field trusted boolean          # the project's scripts, commands, endpoints, widening settings are in use
+---@field needed boolean           # the project's .moss/ holds anything that needs trust
+---@field how string               # "nothing to trust" | "recorded" | "--trust" | "answered yes" | ""
+---@field max_access string        # the user's [trust] max_access (default "edit"): cap for a project-chosen role
+---@field project_keys string[]    # dotted config keys whose value came from .moss/config.toml
+---@field ignored string[]         # what the project set that this run does not use, one line each
+
+---@class moss.Options
+---@field provider? string
+---@field model? string
+---@field record? string
+---@field replay? string
+---@field script? string
+---@field max_cost? number
+---@field max_tokens? integer
+---@field memory_mb? integer
+---@field timeout? number
+---@field allow_full? boolean
+---@field verbose? boolean
+
+--- mark a table as an object so it converts to `{}` even when empty
+---@param t? table
+---@return table
+function moss.dict(t) end
+
+--- raise a moss error of your own kind; `level` picks the line named (1 the caller, 0 none: for
+--- configuration problems)
+---@param kind string
+---@param message string
+---@param level? integer  # 1 = the caller of moss.error (default)
+function moss.error(kind, message, level) end
+
+--- the kind of any error value
+---@param err any
+---@return string
+function moss.error_kind(err) end
+
+--- `string.format`
+---@param fmt string
+---@return string
+function moss.fmt(fmt, ...) end
+
+---@class moss.ui
+moss.ui = {}
+
+--- a message on stderr; `style` is a rich style such as `"bold red"`
+---@param text string
+---@param opts? {style?: string}  # a rich style such as "bold red"
+function moss.ui.print(text, opts) end
+
+--- a one-line progress message on stderr (`› text`)
+---@param text string
+function moss.ui.status(text) end
+
+--- whether stderr is a terminal
+---@return boolean
+function moss.ui.is_terminal() end
+
+--- whether a person can answer questions (stdin is a terminal, or `MOSS_ASSUME_TTY=1` for IDEs that
+--- pipe answers)
+---@return boolean
+function moss.ui.interactive() end
+
+--- ask the user; returns the answer line, or `nil` when nobody can answer
+---@param question string
+---@param opts? {choices?: string[]}
+---@return string|nil
+function moss.ui.ask(question, opts) end
+
+--- y/N question; `false` when nobody can answer
+---@param question string
+---@return boolean
+function moss.ui.confirm(question) end
+
+--- rows (tables) on stdout: a rich table on a terminal (a row's `_style` field, e.g. `"bold blue"`,
+--- styles it), tab-separated otherwise
+---@param rows table[]
+---@param opts? {columns?: string[], title?: string}
+function moss.ui.table(rows, opts) end
+
+--- one JSON line on stdout (the `stream-json` format)
+---@param event table
+function moss.ui.event(event) end
+
+--- a live status line at the bottom of the terminal until `live_stop()`: a spinner, `text`, the
+--- seconds since it started, and the tokens an LLM reply has streamed so far (characters / 4, shown
+--- as `~N tokens`, with the reply's last words); while it shows, streamed text is counted there
+--- instead of printed. Calling it again retitles it and restarts its clock. `false`, and nothing
+--- shown, when stderr is not a terminal or `NO_COLOR` is set (it redraws itself with escape
+--- sequences); never on stdout
+---@param text string
+---@return boolean
+function moss.ui.live(text) end
+
+--- clear the status line; `true` when one was showing (so the caller prints the reply itself)
+---@return boolean
+function moss.ui.live_stop() end
+
+---@class moss.Usage
+---@field input_tokens integer
+---@field output_tokens integer
+---@field cache_read_tokens integer
+---@field cache_write_tokens integer
+---@field cost_usd number|nil
+
+---@class moss.ChatResult
+---@field text string
+---@field stop_reason string   # end_turn, max_tokens, stop_sequence
+---@field model string
+---@field provider string
+---@field usage moss.Usage
+---@field max_tokens integer    # the reply limit sent, after the caps of docs/llm.md (window, max_output_tokens)
+
+---@class moss.ChatRequest
+---@field messages? {role: "user"|"assistant", content: string}[]
+---@field prompt? string        # shorthand for one user message
+---@field system? string
+---@field model? string
+---@field provider? string
+---@field max_tokens? integer
+---@field stop? string|string[]
+---@field temperature? number
+---@field label? string which part of a machine asks (sent as the X-Moss-Label header)
+
+---@class moss.llm
+moss.llm = {}
+
+--- one model call; returns `{text, stop_reason, model, provider, usage={input_tokens,
+--- output_tokens, cache_read_tokens, cache_write_tokens, cost_usd}, max_tokens}` (`max_tokens`: the
+--- reply limit sent, after the caps of [llm.md](llm.md#reply-limits-and-the-servers-window)).
+--- `messages` is a list of `{role=, content=}`; `prompt="..."` is a shorthand for one user message;
+--- `label="explorer/evaluator"` is sent as the `X-Moss-Label` header (the runner labels each turn
+--- `ROLE/STATE`; it never changes the prompt, so caching is unaffected)
+---@errors config, budget, llm, timeout, stopped
+---@param request moss.ChatRequest
+---@return moss.ChatResult
+function moss.llm.chat(request) end
+
+--- session totals: the usage keys plus `calls`, `cost_known`
+---@return moss.Usage
+function moss.llm.usage() end
+
+--- `nil`, or a sentence saying which budget (`--max-cost`, `--max-tokens`, `[llm] max_cost_usd`,
+--- `max_total_tokens`) is spent
+---@return string|nil
+function moss.llm.budget() end
+
+--- the provider the next call would use, resolved now: `{name, model, base_url, is_local, detected,
+--- context_window}` (`context_window`: `[llm] context_window`, else what a local server says it
+--- holds — asked once per session — else the known window of the model in tokens, else `nil`). With
+--- no provider chosen by flag, config or key, a local OpenAI-compatible server found running is
+--- used (`detected` names it: Ollama, llama.cpp, LM Studio, vLLM) and stderr says so; with none,
+--- kind `config` naming the ports tried. `@agent` calls it before its first turn
+---@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?, context_window: integer?}
+function moss.llm.provider() end
+
+---@class moss.code
+moss.code = {}
+
+--- `"."` or a directory: a .gitignore-aware tree ending in `N directories, M files`; a file: a
+--- tree-sitter skeleton (signatures with `L<start>-<end>`, docstring summaries, enum variants and
+--- fields); `path:A-B`: numbered lines; `path:N`: the symbol around line N; `path/Symbol`: that
+--- symbol's source (when `path` is an existing file's exact path, always read this way, before any
+--- fuzzy path match). A unique suffix finds a file (`llm.rs`); an ambiguous one lists candidates
+--- (kind `ambiguous`). Binary and huge files get a one-line message. A file name with a control,
+--- bidi or separator character shows it escaped (`\x0a`, `\u202e`), in every tool's output, so each
+--- name stays one line
+---@param target string
+---@param opts? {depth?: integer, max_chars?: integer}
+---@return string
+function moss.code.view(target, opts) end
+
+--- ripgrep: hits grouped by file, each with its line number and enclosing symbol, then a total; a
+--- bad regex is kind `usage`
+---@param pattern string
+---@param opts? {only?: string|string[], limit?: integer, ignore_case?: boolean, max_chars?: integer}
+---@return string
+function moss.code.search(pattern, opts) end
+
+---@class moss.RunResult
+---@field stdout string
+---@field stderr string
+---@field code integer|nil
+---@field timed_out boolean
+---@field truncated boolean
+---@field duration number
+---@field sandbox string   # bwrap-ro, bwrap-project or none
+---@field cmd string
+---@field git? string[]     # git metadata the command created or changed (undone where possible)
+
+---@class moss.shell
+moss.shell = {}
+
+--- sh -c CMD under the session's access level, with a scrubbed environment (env adds to it; LD_* refused).
+---@param cmd string
+---@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string, env?: table<string, string>}
+---@return moss.RunResult
+function moss.shell.run(cmd, opts) end
+
+---@alias moss.AccessLevel "read-only"|"read-shell"|"edit"|"full"
+
+---@class moss.access
+moss.access = {}
+--- Set the session's tool access level; a level above what this run may have (trust,
+--- `--allow-full`) is refused (kind `denied`).
+---@param level moss.AccessLevel
+---@return moss.AccessLevel
+function moss.access.set(level) end
+--- The session's tool access level now.
+---@return moss.AccessLevel
+function moss.access.get() end
+--- Every access level, from the least to the most allowed.
+---@return moss.AccessLevel[]
+function moss.access.levels() end
+
+---@class moss.fs
+moss.fs = {}
+--- a text file inside the project (relative to the root); binary and files over 2 MB refused, and
+--- so are pipes, sockets, devices and symlink loops (kind `usage`)
+---@param path string
+---@return string
+function moss.fs.read(path) end
+--- atomic write inside the project; needs access `edit` or `full`; the root, a directory, a pipe,
+--- socket, device or symlink loop is refused (kind `usage`)
+---@param path string
+---@param text string
+function moss.fs.write(path, text) end
+--- whether a path inside the project exists
+---@param path string
+---@return boolean
+function moss.fs.exists(path) end
+
+---@class moss.EditSpec
+---@field target string                 # "path/Symbol" or "path"
+---@field action "delete"|"replace"|"insert"|"text"|"create"|"append"|"prepend"
+---@field content? string
+---@field position? "before"|"after"
+---@field old? string                   # for action "text"
+
+---@class moss.EditResult
+---@field files string[]
+---@field changes {path: string, diff: string, added: integer, removed: integer, target: string, action: string}[]
+---@field diff string
+---@field syntax_warning? string
+
+---@class moss.edit
+moss.edit = {}
+--- Compute what `moss.edit.apply` would do, without writing: `{files, changes, diff,
+--- syntax_warning?}`.
+---@param specs moss.EditSpec|moss.EditSpec[]
+---@return moss.EditResult
+function moss.edit.preview(specs) end
+--- All or nothing; needs access edit or full.
+---@param specs moss.EditSpec|moss.EditSpec[]
+---@return moss.EditResult
+function moss.edit.apply(specs) end
+
+---@class moss.session
+moss.session = {}
+--- write the checkpoint (any table; written through a JSON encoder, temp file + rename)
+---@param id string
+---@param state table
+---@return string path
+function moss.session.save(id, state) end
+--- a checkpoint as a table (its `session_id` set to the id it was loaded under); no id = the
+--- latest. A file that is not a JSON object, or whose `task`, `state`, `turn`, ... have the wrong
+--- type, is kind `config`, naming the file and how to start fresh
+---@param id? string   # nil = the latest
+---@return table
+function moss.session.load(id) end
+--- `{id, mtime, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest first;
+--- an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
+---@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
+function moss.session.list() end
+--- append one event line `{event, ts, ...data, session, parent}` (every line names its agent and
+--- that agent's parent, `null` for a root)
+---@param id string
+---@param event string
+---@param data? table
+function moss.session.log(id, event, data) end
+--- host-side events (LLM attempts, retries, snapshots, edits) go to this session's log from now on;
+--- `role` names the agent to others waiting for its locks
+---@param id string
+---@param opts? {role?: string}  the agent's role, shown to agents waiting for its locks
+function moss.session.bind(id, opts) end
+--- the logs; one log's events
+---@return {id: string, path: string, events: integer, mtime: number}[]
+function moss.session.logs() end
+--- A session's log records, oldest first.
+---@param id string
+---@return table[]
+function moss.session.events(id) end
+
+---@class moss.ShadowNotCaptured
+---@field path string
+---@field reason "too_large"|"over_total"|"unreadable"|"special"
+---@field detail string
+
+---@class moss.ShadowSkipped
+---@field path string          # directories end with "/"
+---@field reason "too_large"|"over_total"|"unreadable"|"special"|"not_backed_up"|"not_empty"|"obstructed"|"failed"
+---@field detail string
+
+---@class moss.ShadowConflict
+---@field path string
+---@field session? string      # nil: changed outside any recorded write
+---@field reason string
+
+---@class moss.shadow
+moss.shadow = {}
+--- capture the tree now; returns its id
+---@param label string
+---@return string id
+function moss.shadow.snapshot(label) end
+--- capture before something that may write (an edit, a `moss.shell.run`); returns the write id,
+--- itself a snapshot id. The bound session (`moss.session.bind`) owns what the write changes
+---@param label string
+---@return string write_id  # also a snapshot id
+function moss.shadow.begin_write(label) end
+--- capture after it and record in the ownership journal which paths it changed. Returns `{id, post,
+--- changed = {paths}, not_captured = {{path, reason, detail}}}`: `not_captured` are changed paths a
+--- rollback cannot put back. Calling it twice returns the first result; a write never ended is
+--- closed by the session's next `begin_write` or `restore`
+---@param write_id string
+---@return {id: string, post: string, changed: string[], not_captured: moss.ShadowNotCaptured[]}
+function moss.shadow.end_write(write_id) end
+--- needs access `edit`. With a bound session that recorded writes: only the paths that session
+--- changed in writes since `id`, each back to how it was before the session's first change to it. A
+--- path another session (or a hand edit, or a command outside a write) changed after that is a
+--- conflict: kept and reported. Without a session, or for a session that never called
+--- `begin_write`: every path that differs from the capture. Returns `{reverted, removed, restored,
+--- skipped = {{path, reason, detail}}, conflicts = {{path, session, reason}}, backup, scope =
+--- "session"\|"all"}`. A child agent's writes count as its tree root's, so a parent's rollback
+--- covers what its children changed and never another tree's
+---@param id string
+---@return {reverted: string[], removed: string[], restored: string[], skipped: moss.ShadowSkipped[], conflicts: moss.ShadowConflict[], backup: string, scope: "session"|"all"}
+function moss.shadow.restore(id) end
+--- snapshots (and write starts) oldest first; a unified diff / `{modified, added, deleted}` from a
+--- capture to now
+---@return {id: string, label: string, time: number, files: integer}[]
+function moss.shadow.list() end
+--- A unified diff of the tree (or `paths`) against snapshot `id`.
+---@param id string
+---@param paths? string[]
+---@return string
+function moss.shadow.diff(id, paths) end
+--- The paths changed since snapshot `id`, by kind.
+---@param id string
+---@return {modified: string[], added: string[], deleted: string[]}
+function moss.shadow.changed(id) end
+
+---@class moss.json
+---@field null table   # encodes as JSON null (nil cannot sit in a table)
+moss.json = {}
+--- A Lua value as JSON text (`moss.dict()` for an empty object).
+---@param value any
+---@param opts? {indent?: integer, sort_keys?: boolean}
+---@return string
+function moss.json.encode(value, opts) end
+--- JSON text to Lua values (`null` as `moss.json.null`); invalid JSON or nesting deeper than 512
+--- levels is kind `usage` naming the line and column.
+---@param text string
+---@param opts? {ordered?: boolean}  # ordered: objects remember key order (moss.json.keys)
+---@return any
+function moss.json.decode(text, opts) end
+---An object's keys in source order when decoded with {ordered=true}; sorted keys otherwise.
+---@param t table
+---@return string[]
+function moss.json.keys(t) end
+---Whether `t` was decoded (with {ordered=true}) from a JSON object rather than an array.
+---@param t table
+---@return boolean
+function moss.json.is_object(t) end
+
+---@class moss.scripts
+moss.scripts = {}
+--- The scripts under `folder` (e.g. "commands") in every root, project first: name, module, origin,
+--- path, and what each overrides.
+---@param folder string
+---@return {name: string, module: string, origin: string, path: string, overrides: string[]}[]
+function moss.scripts.list(folder) end
+
+--- Run read-only primitives side by side: { {"code.view", "src"}, ... }.
+---@param calls table[]
+---@return {ok: boolean, value?: any, error?: string, kind?: string}[]
+function moss.parallel(calls) end
+
+--- a fresh unique session id (8 characters without look-alikes)
+---@return string
+function moss.session.new_id() end
+
+---@class moss.MemoryEntry
+---@field kind "facts"|"preferences"|"decisions"
+---@field text string
+---@field line integer
+---@field file string
+
+---@class moss.memory
+moss.memory = {}
+
+--- append `- text (YYYY-MM-DD)` to the kind's file; `{kind, text, duplicate}`
+---@param text string
+---@param opts? {kind?: "facts"|"preferences"|"decisions"}
+---@return {kind: string, text: string, duplicate: boolean}
+function moss.memory.memorize(text, opts) end
+
+--- entries `{kind, text, line, file}` sharing words with the query, best first
+---@param query string
+---@param opts? {limit?: integer}
+---@return moss.MemoryEntry[]
+function moss.memory.recall(query, opts) end
+
+--- remove the lines containing `text`; how many
+---@param text string
+---@return integer
+function moss.memory.forget(text) end
+
+--- every entry
+---@return moss.MemoryEntry[]
+function moss.memory.all() end
+
+--- every memory file whole, headings included: `{kind, file, text}` (what `moss memory organize`
+--- rewrites)
+---@return {kind: string, file: string, text: string}[]
+function moss.memory.files() end
+
+--- replace the kind's whole file atomically; `{file, changed, diff}` (a unified diff); `dry_run =
+--- true` writes nothing. Allowed at every access level, like `memorize`: `.moss/memory/` is the
+--- agent's own
+---@param kind string
+---@param text string
+---@param opts? {dry_run?: boolean}
+---@return {file: string, changed: boolean, diff: string}
+function moss.memory.write(kind, text, opts) end
+
+---@class moss.store
+moss.store = {}
+
+--- the document saved under `name`, or an empty table if there is none
+---@param name string   # 1-64 letters, digits, '-' and '_'
+---@return table
+function moss.store.load(name) end
+
+--- replace the whole document atomically (temp file, fsync, rename); the file's path
+---@param name string
+---@param data table
+---@return string
+function moss.store.save(name, data) end
+
+---@class moss.mcp
+moss.mcp = {}
+
+---@class moss.McpServer
+---@field name string
+---@field transport "stdio"|"http"|"unusable"
+---@field access "read-only"|"full"   # the access level its tools need
+---@field description? string
+---@field error? string               # why it is unusable (e.g. an untrusted project's)
+
+---@class moss.McpTool
+---@field name string
+---@field description string          # control characters escaped, capped
+---@field input_schema table          # {} when the server's was unusable or too large
+---@field params string               # one line: {"path": string, "limit"?: integer}
+
+---@class moss.McpResult
+---@field text string                 # the content as text, capped (head and tail)
+---@field is_error boolean            # the tool reported a failure
+---@field chars integer               # the length before capping
+---@field timed_out? boolean          # no answer within the server's timeout
+
+--- `{name, transport, access, description?, error?}` per configured server (`transport` is `stdio`,
+--- `http` or `unusable`, with `error` saying why: an untrusted project's server, both or neither of
+--- `command`/`url`); starts nothing
+---@return moss.McpServer[]
+function moss.mcp.servers() end
+
+--- `{name, description, input_schema, params}` per tool; starts the server on first use. `params`
+--- is a one-line summary (`{"path": string, "limit"?: integer}`)
+---@param server string
+---@return moss.McpTool[]
+function moss.mcp.tools(server) end
+
+--- `{text, is_error, chars, timed_out?}`: the result's content as text, capped (head and tail). A
+--- tool that fails returns `is_error = true` with its message; a call with no answer within
+--- `timeout` is cancelled and returns `timed_out = true`
+---@param server string
+---@param tool string
+---@param args? table
+---@param opts? {max_chars?: integer}
+---@return moss.McpResult
+function moss.mcp.call(server, tool, args, opts) end
+
+---@class moss.Alert
+---@field id string
+---@field run_id string
+---@field run_name string
+---@field rule string                  # the rule's name, e.g. "loss is nan"
+---@field severity "info"|"warning"|"critical"
+---@field message string
+---@field choices string[]
+---@field status "pending"|"resolved"
+---@field line string                  # the log line that raised it ("" when raised by hand)
+---@field source "rule"|"manual"|"script"|"judge"  # who raised it
+---@field duplicate? boolean           # from moss.runs.alert: the same message was already pending
+---@field created_at number
+---@field choice? string               # once resolved
+---@field resolved_at? number
+---@field run_status? string           # from moss.runs.resolve: the run's status afterwards
+
+---@alias moss.RunStatus "queued"|"running"|"finished"|"failed"|"stopped"
+
+---@class moss.Run
+---@field id string
+---@field name string
+---@field cmd string
+---@field workdir string               # relative to the project root
+---@field status moss.RunStatus
+---@field code? integer                # exit code (negative: killed by that signal)
+---@field error? string                # why it failed or was stopped
+---@field sandbox string               # bwrap-project, none, or ray
+---@field executor "local"|"ray"
+---@field ray? {address: string, submission_id: string, working_dir: string, num_cpus: number, num_gpus: number}
+---@field results? string              # MOSS_RESULTS_DIR given to the run
+---@field access string
+---@field detached boolean
+---@field created_at number
+---@field started_at? number
+---@field ended_at? number
+---@field duration? number
+---@field pid? integer
+---@field timeout? number
+---@field log string                   # .moss/agent/runs/<id>.log
+---@field meta? any
+---@field alert_rules table[]
+---@field alerts moss.Alert[]
+---@field git? string[]               # git metadata the run created or changed (undone where possible)
+
+--- An alert rule; `pattern` (and "/REGEX/") is RE2 syntax: linear time, no backreferences or lookaround.
+---@alias moss.AlertRule string|{pattern?: string, ignore_case?: boolean, metric?: string, op?: ">"|">="|"<"|"<=", threshold?: number, nan?: boolean, spike?: number, min_points?: integer, severity?: "info"|"warning"|"critical", message?: string, choices?: string[], name?: string, once?: boolean}
+
+---@class moss.RunEvent
+---@field type "run"|"alert"
+---@field id string                    # the run id, or the alert id
+---@field name? string                 # run events
+---@field status string                # the run's new status, or the alert's
+---@field previous? string             # run events: the status before
+---@field code? integer
+---@field error? string
+---@field alert_id? string             # alert events
+---@field run_id? string
+---@field run_name? string
+---@field severity? string
+---@field message? string
+---@field choices? string[]
+---@field line? string
+---@field git? string[]                # terminal run events: git metadata the run created or changed
+
+---@class moss.runs
+moss.runs = {}
+
+--- start a run (a string is shorthand for `{cmd=}`); returns its record `{id, name, cmd, workdir,
+--- status, code, sandbox, access, detached, created_at, started_at, ended_at, duration, pid, log,
+--- error, meta, alerts, alert_rules}`. `workdir` is relative to the project; `timeout` (seconds)
+--- stops it (status `stopped`); `meta` is any data kept with it; `env` adds variables to the
+--- scrubbed environment, inside the sandbox (`MOSS_RUN_ID` and `PYTHONUNBUFFERED=1` are set; `LD_*`
+--- is refused, kind `denied`). `git` (record and terminal event) lists git metadata the run
+--- created, which moss undid
+---@param spec string|{cmd: string, name?: string, workdir?: string, alerts?: moss.AlertRule[], detach?: boolean, timeout?: number, meta?: any, env?: table<string, string>, executor?: "local"|"ray", address?: string, resources?: {num_cpus?: number, num_gpus?: number}, results?: string}
+---@return moss.Run
+function moss.runs.start(spec) end
+
+--- every run of the project, oldest first
+---@return moss.Run[]
+function moss.runs.list() end
+
+--- one run's record (kind `not_found` for an unknown id)
+---@param id string
+---@return moss.Run
+function moss.runs.status(id) end
+
+--- the last `chars` characters of its log
+---@param id string
+---@param chars? integer
+---@return string
+function moss.runs.log_tail(id, chars) end
+
+--- SIGTERM to its process group, SIGKILL after 2 s; returns the record once it ended
+---@param id string
+---@return moss.Run
+function moss.runs.stop(id) end
+
+--- the next event, or `nil` after `timeout` seconds (`nil`: until there is one). Blocks without
+--- polling the CPU; Ctrl-C ends it at once (exit 130). Events: `{type="run", id, name, status,
+--- previous, code?, error?}` for every status change, `{type="alert", id, alert_id, run_id,
+--- run_name, severity, message, choices, status, line}`; pending alert events come first
+---@param timeout? number
+---@return moss.RunEvent|nil
+function moss.runs.wait(timeout) end
+
+--- alerts, oldest first: `{id, run_id, run_name, rule, severity, message, choices, status, line,
+--- created_at, choice?, resolved_at?}`; `status` is `pending` or `resolved`
+---@param filter? {status?: "pending"|"resolved", run_id?: string}
+---@return moss.Alert[]
+function moss.runs.alerts(filter) end
+
+--- resolve a pending alert with one of its choices (case-insensitive; another is kind `usage`); a
+--- choice starting with `stop`, `kill` or `terminate` stops the run. Returns the alert plus
+--- `run_status`
+---@param alert_id string
+---@param choice string
+---@return moss.Alert
+function moss.runs.resolve(alert_id, choice) end
+
+--- raise an alert yourself (a string is shorthand for `{message=}`); `source` is `script`, `judge`
+--- or `manual`. The same message already pending on the run is not raised twice: that alert comes
+--- back with `duplicate=true`. A run another live moss process watches gets it through its trigger
+--- file (returns `{queued=true, run_id, message, severity}`)
+---@param run_id string
+---@param spec string|{message: string, severity?: "info"|"warning"|"critical", choices?: string[], source?: "script"|"judge"|"manual"}
+---@return moss.Alert|{queued: true, run_id: string, message: string, severity: string}
+function moss.runs.alert(run_id, spec) end
+
+
+-- ---- child agents ------------------------------------------------------------------
+
+---@class moss.SpawnSpec
+---@field task string the child's task
+---@field role? string a role under roles/ (default explorer)
+---@field machine? string a machine under machines/ (default [agent] machine or v1)
+---@field max_turns? integer
+---@field access? "read-only"|"read-shell"|"edit"|"full" at most the parent's; the child's role is clamped to it
+---@field auto_approve? "low"|"medium"|"high"
+---@field context? string a note the child starts with
+---@field spawn? boolean whether the child may itself use $(spawn)
+---@field events? "stream-json" emit the child's events on stdout with its id
+---@field resume? string re-attach a child of this session saved by an earlier run
+---@field message? string with resume: a message for a finished child, which goes on
+
+---@class moss.ChildResult
+---@field answer string|nil
+---@field success boolean
+---@field reason string answered, max_turns, budget, loop, error, cancelled, ...
+---@field turns integer
+---@field usage moss.Usage
+---@field session_id string the child's id, PARENT-N
+---@field role string
+---@field evidence string[] the working memory it kept, capped
+---@field error? string for a failed child: "child ID failed: ..."
+
+---@class moss.AgentHandle
+---@field id string
+local AgentHandle = {}
+--- The result once the child ended; nil after `timeout` seconds.
+---@param timeout? number
+---@return moss.ChildResult|nil
+function AgentHandle:wait(timeout) end
+---@return "running"|"paused"|"done"|"failed"|"cancelled"
+function AgentHandle:status() end
+--- Stop at the next turn boundary (after its checkpoint) until resumed.
+function AgentHandle:pause() end
+--- Go on (a paused child; a finished one with a message starts again from its checkpoint).
+---@param message? string
+function AgentHandle:resume(message) end
+--- Stop it (at once, or at its next turn boundary); its result says "cancelled".
+function AgentHandle:cancel() end
+
+--- Start a child agent in its own thread and Lua runtime; returns at once.
+---@param spec moss.SpawnSpec
+---@return moss.AgentHandle
+function moss.spawn(spec) end
+
+--- The first of `handles` to end, and its result; nil after `timeout` seconds.
+---@param handles moss.AgentHandle[]
+---@param timeout? number
+---@return moss.AgentHandle|nil, moss.ChildResult|nil
+function moss.wait_any(handles, timeout) end
+
+--- Every handle's result, in order.
+---@param handles moss.AgentHandle[]
+---@param timeout? number
+---@return moss.ChildResult[]
+function moss.wait_all(handles, timeout) end
+
+---@class moss.agents
+moss.agents = {}
+--- Start a child (what moss.spawn calls): its id.
+---@param spec moss.SpawnSpec
+---@return string
+function moss.agents.start(spec) end
+--- Wait up to `timeout` seconds (none: until it ends) for a child; its result, or nil when it is
+--- still running.
+---@param id string
+---@param timeout? number
+---@return moss.ChildResult|nil
+function moss.agents.wait(id, timeout) end
+--- Index (1-based) and result of the first of `ids` to end; nil after `timeout`.
+---@param ids string[]
+---@param timeout? number
+---@return integer|nil, moss.ChildResult|nil
+function moss.agents.wait_any(ids, timeout) end
+--- A child's state: running, paused, done, failed or cancelled.
+---@param id string
+---@return string
+function moss.agents.status(id) end
+--- One child's {id, parent, role, status, task, turn, state, waiting, result}, or all of this tree's.
+---@param id? string
+---@return table
+function moss.agents.info(id) end
+--- Pause a child agent at its next turn boundary (it waits there until resumed).
+---@param id string
+---@return boolean
+function moss.agents.pause(id) end
+--- Let a paused child go on; `message` reaches it as a note from its parent.
+---@param id string
+---@param message? string
+---@return boolean
+function moss.agents.resume(id, message) end
+--- Cancel a child agent: it stops at its next turn boundary, its checkpoint says `cancelled`.
+---@param id string
+---@return boolean
+function moss.agents.cancel(id) end
+--- For a child's runner between turns: {} to go on, {message=} from its parent, {cancel=true}; blocks while paused.
+---@param turn integer
+---@param state string
+---@return {message?: string, cancel?: boolean}
+function moss.agents.boundary(turn, state) end
+--- A child's progress event (live panel; child_* events in stream-json).
+---@param event table
+function moss.agents.progress(event) end
+--- This agent: {id, parent, tree, role, max_access, child}.
+---@return table
+function moss.agents.self() end
+--- The saved direct children of a session (this one by default), from their checkpoints.
+---@param id? string
+---@return table[]
+function moss.agents.children(id) end
+
+-- ---- locks -------------------------------------------------------------------------
+
+---@class moss.LockHandle
+---@field id integer
+---@field target string
+local LockHandle = {}
+--- Let go (false if already released).
+---@return boolean
+function LockHandle:release() end
+
+--- Lock a directory (`src/`), a file (`src/main.rs`) or a symbol (`src/main.rs/Cli/run`).
+--- Waiters queue in order; after `timeout` seconds (default 30): nil, "locked by ID (role) since TIME".
+---@param target string
+---@param opts? {timeout?: number}
+---@return moss.LockHandle|nil, string|nil
+function moss.lock(target, opts) end
+
+---@class moss.locks
+moss.locks = {}
+--- What moss.lock calls: a lock id, or nil and the holder.
+---@param target string|string[]
+---@param opts? {timeout?: number}
+---@return integer|nil, string|nil
+function moss.locks.acquire(target, opts) end
+--- Let go of a lock taken with `moss.locks.acquire`; false when it was not held.
+---@param id integer
+---@return boolean
+function moss.locks.release(id) end
+--- Every lock held in this project, by this process and others: {targets, session, role, pid, since}.
+---@return table[]
+function moss.locks.list() end
+
+---@class moss.inbox
+---What the user says while a session works (docs/lua-api.md#mossinbox).
+moss.inbox = {}
+--- listen for the session: it counts as running (`moss say` without an id finds the latest),
+--- reading starts at `offset` (keep it in the checkpoint), and a terminal stdin is read in the
+--- background. Returns `{offset, listening, channels}`
+---@param session_id string
+---@param opts? {offset?: integer, task?: string, terminal?: boolean}
+---@return {offset: integer, listening: boolean, channels: string[]}
+function moss.inbox.open(session_id, opts) end
+--- the handler moss calls while it waits for the model or a shell command (every 0.2 s, when
+--- something arrived); returning `"interrupt"` ends that wait: `moss.llm.chat` raises kind
+--- `stopped`, a shell command is stopped
+---@param handler fun(records: table[], offset: integer): string|nil  # "interrupt" ends the wait
+function moss.inbox.watch(handler) end
+--- `{records, offset}`: what arrived since the last read. A record is `{id, ts, source, type =
+--- "user", text}` or `{..., type = "control", action = "pause"\|"stop"\|"resume"}`
+---@return {records: table[], offset: integer}
+function moss.inbox.read() end
+--- put a message in a session's inbox (e.g. to a child agent)
+---@param session_id string
+---@param text string
+---@param opts? {source?: string}
+---@return table
+function moss.inbox.post(session_id, text, opts) end
+--- stop listening; the session no longer counts as running
+---@return boolean
+function moss.inbox.close() end
+--- internal: how `moss.inbox.watch` tells the host a handler is registered
+---@param on boolean
+function moss.inbox._watched(on) end

@@ -1,0 +1,293 @@
+"""The moss.* API, declared once.
+
+`declarations.lua` (beside this file) is the one place a primitive is declared: its doc
+comment, typed parameters (`---@param`), return (`---@return`) and error kinds
+(`---@errors usage, not_found`), in lua-language-server's annotation syntax, plus the
+classes and aliases they use and `moss.ErrorKind`, the table of error kinds. From it:
+
+- the argument checks every primitive runs before its body (`checker`): a wrong type is a
+  `usage` error naming the argument; nothing else a primitive raises is called `usage`;
+- `scripts/types/moss.lua`, the editor stubs (`types_file`);
+- the reference tables of docs/lua-api.md, between `<!-- api: NAMESPACE -->` and
+  `<!-- /api -->` markers, and its table of error kinds (`update_doc`).
+
+`python -m moss.api` rewrites the generated files; tests/test_api_docs.py fails when
+they differ from what the declaration makes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import MossError
+
+HERE = Path(__file__).resolve().parent
+DECLARATIONS = HERE / "declarations.lua"
+GENERATED = "-- GENERATED from host/api/declarations.lua by `python -m moss.api`: edit that file, not this one."
+
+
+@dataclass
+class Param:
+    name: str
+    type: str
+    optional: bool
+    note: str = ""
+
+
+@dataclass
+class Function:
+    name: str                      # "code.view" (moss. left off), or "AgentHandle:wait" for a method
+    doc: list[str]
+    params: list[Param]
+    returns: list[str]
+    errors: list[str]
+
+    @property
+    def namespace(self) -> str:
+        return self.name.rsplit(".", 1)[0] if "." in self.name else ""
+
+
+@dataclass
+class Declarations:
+    text: str
+    functions: dict[str, Function] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    error_kinds: list[tuple[str, str]] = field(default_factory=list)
+
+
+_FUNCTION = re.compile(r"^function (?:moss\.)?([\w.:]+)\((.*)\) end$")
+_PARAM = re.compile(r"^---@param (\.\.\.|\w+)(\??) (.+?)(?:\s+#\s*(.*))?$")
+_RETURN = re.compile(r"^---@return (.+?)(?:\s+#.*)?$")
+_ALIAS = re.compile(r"^---@alias ([\w.]+)(?: (.+))?$")
+_MEMBER = re.compile(r'^---\| "([\w-]+)"\s*#\s*(.*)$')
+
+
+def parse(text: str) -> Declarations:
+    """Read the declaration file: its functions, aliases and error kinds."""
+    out = Declarations(text)
+    doc: list[str] = []
+    params: list[Param] = []
+    returns: list[str] = []
+    errors: list[str] = []
+    alias = None
+    for line in text.splitlines():
+        if alias and line.startswith("---|"):
+            m = _MEMBER.match(line)
+            if m:
+                out.aliases[alias] = (out.aliases[alias] + "|" if out.aliases[alias] else "") + f'"{m[1]}"'
+                if alias == "moss.ErrorKind":
+                    out.error_kinds.append((m[1], m[2].strip()))
+            continue
+        alias = None
+        if m := _ALIAS.match(line):
+            alias = m[1]
+            out.aliases[alias] = (m[2] or "").strip()
+        elif m := _PARAM.match(line):
+            params.append(Param(m[1], m[3].strip(), m[2] == "?", (m[4] or "").strip()))
+        elif m := _RETURN.match(line):
+            returns.append(m[1].strip())
+        elif line.startswith("---@errors "):
+            errors = [k.strip() for k in line[len("---@errors "):].split(",") if k.strip()]
+        elif line.startswith("--- ") or line == "---":
+            doc.append(line[4:])
+        elif m := _FUNCTION.match(line):
+            out.functions[m[1]] = Function(m[1], doc, params, returns, errors)
+        if not line.startswith("---"):
+            doc, params, returns, errors = ([] if not line.startswith("function") else [], [], [], [])
+    return out
+
+
+@cache
+def declarations() -> Declarations:
+    return parse(DECLARATIONS.read_text(encoding="utf-8"))
+
+
+# ---- argument checks ----------------------------------------------------------------------
+
+def _split(expr: str, sep: str) -> list[str]:
+    """`expr` split at `sep` outside brackets and quotes."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(expr):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{(<[":
+            depth += 1
+        elif ch in "})>]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(expr[start:i])
+            start = i + 1
+    parts.append(expr[start:])
+    return [p.strip() for p in parts]
+
+
+def lua_kind(value: Any) -> str:
+    """The Lua type of a value as a primitive receives it (converted, or a raw Lua object)."""
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, (str, bytes)):
+        return "string"
+    if isinstance(value, (dict, list, tuple)):
+        return "table"
+    from lupa import lua54
+
+    return lua54.lua_type(value) or "userdata"  # a raw Lua value: "table", "function", ...
+
+
+_SIMPLE = {
+    "any": lambda k, v: True,
+    "nil": lambda k, v: k == "nil",
+    "boolean": lambda k, v: k == "boolean",
+    "integer": lambda k, v: k == "integer",
+    "number": lambda k, v: k in ("integer", "number"),
+    "string": lambda k, v: k == "string",
+    "table": lambda k, v: k == "table",
+    "function": lambda k, v: k == "function",
+    "true": lambda k, v: v is True,
+    "false": lambda k, v: v is False,
+}
+
+
+def compile_type(expr: str, aliases: dict[str, str], _depth: int = 0) -> Callable[[str, Any], bool]:
+    """A test (lua kind, value) -> bool for a lua-language-server type expression. Shapes
+    inside a table (`{a?: integer}`, `string[]`) are the primitive's own business: this says
+    only that a table came."""
+    expr = expr.strip()
+    if expr.startswith("(") and expr.endswith(")"):
+        expr = expr[1:-1].strip()
+    parts = _split(expr, "|")
+    if len(parts) > 1:
+        tests = [compile_type(p, aliases, _depth) for p in parts]
+        return lambda k, v: any(t(k, v) for t in tests)
+    if expr.endswith("?"):
+        inner = compile_type(expr[:-1], aliases, _depth)
+        return lambda k, v: k == "nil" or inner(k, v)
+    if expr.endswith("[]") or expr.startswith("{") or expr.startswith("table<"):
+        return _SIMPLE["table"]
+    if expr.startswith("fun("):
+        return _SIMPLE["function"]
+    if expr.startswith('"') and expr.endswith('"'):
+        literal = expr[1:-1]
+        return lambda k, v: k == "string" and (v.decode() if isinstance(v, bytes) else v) == literal
+    if expr in _SIMPLE:
+        return _SIMPLE[expr]
+    if expr in aliases and aliases[expr] and _depth < 8:
+        return compile_type(aliases[expr], aliases, _depth + 1)
+    return _SIMPLE["table"]  # a declared class: a table
+
+
+def _shown(expr: str, aliases: dict[str, str]) -> str:
+    return aliases.get(expr, expr) if expr in aliases and len(aliases[expr]) < 80 else expr
+
+
+def checker(fn: Function, aliases: dict[str, str]) -> Callable[[tuple], None]:
+    """check(args): raise a `usage` MossError when an argument does not fit the declaration."""
+    fixed = [p for p in fn.params if p.name != "..."]
+    tests = [(i, p, compile_type(p.type + ("?" if p.optional else ""), aliases)) for i, p in enumerate(fixed, 1)]
+    varargs = any(p.name == "..." for p in fn.params)
+
+    def check(args: tuple) -> None:
+        if not varargs and len(args) > len(fixed) and any(a is not None for a in args[len(fixed):]):
+            raise MossError(f"takes at most {len(fixed)} argument{'s' if len(fixed) != 1 else ''}, got {len(args)}",
+                            kind="usage")
+        for i, p, test in tests:
+            value = args[i - 1] if i <= len(args) else None
+            kind = lua_kind(value)
+            if not test(kind, value):
+                got = "nothing" if kind == "nil" else f"a {kind}" if kind != "integer" else "an integer"
+                if kind == "string" and compile_type(p.type, aliases)("string", value) is False and '"' in p.type:
+                    got = f'"{value}"'
+                raise MossError(f"argument {i} ({p.name}) must be {_shown(p.type, aliases)}"
+                                f"{' or nil' if p.optional else ''}, got {got}", kind="usage")
+    return check
+
+
+# ---- generated files ------------------------------------------------------------------------
+
+def types_file(decl: Declarations) -> str:
+    """scripts/types/moss.lua: the declaration as editors read it."""
+    lines = []
+    for line in decl.text.splitlines():
+        if line.startswith("---@errors "):
+            kinds = ", ".join(f"`{k.strip()}`" for k in line[len("---@errors "):].split(","))
+            lines.append(f"--- Errors: {kinds}.")
+        else:
+            lines.append(line)
+    if lines and lines[0].startswith("---@meta"):
+        return "\n".join([lines[0], GENERATED, *lines[1:]]) + "\n"
+    return "\n".join([GENERATED, *lines]) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def signature(fn: Function) -> str:
+    params = ", ".join(f"{p.name}{'?' if p.optional else ''}: {p.type}" if p.name != "..." else "..."
+                       for p in fn.params)
+    return f"moss.{fn.name}({params})"
+
+
+def api_table(decl: Declarations, namespace: str) -> str:
+    """The reference table of one namespace ("" for moss.* itself) as markdown: the
+    signature, what it returns, the error kinds it declares, and its doc."""
+    rows = ["| function | returns | errors | what |", "|---|---|---|---|"]
+    for fn in decl.functions.values():
+        if fn.namespace != namespace or ":" in fn.name:
+            continue
+        returns = ", ".join(f"`{_cell(r)}`" for r in fn.returns) or "—"
+        errors = ", ".join(f"`{e}`" for e in fn.errors) or "—"
+        rows.append(f"| `{_cell(signature(fn))}` | {returns} | {errors} | {_cell(' '.join(fn.doc))} |")
+    return "\n".join(rows)
+
+
+def error_table(decl: Declarations) -> str:
+    rows = ["| kind | meaning |", "|---|---|"]
+    rows += [f"| `{k}` | {_cell(v)} |" for k, v in decl.error_kinds]
+    return "\n".join(rows)
+
+
+_BLOCK = re.compile(r"(<!-- (api: ?([\w.]*)|error-kinds) -->\n)(.*?)(\n<!-- /(?:api|error-kinds) -->)", re.S)
+
+
+def update_doc(doc: str, decl: Declarations) -> str:
+    """docs/lua-api.md with every generated block made anew from the declaration."""
+    def block(m: re.Match) -> str:
+        body = error_table(decl) if m[2] == "error-kinds" else api_table(decl, m[3] or "")
+        return m[1] + body + m[5]
+    return _BLOCK.sub(block, doc)
+
+
+def outputs(root: Path) -> dict[Path, str]:
+    """Every generated file under the repository `root`, with the text it should have."""
+    decl = parse((root / "host/api/declarations.lua").read_text(encoding="utf-8"))
+    doc_path = root / "docs/lua-api.md"
+    return {root / "scripts/types/moss.lua": types_file(decl),
+            doc_path: update_doc(doc_path.read_text(encoding="utf-8"), decl)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    root = HERE.parent.parent
+    changed = 0
+    for path, text in outputs(root).items():
+        if path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path.relative_to(root)}")
+            changed += 1
+    if not changed:
+        print("generated files are up to date")
+    return 0
+
