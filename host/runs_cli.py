@@ -85,9 +85,15 @@ def runs_list():
         click.echo("no runs in this project", err=True)
         return
     show(["id", "name", "executor", "status", "code", "duration", "alerts", "started"], rows)
-    for file, why in sorted(m.corrupt.items()):  # one line each, as `moss sessions list` names its corrupt ones
-        click.echo("warning: " + (why if why.startswith(file) else
-                                  f"{file} is not a usable run record ({why}); delete it"), err=True)
+    # As `moss sessions list` does: the good ones are listed, each corrupt one is listed too
+    # and named on stderr in one line, and the exit status (2) says there is one to act on.
+    from .ui import sanitize
+
+    for file, why in sorted(m.corrupt.items()):
+        click.echo("error: " + sanitize(why if why.startswith(file) else
+                                        f"{file} is not a usable run record ({why}); delete it"), err=True)
+    if m.corrupt:
+        raise SystemExit(2)
 
 
 @runs.command("show")

@@ -269,6 +269,37 @@ def test_list_sessions_shows_the_good_and_names_the_corrupt(project):
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout.count("corrupt") >= 2
 
 
+def test_list_runs_shows_the_good_and_names_the_corrupt(project):
+    """`moss runs list` answers as `moss sessions list` does: a run that really ran is
+    listed as it ended, a record moss cannot use is listed as corrupt and named on stderr in
+    one line, and the exit status is 2 so a script notices there is one to act on."""
+    project.script("one", """
+        moss.access.set("full")
+        local r = moss.runs.start{ cmd = "echo hello", name = "good one" }
+        local ev = moss.runs.wait(20)
+        while ev and not (ev.id == r.id and ev.status ~= "running" and ev.status ~= "queued") do
+          ev = moss.runs.wait(20)
+        end
+        print(r.id)
+    """)
+    r = project.moss("@one", "--allow-full")
+    assert r.returncode == 0, r.stderr
+    good = r.stdout.strip()
+    (project.root / ".moss/agent/runs/torn.json").write_bytes(b'{"id": "torn", ')
+    r = project.moss("runs", "list")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    rows = {ln.split("\t")[0]: ln.split("\t") for ln in r.stdout.splitlines()[1:]}
+    assert rows[good][1:4] == ["good one", "local (none)", "finished"]
+    assert rows["torn"][3] == "corrupt"
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [ln for ln in r.stderr.splitlines() if ln.strip()] and len(errors) == 1
+    assert ".moss/agent/runs/torn.json is not a usable run record (not valid JSON" in errors[0]
+    assert errors[0].endswith("; delete it")
+    (project.root / ".moss/agent/runs/torn.json").unlink()
+    r = project.moss("runs", "list")  # the corrupt one gone: a clean listing, exit 0
+    assert r.returncode == 0 and r.stderr == "" and good in r.stdout, r.stderr
+
+
 def test_a_checkpoint_that_is_a_pipe_is_refused_not_read(project):
     os.mkfifo(_agent_dir(project) / "session-abc.json")
     line = clean_error(project.moss("@agent", "-n", "--resume", "abc", timeout=20))

@@ -195,11 +195,11 @@ def test_corrupt_run_records_are_listed_as_corrupt_in_one_line_each(repo):
                                                  "alerts": 3}))
     os.mkfifo(runs / "fifo.json")
     r = repo.moss("runs", "list", timeout=60)
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr  # corrupt records: exit 2, as sessions
     rows = {ln.split("\t")[0]: ln.split("\t") for ln in r.stdout.splitlines()[1:]}
     assert {k: v[3] for k, v in rows.items()} == {"badjson": "corrupt", "typed": "corrupt", "fifo": "corrupt"}
     warnings = r.stderr.splitlines()
-    assert len(warnings) == 3 and all(w.startswith("warning: .moss/agent/runs/") for w in warnings)
+    assert len(warnings) == 3 and all(w.startswith("error: .moss/agent/runs/") for w in warnings)
     assert any("typed.json" in w and "name is int" in w for w in warnings)
     assert any("fifo.json is a named pipe" in w for w in warnings)
 

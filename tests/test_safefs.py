@@ -198,3 +198,36 @@ def test_touch_sets_the_times_of_a_link_itself_not_of_its_target(project):
     t.touch(".moss/memory/lock.json")
     assert os.stat(outside / "secret").st_mtime == 1_000_000
     assert os.lstat(root / ".moss" / "memory" / "lock.json").st_mtime > 1_000_000
+
+
+def test_the_one_writer_outside_a_project_keeps_modes_and_never_writes_through_a_link(project):
+    """A user's config, trust record or the shadow store's owner record is replaced by the same writer
+    as .moss files (safefs.replace_file, which moss.tools.atomic now is): an existing file
+    keeps its permissions, a new one gets the umask's, and a link where the file should be
+    is replaced itself while its target stays as it was. A cassette of recorded answers is
+    appended the same way (append_file), and a link there is refused, not appended through."""
+    root, outside, _ = project
+    from moss.tools.atomic import write_atomic
+
+    cfg = root / "config.toml"
+    cfg.write_text("old = 1\n")
+    cfg.chmod(0o600)
+    write_atomic(cfg, "new = 2\n")
+    assert cfg.read_text() == "new = 2\n" and (cfg.stat().st_mode & 0o777) == 0o600
+    umask = os.umask(0o027)
+    try:
+        safefs.replace_file(root / "fresh.toml", "x = 1\n")
+    finally:
+        os.umask(umask)
+    assert ((root / "fresh.toml").stat().st_mode & 0o777) == 0o640
+    (root / "linked.toml").symlink_to(outside / "secret")
+    write_atomic(root / "linked.toml", "mine\n")
+    assert not (root / "linked.toml").is_symlink() and (root / "linked.toml").read_text() == "mine\n"
+    assert (outside / "secret").read_text() == "host secret\n"
+    safefs.append_file(root / "answers.jsonl", '{"n": 1}\n')
+    safefs.append_file(root / "answers.jsonl", '{"n": 2}\n')
+    assert (root / "answers.jsonl").read_text() == '{"n": 1}\n{"n": 2}\n'
+    (root / "tape.jsonl").symlink_to(outside / "secret")
+    with pytest.raises(UnsafePath, match="tape.jsonl is a symlink"):
+        safefs.append_file(root / "tape.jsonl", '{"n": 3}\n')
+    assert (outside / "secret").read_text() == "host secret\n"

@@ -21,7 +21,8 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
     for needed in ("moss/bootstrap.lua", "moss/scripts/agent.lua", "moss/scripts/lib/machine/runner.lua",
                    "moss/scripts/machines/v2.lua", "moss/scripts/roles/auditor.lua", "moss/scripts/types/moss.lua",
                    "moss/scripts/commands/answer.lua", "moss/scripts/init/config.toml",
-                   "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py"):
+                   "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py", "moss/tools/runs/manager.py",
+                   "moss/tools/runs/executors/local.py", "moss/tools/runs/executors/ray.py"):
         assert needed in names, needed
 
     # A fresh venv with only the wheel installed; its dependencies come from this

@@ -307,11 +307,7 @@ class Journal:
 
     def append(self, ops: list) -> None:
         line = (dumps({"ops": ops}, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = self.tree.open(self.rel, os.O_WRONLY | os.O_APPEND)  # the base wrote it: never created here
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        self.tree.append(self.rel, line, create=False)  # the base wrote it: never created here
         self.saves += 1
         self.bytes += len(line)
 

@@ -57,8 +57,10 @@ class Recorder:
     def record(self, req: Mapping, response: Mapping) -> None:
         line = json.dumps({"key": request_key(req), "request": normalise(req), "response": dict(response)},
                           ensure_ascii=False)
-        with self._lock, open(self.path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        from ..tools.safefs import append_file
+
+        with self._lock:  # one write a line, never through a link (moss's one log writer)
+            append_file(self.path, line + "\n")
 
 
 def _read_jsonl(path: str, what: str) -> list:

@@ -1,45 +1,19 @@
-"""Atomic file writes: a temp file in the same directory, fsync, then os.replace.
-
-A reader (or a process killed mid-write) sees the old file or the new one, never half of one.
+"""Kept for the modules that still import it (host/config.py, host/trust.py, host/tools/shadow.py):
+`write_atomic` is moss.tools.safefs.replace_file, moss's one atomic writer (a temp file made
+with O_EXCL in the same folder descriptor, fsync, a rename within it). New code imports
+safefs; this module goes once those three do.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
+
+from moss.tools.safefs import replace_file
+
+__all__ = ["write_atomic"]
 
 
 def write_atomic(path: Path, data: bytes | str, mode: int | None = None, *, sync_dir: bool = False) -> None:
-    """Replace `path` with `data`. `mode` keeps an existing file's permissions; a new file
-    (mode None) gets the usual ones under the umask. `sync_dir` also makes the rename durable."""
-    path = Path(path)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    tmp = path.with_name(f".{path.name}.moss-{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if sync_dir:
-        try:
-            dfd = os.open(path.parent, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(dfd)
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
+    """Replace `path` with `data` (see safefs.replace_file): `mode` None keeps an existing
+    file's permissions, a new file gets the umask's; `sync_dir` also makes the rename durable."""
+    replace_file(path, data, mode, sync_dir=sync_dir)

@@ -306,27 +306,36 @@ class Tree:
         return self.read_bytes(path, limit, **kw).decode("utf-8", errors="replace")
 
     def write_atomic(self, path: Path | str, data: bytes | str, mode: int | None = None, *,
-                     create_dirs: bool = True, sync: bool = True) -> None:
+                     create_dirs: bool = True, sync: bool = True, sync_dir: bool | None = None,
+                     new_mode: int | None = 0o644) -> None:
         """Replace `path` with `data`: a temp file made with O_EXCL in the same folder
         descriptor, then a rename within it (a planted link at `path` is replaced, never
-        written through). `mode` None keeps an existing file's permissions, else 0o644."""
+        written through). `mode` None keeps an existing file's permissions; a new one gets
+        `new_mode` (None: what open(2) gives under the umask). `sync` fsyncs the file, and
+        the folder (the rename) too unless `sync_dir` says otherwise.
+
+        This is moss's one atomic writer: storage.write_atomic (files under .moss/) and
+        replace_file (a path anywhere) are this method on the right folder."""
         if isinstance(data, str):
             data = data.encode("utf-8")
+        if sync_dir is None:
+            sync_dir = sync
         with self.parent(path, create=create_dirs) as (dfd, name):
             if mode is None:
                 try:
                     st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                    mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else 0o644
+                    mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else new_mode
                 except FileNotFoundError:
-                    mode = 0o644
+                    mode = new_mode
             tmp = f".{name[:100]}.moss-{secrets.token_hex(4)}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600, dir_fd=dfd)
+                         0o600 if mode is not None else 0o666, dir_fd=dfd)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
                     fh.flush()
-                    os.fchmod(fh.fileno(), mode)
+                    if mode is not None:
+                        os.fchmod(fh.fileno(), mode)
                     if sync:
                         os.fsync(fh.fileno())
                 os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
@@ -334,7 +343,7 @@ class Tree:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=dfd)
                 raise
-            if sync:
+            if sync_dir:
                 with contextlib.suppress(OSError):
                     os.fsync(dfd)
 
@@ -352,11 +361,14 @@ class Tree:
             fh.write(data)
         return True
 
-    def append(self, path: Path | str, data: bytes | str, *, create_dirs: bool = True) -> None:
-        """Append `data` in one write to the regular file `path` (created if missing)."""
+    def append(self, path: Path | str, data: bytes | str, *, create_dirs: bool = True, create: bool = True) -> None:
+        """Append `data` in one write to the regular file `path` (created if missing, unless
+        not `create`: then a missing file is FileNotFoundError). moss's one log writer:
+        storage.append_line (JSONL under .moss/) and append_file (a path anywhere) use it."""
         if isinstance(data, str):
             data = data.encode("utf-8")
-        fd = self.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, create_dirs=create_dirs)
+        flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+        fd = self.open(path, flags, 0o644, create_dirs=create_dirs and create)
         try:
             os.write(fd, data)
         finally:
@@ -435,6 +447,24 @@ def tree(root: Path | str) -> Tree:
     if t is None or t.fd < 0:
         t = _trees[key] = Tree(key)
     return t
+
+
+def replace_file(path: Path | str, data: bytes | str, mode: int | None = None, *, sync_dir: bool = False) -> None:
+    """Tree.write_atomic for a file anywhere (a user's config, a project file found by
+    name): its folder is opened by name, the file itself is replaced within it and never
+    written through a link. `mode` None keeps an existing file's permissions, else the
+    umask's; the file is fsynced, the folder only with `sync_dir`."""
+    path = Path(path)
+    with Tree(path.parent) as t:
+        t.write_atomic(path.name, data, mode, create_dirs=False, sync=True, sync_dir=sync_dir, new_mode=None)
+
+
+def append_file(path: Path | str, data: bytes | str) -> None:
+    """Tree.append for a file anywhere (a cassette of recorded model answers): one write,
+    the folder opened by name, the file never written through a link, fifo or device."""
+    path = Path(path)
+    with Tree(path.parent) as t:
+        t.append(path.name, data, create_dirs=False)
 
 
 def split_moss(path: Path | str) -> tuple[Path, Path]:

@@ -1,0 +1,252 @@
+"""The ``local`` executor: a run is ``sh -c CMD`` in its own process group on this machine.
+
+It runs under the session's access level (bubblewrap for ``edit``, plain for ``full``; see
+moss.tools.sandbox) with the scrubbed environment every command gets, stdout and stderr
+going straight to ``<id>.log``. At most ``max_parallel`` of them run at once (0: no limit);
+the others wait as ``queued`` and start, in order, as slots free.
+
+A run dies with the moss process that started it (SIGTERM to its group, SIGKILL after
+``KILL_GRACE`` s) unless started with ``detach=True``: then a shell outside the sandbox waits
+for the command and writes its exit code to ``<id>.exit``, and the next moss process that
+opens the runs folder adopts it (tails its log, notices its end by its pid and start time).
+
+Below ``full``, git metadata is off limits to runs as to shell commands: bound read-only at
+launch, and checked while edit-level runs go and when each ends (the manager does both; see
+moss.tools.gitguard).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from moss.errors import MossError
+from moss.tools import gitguard, procs
+from moss.tools.runs.executors import Executor, StartRequest, register
+from moss.tools.sandbox import SHELL, command_plan
+
+KILL_GRACE = 2.0  # SIGTERM -> SIGKILL
+
+_proc_start = procs.start_time  # the kernel's start time of a pid (to tell a reused pid)
+_alive = procs.alive_since
+
+
+@register
+class LocalExecutor(Executor):
+    """Process groups on this machine, sandboxed by access level, queued by max_parallel."""
+
+    name = "local"
+    remote = False
+
+    def start(self, req: StartRequest) -> dict:
+        m = self.runs
+        from moss.tools.runs.manager import _Live
+
+        def plan(protect: list[str]):
+            return command_plan(req.cmd, access=req.access, root=str(req.root), cwd=str(req.wd),
+                                allow_full=req.allow_full, unsandboxed_ok=req.unsandboxed_ok, env=req.env,
+                                setup=req.setup, protect=protect)
+
+        sandbox = plan([]).sandbox  # refuses now (kind "denied") rather than at launch
+        rec = m._new_record(req, sandbox=sandbox, detached=bool(req.detach), executor="local",
+                            results=req.env.get("MOSS_RESULTS_DIR"))
+        live = _Live(req.rules, plan=plan, cwd=str(req.wd), access=req.access if sandbox != "bwrap-ro" else None)
+        with m._lock:
+            if m._closed:
+                raise MossError("runs.start: moss is shutting down", kind="usage")
+            m._record_new(rec, live)
+            self.start_queued()
+            m._ensure_thread()
+            return m._public(rec)
+
+    # ---- the queue -------------------------------------------------------------------------
+    def each_tick(self) -> None:
+        self.start_queued()
+
+    def start_queued(self) -> None:
+        """Launch queued runs of this process, oldest first, while max_parallel allows (lock held)."""
+        m = self.runs
+        mine = [(rid, live) for rid, live in list(m._live.items()) if m._executor_of(m._runs[rid]) is self]
+        running = sum(1 for rid, _ in mine if m._runs[rid]["status"] == "running")
+        for rid, live in mine:
+            rec = m._runs[rid]
+            if rec["status"] != "queued" or live.plan is None:
+                continue
+            if m.max_parallel and running >= m.max_parallel:
+                return
+            self._launch(rid)
+            running += 1
+
+    def _launch(self, rid: str) -> None:
+        m = self.runs
+        rec, live = m._runs[rid], m._live[rid]
+        m.store.ensure_dir()
+        protect: list[str] = []
+        if live.access == "edit":
+            notes, protect = gitguard.guard_for(m.root).before()
+            m._git_notes(notes, [rid])
+        make, live.plan = live.plan, None
+        try:
+            plan = make(protect)
+        except MossError as e:
+            m._set_status(rec, "failed", error=f"could not start: {e}")
+            return
+        try:
+            fd = m.store.open_log(rid)
+            try:
+                wrap, extra = None, None
+                if rec.get("detached"):
+                    # A shell outside the sandbox waits for the command and records its exit
+                    # code, so a later moss process can tell finished from failed.
+                    extra = {"MOSS_RUN_EXIT": str(m.store.path(rid, "exit"))}
+                    wrap = lambda argv: [SHELL, "-c", '"$@"; c=$?; echo "$c" > "$MOSS_RUN_EXIT"; exit "$c"',  # noqa: E731
+                                         "moss-run", *argv]
+                proc = procs.start(plan, cwd=live.cwd, stdout=fd, stderr=subprocess.STDOUT, argv_wrap=wrap,
+                                   env_extra=extra)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            m._set_status(rec, "failed", error=f"could not start: {e}")
+            return
+        live.proc = proc
+        rec["pid"], rec["pid_start"] = proc.pid, _proc_start(proc.pid)
+        rec["started_at"] = m._now()
+        if rec.get("timeout"):
+            live.deadline = time.monotonic() + float(rec["timeout"])
+        m._set_status(rec, "running")
+        m._log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "sandbox": rec["sandbox"],
+                             "workdir": rec["workdir"], "pid": proc.pid})
+
+    # ---- watching ----------------------------------------------------------------------------
+    def status(self, rid: str, *, force: bool = False) -> None:
+        m = self.runs
+        live, rec = m._live[rid], m._runs[rid]
+        if rec["status"] != "running":
+            return  # a queued run waits for a slot (start_queued)
+        m._drain(rid, final=False)
+        now = time.monotonic()
+        with m._lock:
+            if live.deadline is not None and live.term_at is None and now >= live.deadline:
+                self._signal_stop(rid, f"timeout after {rec.get('timeout'):g} s")
+            if live.term_at is not None and not live.killed and now >= live.term_at + KILL_GRACE:
+                live.killed = True
+                procs.signal_group(rec.get("pid"), signal.SIGKILL)
+        code = self._poll(rid)
+        if code is not False:
+            m._finish(rid, code)
+
+    def _poll(self, rid: str):
+        """The run's exit code, None when it ended with an unknown one, False while it runs."""
+        m = self.runs
+        live, rec = m._live[rid], m._runs[rid]
+        if live.proc is not None:
+            code = live.proc.poll()
+            return False if code is None else code
+        if _alive(rec.get("pid"), rec.get("pid_start")):
+            return False
+        return m.store.exit_code(rid)
+
+    def settle(self, rec: dict) -> None:
+        m = self.runs
+        if rec["status"] == "queued":
+            m._set_status(rec, "stopped", error="moss exited before the run could start", emit=False)
+            return
+        pid, start = rec.get("pid"), rec.get("pid_start")
+        if _alive(pid, start):
+            if rec.get("detached"):
+                m._adopt(rec)
+                return
+            # An attached run whose moss died without cleaning up (killed hard): runs do
+            # not outlive moss unless detached, so finish the job.
+            procs.signal_group(pid, signal.SIGKILL)
+            m._set_status(rec, "stopped", error="stopped: the moss process that started it had ended", emit=False)
+            return
+        code = m.store.exit_code(rec["id"])
+        if code is not None:
+            m._set_status(rec, "finished" if code == 0 else "failed", code=code, emit=False)
+        else:
+            m._set_status(rec, "failed", error="lost: the run ended while no moss process watched it "
+                          "(exit code unknown)", emit=False)
+
+    def outlives_moss(self, rec: dict) -> bool:
+        return bool(rec.get("detached")) and rec["status"] == "running"
+
+    # ---- stopping --------------------------------------------------------------------------
+    def _signal_stop(self, rid: str, reason: str) -> None:
+        m = self.runs
+        rec, live = m._runs[rid], m._live.get(rid)
+        if live is None:
+            return
+        if live.stop_reason is None:
+            live.stop_reason = reason
+        if live.term_at is None:
+            live.term_at = time.monotonic()
+            procs.signal_group(rec.get("pid"), signal.SIGTERM)
+
+    def stop(self, rid: str, reason: str, wait: float) -> dict:
+        """SIGTERM to the run's group, SIGKILL after KILL_GRACE s; waits up to `wait` s."""
+        m = self.runs
+        with m._lock:
+            rec, live = m._runs[rid], m._live[rid]
+            self._signal_stop(rid, reason)
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            if live.proc is not None:
+                try:
+                    code = live.proc.wait(timeout=0.05)
+                except subprocess.TimeoutExpired:
+                    code = None
+                if code is not None:
+                    m._finish(rid, code)
+                    break
+            else:
+                if not _alive(rec.get("pid"), rec.get("pid_start")):
+                    m._finish(rid, m.store.exit_code(rid))
+                    break
+                time.sleep(0.05)
+            if time.monotonic() >= (live.term_at or 0) + KILL_GRACE and not live.killed:
+                live.killed = True
+                procs.signal_group(rec.get("pid"), signal.SIGKILL)
+        with m._lock:
+            return m._public(rec)
+
+    def stop_elsewhere(self, rec: dict) -> None:
+        procs.signal_group(rec.get("pid"), signal.SIGTERM)
+
+    def shutdown(self, rids: list[str]) -> None:
+        """moss exits: SIGTERM to every group at once, SIGKILL to those left after KILL_GRACE s."""
+        m = self.runs
+        with m._lock:
+            for rid in rids:
+                self._signal_stop(rid, "stopped: moss exited")
+        end = time.monotonic() + KILL_GRACE
+        pending = list(rids)
+        while pending:
+            for rid in list(pending):
+                live = m._live[rid]
+                alive = live.proc.poll() is None if live.proc is not None else \
+                    _alive(m._runs[rid].get("pid"), m._runs[rid].get("pid_start"))
+                if not alive:
+                    pending.remove(rid)
+            if not pending:
+                break
+            if time.monotonic() >= end:
+                for rid in pending:
+                    procs.signal_group(m._runs[rid].get("pid"), signal.SIGKILL)
+                    live = m._live[rid]
+                    if live.proc is not None:
+                        try:
+                            live.proc.wait(timeout=1)
+                        except subprocess.TimeoutExpired:
+                            pass
+                break
+            time.sleep(0.02)
+        for rid in rids:
+            live = m._live[rid]
+            code = live.proc.poll() if live.proc is not None else None
+            try:
+                m._finish(rid, code)
+            except Exception:
+                pass
