@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from moss.tools.safefs import replace_file
+from ..tools.safefs import replace_file
 
 __all__ = ["write_atomic"]
 

@@ -16,9 +16,9 @@ single module.
 
 from __future__ import annotations
 
-from moss.tools.runs.alerts import RULE_GRAMMAR, Rule, parse_rule
-from moss.tools.runs.executors import executor
-from moss.tools.runs.manager import RunManager
-from moss.tools.runs.store import STATUSES, TERMINAL, RunStore
+from ...tools.runs.alerts import RULE_GRAMMAR, Rule, parse_rule
+from ...tools.runs.executors import executor
+from ...tools.runs.manager import RunManager
+from ...tools.runs.store import STATUSES, TERMINAL, RunStore
 
 __all__ = ["RunManager", "RunStore", "Rule", "parse_rule", "executor", "RULE_GRAMMAR", "STATUSES", "TERMINAL"]

@@ -25,8 +25,8 @@ import math
 import re
 from typing import Any, TypeGuard
 
-from moss.errors import MossError
-from moss.tools import saferegex
+from ...errors import MossError
+from ...tools import saferegex
 
 __all__ = ["Rule", "parse_rule", "split_lines", "check_choices", "RULE_GRAMMAR", "SEVERITIES", "SOURCES",
            "DEFAULT_CHOICES", "STOP_CHOICE", "MAX_LINE"]

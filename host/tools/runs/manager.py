@@ -38,15 +38,15 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-from moss.errors import MossError
-from moss.tools import gitguard, procs
-from moss.tools.confine import confine
-from moss.tools.runs import executors
-from moss.tools.runs.alerts import (DEFAULT_CHOICES, SEVERITIES, SOURCES, STOP_CHOICE, Rule, check_choices,
+from ...errors import MossError
+from ...tools import gitguard, procs
+from ...tools.confine import confine
+from ...tools.runs import executors
+from ...tools.runs.alerts import (DEFAULT_CHOICES, SEVERITIES, SOURCES, STOP_CHOICE, Rule, check_choices,
                                     parse_rule, split_lines)
-from moss.tools.runs.executors.local import KILL_GRACE
-from moss.tools.runs.store import TERMINAL, RunStore
-from moss.tools.sandbox import Setup, check_env, check_level, require_write
+from ...tools.runs.executors.local import KILL_GRACE
+from ...tools.runs.store import TERMINAL, RunStore
+from ...tools.sandbox import Setup, check_env, check_level, require_write
 
 __all__ = ["RunManager"]
 

@@ -21,9 +21,9 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from moss import storage
-from moss.errors import MossError
-from moss.tools import safefs
+from ... import storage
+from ...errors import MossError
+from ...tools import safefs
 
 __all__ = ["RunStore", "STATUSES", "TERMINAL", "unusable"]
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from moss.errors import MossError
+from ....errors import MossError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from moss.tools.runs.manager import RunManager, _Live
-    from moss.tools.sandbox import Setup
+    from ....tools.runs.manager import RunManager, _Live
+    from ....tools.sandbox import Setup
 
 __all__ = ["Executor", "StartRequest", "executor", "register", "names"]
 
@@ -134,7 +134,7 @@ def register(cls: type[Executor]) -> type[Executor]:
 
 
 def _load_builtin() -> None:
-    from moss.tools.runs.executors import local, ray  # noqa: F401  (they register themselves)
+    from ....tools.runs.executors import local, ray  # noqa: F401  (they register themselves)
 
 
 def names() -> tuple[str, ...]:

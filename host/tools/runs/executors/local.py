@@ -22,10 +22,10 @@ import signal
 import subprocess
 import time
 
-from moss.errors import MossError
-from moss.tools import gitguard, procs
-from moss.tools.runs.executors import Executor, StartRequest, register
-from moss.tools.sandbox import SHELL, command_plan
+from ....errors import MossError
+from ....tools import gitguard, procs
+from ....tools.runs.executors import Executor, StartRequest, register
+from ....tools.sandbox import SHELL, command_plan
 
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL
 
@@ -42,7 +42,7 @@ class LocalExecutor(Executor):
 
     def start(self, req: StartRequest) -> dict:
         m = self.runs
-        from moss.tools.runs.manager import _Live
+        from ....tools.runs.manager import _Live
 
         def plan(protect: list[str]):
             return command_plan(req.cmd, access=req.access, root=str(req.root), cwd=str(req.wd),

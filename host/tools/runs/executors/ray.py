@@ -15,8 +15,8 @@ import os
 import shlex
 import time
 
-from moss.errors import MossError
-from moss.tools.runs.executors import Executor, StartRequest, register
+from ....errors import MossError
+from ....tools.runs.executors import Executor, StartRequest, register
 
 RAY_POLL = 0.5        # seconds between status and log requests for one Ray job
 RAY_STOP_WAIT = 10.0  # Ray's own grace: SIGTERM, then SIGKILL after 3 s (RAY_JOB_STOP_WAIT_TIME_S)
@@ -35,7 +35,7 @@ class RayExecutor(Executor):
 
     def client(self, address: str):
         """The Jobs API client of the cluster at `address` (one per address and manager)."""
-        from moss.tools.ray_jobs import RayJobs
+        from ....tools.ray_jobs import RayJobs
 
         client = self._clients.get(address)
         if client is None:
@@ -45,9 +45,9 @@ class RayExecutor(Executor):
     def start(self, req: StartRequest) -> dict:
         """Submit one Ray job for the run: the project as its working directory, the command
         as its entrypoint (from `wd`), at least one CPU so Ray queues rather than oversubscribes."""
-        from moss.tools.ray_jobs import resolve_address
+        from ....tools.ray_jobs import resolve_address
 
-        from moss.tools.runs.manager import _Live
+        from ....tools.runs.manager import _Live
 
         m = self.runs
         if req.access != "full":
@@ -122,8 +122,8 @@ class RayExecutor(Executor):
             self._poll(rid, force)
 
     def _poll(self, rid: str, force: bool) -> None:
-        from moss.tools.ray_jobs import RAY_TERMINAL, STATUS
-        from moss.tools.runs.store import TERMINAL
+        from ....tools.ray_jobs import RAY_TERMINAL, STATUS
+        from ....tools.runs.store import TERMINAL
 
         m = self.runs
         live, rec = m._live[rid], m._runs[rid]
@@ -193,7 +193,7 @@ class RayExecutor(Executor):
     def stop(self, rid: str, reason: str, wait: float) -> dict:
         """The cluster's stop (SIGTERM, then Ray's own SIGKILL); waits up to RAY_STOP_WAIT s
         for the job to end, whatever `wait` says (Ray's grace is longer than moss's)."""
-        from moss.tools.runs.store import TERMINAL
+        from ....tools.runs.store import TERMINAL
 
         m = self.runs
         rec, live = m._runs[rid], m._live[rid]
