@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,6 +15,26 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@contextlib.contextmanager
+def builtin_lua():
+    """(runtime, project root): a moss Lua runtime over an empty project, whose only script
+    root besides the project is the built-in one (no user script can shadow a module)."""
+    import tempfile
+
+    from moss import api
+    from moss.context import Context
+    from moss.roots import ScriptRoots
+    from moss.runtime import Runtime
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "proj"
+        (root / ".moss" / "agent").mkdir(parents=True)
+        ctx = Context(root=root, config={}, options={})
+        rt = Runtime(ScriptRoots(root, env={"XDG_CONFIG_HOME": str(Path(tmp) / "cfg")}), api.functions(ctx))
+        ctx.runtime = rt
+        yield rt, root
 
 # Tests of the sandboxed access levels (read-shell, edit) need bubblewrap; CI installs it.
 needs_bwrap = pytest.mark.skipif(

@@ -109,27 +109,12 @@ def test_every_error_kind_raised_anywhere_is_declared():
     assert {"io", "conflict", "locked", "stopped", "syntax", "memory"} <= declared
 
 
-CHECKS = """
-local out = {}
-for i, call in ipairs({ ...}) do
-  local ok, err = pcall(call)
-  out[i] = { ok = ok, kind = moss.error_kind(err), message = not ok and err.message or nil }
-end
-return out
-"""
-
-
 @pytest.fixture
-def rt(tmp_path):
-    from moss.roots import ScriptRoots
-    from moss.runtime import Runtime
+def rt():
+    from conftest import builtin_lua
 
-    root = tmp_path / "proj"
-    (root / ".moss" / "agent").mkdir(parents=True)
-    ctx = Context(root=root, config={}, options={})
-    runtime = Runtime(ScriptRoots(root, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")}), api.functions(ctx))
-    ctx.runtime = runtime
-    return runtime
+    with builtin_lua() as (runtime, _root):
+        yield runtime
 
 
 def test_an_argument_that_does_not_fit_its_declaration_is_a_usage_error_naming_it(rt):

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -24,10 +22,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from moss import api  # noqa: E402
-from moss.context import Context  # noqa: E402
-from moss.roots import ScriptRoots  # noqa: E402
-from moss.runtime import LuaScriptError, Runtime  # noqa: E402
+from conftest import builtin_lua  # noqa: E402
+from moss.runtime import LuaScriptError  # noqa: E402
 
 COMMON = dict(max_examples=200, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -43,15 +39,9 @@ CLEAR_KINDS = {"config", "not_found", "usage"}
 
 @pytest.fixture(scope="module")
 def lua():
-    """A moss runtime over an empty project whose only script root besides the project is
-    the built-in one (no user scripts can shadow the parser)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "proj"
-        (root / ".moss" / "agent").mkdir(parents=True)
-        ctx = Context(root=root, config={}, options={})
-        rt = Runtime(ScriptRoots(root, env={"XDG_CONFIG_HOME": str(Path(tmp) / "cfg")}), api.functions(ctx))
-        ctx.runtime = rt
-        yield rt, root
+    """The built-in scripts over an empty project (no user script can shadow the parser)."""
+    with builtin_lua() as pair:
+        yield pair
 
 
 # ---------------------------------------------------------------------------- (a) parser

@@ -13,15 +13,10 @@ from __future__ import annotations
 
 import json
 import random
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
-from moss import api
-from moss.context import Context
-from moss.roots import ScriptRoots
-from moss.runtime import Runtime
+from conftest import builtin_lua
 from test_integrity import repo  # noqa: F401  (a fixture: a git project with a role at edit access)
 from test_sessions import needs_bwrap
 
@@ -35,12 +30,7 @@ return moss.dict { level = level, reason = reason }
 @pytest.fixture(scope="module")
 def rt():
     """A moss Lua runtime over an empty project (only the built-in scripts can answer)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "proj"
-        (root / ".moss" / "agent").mkdir(parents=True)
-        ctx = Context(root=root, config={}, options={})
-        runtime = Runtime(ScriptRoots(root, env={"XDG_CONFIG_HOME": str(Path(tmp) / "cfg")}), api.functions(ctx))
-        ctx.runtime = runtime
+    with builtin_lua() as (runtime, _root):
         yield runtime
 
 
