@@ -88,8 +88,8 @@ function moss.fmt(fmt, ...) end
 ---@class moss.ui
 moss.ui = {}
 
---- a message on stderr; `style` is a rich style such as `"bold red"`
----@param text string
+--- a message on stderr (any value, shown as text); `style` is a rich style such as `"bold red"`
+---@param text any
 ---@param opts? {style?: string}  # a rich style such as "bold red"
 function moss.ui.print(text, opts) end
 
