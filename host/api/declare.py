@@ -96,8 +96,8 @@ def parse(text: str) -> Declarations:
             doc.append(line[4:])
         elif m := _FUNCTION.match(line):
             out.functions[m[1]] = Function(m[1], doc, params, returns, errors)
-        if not line.startswith("---"):
-            doc, params, returns, errors = ([] if not line.startswith("function") else [], [], [], [])
+        if not line.startswith("---"):  # a declaration's comment block ends here
+            doc, params, returns, errors = [], [], [], []
     return out
 
 
@@ -208,7 +208,7 @@ def checker(fn: Function, aliases: dict[str, str]) -> Callable[[tuple], None]:
             kind = lua_kind(value)
             if not test(kind, value):
                 got = "nothing" if kind == "nil" else f"a {kind}" if kind != "integer" else "an integer"
-                if kind == "string" and compile_type(p.type, aliases)("string", value) is False and '"' in p.type:
+                if kind == "string" and '"' in _shown(p.type, aliases):  # a word that is not one of the choices
                     got = f'"{value}"'
                 raise MossError(f"argument {i} ({p.name}) must be {_shown(p.type, aliases)}"
                                 f"{' or nil' if p.optional else ''}, got {got}", kind="usage")
