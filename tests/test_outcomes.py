@@ -328,3 +328,18 @@ def test_outcome_table(project, api, reason):
 
     saved = read_checkpoint(project.root / f".moss/agent/session-{out['session_id']}.json")
     assert saved["reason"] == reason
+
+
+@needs_bwrap
+def test_a_detected_validator_is_the_repositorys_code_and_runs_sandboxed_at_the_start_too(project, api, tmp_path):
+    """A cloned repository's package.json `test` script is detected as the validator and, with
+    the baseline, runs before the first model call. It is the repository's code: it runs in the
+    session's sandbox, so what it writes outside the project never reaches the host (here /tmp
+    is the sandbox's own)."""
+    outside = tmp_path / "outside-marker"
+    project.write("package.json", json.dumps({"name": "x", "scripts": {"test": f"touch {outside}"}}))
+    project.write("index.js", "module.exports = 1;\n")
+    r = refactor(project, api, task="look", replies=["$(answer looked)"])
+    whys = [e["why"] for e in events(project, result_of(r)["session_id"]) if e["event"] == "validation"]
+    assert whys[0] == "baseline"  # it ran, before any model call
+    assert not outside.exists()
