@@ -18,6 +18,7 @@ they differ from what the declaration makes.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -279,15 +280,30 @@ def outputs(root: Path) -> dict[Path, str]:
             doc_path: update_doc(doc_path.read_text(encoding="utf-8"), decl)}
 
 
+USAGE = """usage: python -m moss.api [--check]
+
+Make scripts/types/moss.lua and the reference tables of docs/lua-api.md from
+host/api/declarations.lua (run it after editing a declaration). --check writes nothing and
+exits 1 when a generated file is stale."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(argv or [])
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
+    unknown = [a for a in argv if a != "--check"]
+    if unknown:
+        print(f"python -m moss.api: unknown argument {unknown[0]!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
     root = HERE.parent.parent
-    changed = 0
-    for path, text in outputs(root).items():
-        if path.read_text(encoding="utf-8") != text:
+    stale = [(path, text) for path, text in outputs(root).items() if path.read_text(encoding="utf-8") != text]
+    for path, text in stale:
+        if "--check" in argv:
+            print(f"stale: {path.relative_to(root)}")
+        else:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(root)}")
-            changed += 1
-    if not changed:
+    if not stale:
         print("generated files are up to date")
-    return 0
-
+    return 1 if stale and "--check" in argv else 0
