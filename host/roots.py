@@ -115,8 +115,9 @@ class ScriptRoots:
         path, shown, _ = self.locate(name, what)
         return path, shown
 
-    def locate(self, name: str, what: str = "module") -> tuple[Path, str, str]:
-        """find_module, and the name of the root it came from ("project", "user", "built-in").
+    def locate(self, name: str, what: str = "module", after: str | None = None) -> tuple[Path, str, str]:
+        """find_module, and the name of the root it came from ("project", "user", "built-in");
+        with `after`, only the roots below the one of that name are looked in.
 
         Every `require` of every runtime comes here (a child agent's start-up resolves some
         40 modules), so it works on strings (os.path) rather than pathlib objects."""
@@ -127,7 +128,11 @@ class ScriptRoots:
                 kind="denied",
             )
         rel = name.replace(".", os.sep)
-        for root in self.roots:
+        roots = self.roots
+        if after is not None:
+            names = [r.name for r in roots]
+            roots = roots[names.index(after) + 1:] if after in names else []
+        for root in roots:
             base = os.path.join(self._str(root), rel)
             for candidate in (base + ".lua", os.path.join(base, "init.lua")):
                 if not os.path.isfile(candidate):

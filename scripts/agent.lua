@@ -8,6 +8,7 @@ local messages = require("lib.machine.messages")
 local timeline = require("lib.agent.timeline")
 local inbox = require("lib.agent.inbox")
 local commands = require("lib.machine.commands")
+local extend = require("lib.machine.extend")
 local children = require("lib.agent.children")
 
 output.RESUME = "moss @agent --resume" -- the hints after a session say how to go on
@@ -71,9 +72,8 @@ local function copy(t)
 end
 
 local function load_module(kind, name)
-  local ok, m = pcall(require, kind .. "s." .. name)
+  local ok, m = pcall(extend.load, kind .. "s", name) -- a fresh copy, its `extends` laid under it
   if not ok then moss.error("usage", "no " .. kind .. " '" .. name .. "': " .. tostring(m)) end
-  m = copy(m)
   -- a machine that does not say what it uses (`uses`, lib/machine/commands.lua) is one of
   -- the coding agent's: commands that need lib/agent ($(run), $(edit), ...) are offered
   if kind == "machine" and m.uses == nil then m.uses = { "agent" } end
@@ -83,7 +83,7 @@ end
 local function list_roles()
   local rows = {}
   for _, e in ipairs(moss.scripts.list("roles")) do
-    local ok, r = pcall(require, e.module)
+    local ok, r = pcall(extend.load, "roles", e.name)
     rows[#rows + 1] = {
       role = e.name, access = ok and r.access or "?", from = e.origin .. (#e.overrides > 0 and
         (" (overrides " .. table.concat(e.overrides, ", ") .. ")") or ""),
@@ -139,7 +139,7 @@ local function choose_roles(opts, cfg, task)
   if opts.auto or cfg.dispatch == "auto" then
     local choices = {}
     for _, e in ipairs(moss.scripts.list("roles")) do
-      local ok, r = pcall(require, e.module)
+      local ok, r = pcall(extend.load, "roles", e.name)
       if ok then choices[#choices + 1] = { name = e.name, description = r.description } end
     end
     local name, why = dispatch.classify(task, choices)

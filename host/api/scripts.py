@@ -33,4 +33,27 @@ def functions(ctx):
                               "origin": root.name, "path": display_str(os.path.join(d, n)), "overrides": []}
         return sorted(seen.values(), key=lambda e: e["name"])
 
-    return {"scripts.list": list_}
+    def below(module, under=None):
+        """`module` from the first root below `under` (default: below the root require uses)."""
+        rt = ctx.runtime
+        roots = rt.roots
+        if under is None:
+            try:
+                under = roots.locate(module, what="module")[2]
+            except MossError as e:
+                if e.kind == "not_found":
+                    return None
+                raise
+        names = [r.name for r in roots.roots]
+        if under not in names:
+            raise MossError(f"no script root {under!r}; the roots are {', '.join(names)}", kind="usage")
+        try:
+            path, shown, origin = roots.locate(module, what="module", after=under)
+        except MossError as e:
+            if e.kind == "not_found":
+                return None
+            raise
+        fn = rt.load_file(path, shown, origin)
+        return fn, origin
+
+    return {"scripts.list": list_, "scripts.below": below}

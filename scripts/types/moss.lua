@@ -426,6 +426,15 @@ moss.scripts = {}
 ---@return {name: string, module: string, origin: string, path: string, overrides: string[]}[]
 function moss.scripts.list(folder) end
 
+--- `module` as the first root below `below` ("project", "user"; nil: below the root `require`
+--- loads it from) has it: its compiled chunk, to call for the module, and that root's name; nil
+--- when no lower root has it. How a project role or machine that `extends` the one of the same
+--- name it overrides finds it (lib/machine/extend.lua).
+---@param module string
+---@param below? string
+---@return function? chunk, string? origin
+function moss.scripts.below(module, below) end
+
 --- Run read-only primitives side by side: { {"code.view", "src"}, ... }.
 ---@param calls table[]
 ---@return {ok: boolean, value?: any, error?: string, kind?: string}[]

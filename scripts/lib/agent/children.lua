@@ -27,7 +27,7 @@ end
 
 --- Whether `role` may start a child of role `name`; nil or the reason it may not.
 function M.refusal(role, name)
-  local found, child = pcall(require, "roles." .. name)
+  local found, child = pcall(require("lib.machine.extend").load, "roles", name)
   if not found then return "no role '" .. name .. "'" end
   local need, have = child.access or "read-only", moss.access.get()
   if (M.RANK[need] or 1) > (M.RANK[have] or 1) then

@@ -110,16 +110,42 @@ end
 function M.allowed(state, role, machine)
   local out, seen = {}, {}
   local function add(name)
+    if seen[name] then return end
     local def = M.find(name)
     if not def or M.usable(def, machine) then out[#out + 1] = name end
     seen[name] = true
   end
-  for _, name in ipairs(state.commands or {}) do
+  local state_name = M.state_name(state, machine)
+  for _, name in ipairs(type(state.commands) == "table" and state.commands or {}) do
     if name == "tools" then
       for _, t in ipairs((role or {}).commands or {}) do add(t) end
+      for _, t in ipairs(M.declared_for("roles", role and role.name)) do add(t) end
       for _, t in ipairs(offered(seen, machine)) do add(t) end
     else
       add(name)
+    end
+  end
+  for _, t in ipairs(M.declared_for("states", state_name)) do add(t) end
+  return out
+end
+
+--- The name `machine` gives the table `state` (nil when it is not one of its states).
+function M.state_name(state, machine)
+  for name, s in pairs((machine or {}).states or {}) do
+    if s == state then return name end
+  end
+  return nil
+end
+
+--- The commands whose file declares that role or state `name` may use them
+--- (`roles = { "explorer" }`: among that role's tools; `states = { "agent" }`: in every
+--- state of that name), sorted.
+function M.declared_for(field, name)
+  local out = {}
+  if name == nil then return out end
+  for _, cmd in ipairs(names_sorted()) do
+    for _, n in ipairs(M.defs[cmd][field] or {}) do
+      if n == name then out[#out + 1] = cmd; break end
     end
   end
   return out
@@ -248,16 +274,34 @@ local function watch_repeats(S, env, tool, out, sig)
   return out
 end
 
+local told = {} -- "session state command" -> true: the person was told on stderr once
+
+-- A command this state does not allow: the model is told which state it is in and what it
+-- may use; the person at the terminal, once per session, state and command, where to allow it
+-- (a command file they just wrote must not be refused silently).
 local function refuse(S, state, env, c, def)
+  local allowed = M.allowed(state, env.role, env.machine)
   if def.concludes then
     messages.say(S, "Only the " .. (env.concluders or "concluding state") .. " concludes: your $(" .. c.name ..
       ") was not accepted. Gather evidence with commands.")
-  else
+  elseif #allowed == 0 then
     messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state ..
       " does not run commands here" ..
       (state.concludes and "; answer with $(answer ...) or say what is missing." or "."))
+  else
+    messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state .. " state may use only " ..
+      table.concat(allowed, ", ") .. ".")
   end
   log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
+  local key = tostring(S.id) .. " " .. tostring(S.state) .. " " .. def.name
+  if not told[key] and not def.concludes and def.origin ~= "built-in" then
+    told[key] = true
+    moss.ui.print(("$(%s) was refused: state %q of machine %s does not allow it (it allows %s). Allow it in "
+      .. "the role's `commands` (or `add_commands` in a role that extends it), the state's `commands`, or "
+      .. "with `states = { %q }` in %s"):format(def.name, tostring(S.state), tostring(S.machine),
+      #allowed > 0 and table.concat(allowed, ", ") or "no commands", tostring(S.state),
+      def.path or ("commands/" .. def.name .. ".lua")), { style = "yellow" })
+  end
 end
 
 -- The first `max_commands` commands of a reply; the model is told how many more it wrote,

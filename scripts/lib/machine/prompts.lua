@@ -39,6 +39,11 @@ local function role_text(role, state_name, state, machine)
     moss.error("usage", "role '" .. tostring(role.name) .. "' has no prompt for state '" .. state_name .. "'" ..
       (machine and machine.name and (" of machine '" .. machine.name .. "'") or ""))
   end
+  -- `prompt_extra`: a paragraph under every prompt of the role (what a role that extends
+  -- another adds without copying its prompts, lib/machine/extend.lua)
+  if type(role.prompt_extra) == "string" and role.prompt_extra ~= "" then
+    text = text .. "\n\n" .. role.prompt_extra
+  end
   return text
 end
 
