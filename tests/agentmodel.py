@@ -13,6 +13,18 @@ import re
 from fakeapi import last_user_text, state_of  # noqa: F401  (state_of is used by tests too)
 
 
+def _headings() -> dict[str, str]:
+    """The context's section titles as the built-in Lua names them (lib/machine/context.lua
+    M.HEADINGS): tests find sections by these, never by copying moss's words."""
+    from conftest import builtin_lua
+
+    with builtin_lua() as (rt, _root):
+        return rt.to_py(rt.execute('return require("lib.machine.context").HEADINGS'))
+
+
+H = _headings()
+
+
 def section(text: str, title: str) -> str:
     """The text of one **Title** section of the context, up to the next bold heading."""
     m = re.search(r"\*\*" + re.escape(title) + r"[^*]*\*\*(.*?)(?=\n\*\*[A-Z][^*]*:?\*\*|\Z)", text, re.S)
@@ -45,10 +57,10 @@ class Model:
         if state == "planner":
             return "1. Find the definition with a text search.\n2. View it and count.\nReady to explore."
         if state == "explorer":
-            return self.explore(user, section(user, "New results"))
+            return self.explore(user, section(user, H["new_results"]))
         if state == "evaluator":
-            return self.evaluate(section(user, "New results") + section(user, "Working memory"))
-        seen = section(user, "Results") + section(user, "New results") + section(user, "Working memory")
+            return self.evaluate(section(user, H["new_results"]) + section(user, H["memory"]))
+        seen = section(user, H["new_results"]) + section(user, H["memory"])
         found = self.conclusion(seen)
         if found:
             return f"$(note {found}) $(answer {found})"

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from agentmodel import Model, section
+from agentmodel import H, Model, section
 from conftest import FIXTURES
 from fakeapi import last_user_text, state_of, system_text
 
@@ -46,14 +46,13 @@ def test_v2_counts_provider_variants_with_explorer_evaluator_split(crate, api):
     reqs = bodies(api)
     explorer1, evaluator1, explorer2, evaluator2 = (last_user_text(b) for b in reqs)
     # The evaluator sees numbered new results, and what it kept is in working memory next time.
-    assert "New results" not in explorer1 and "Working memory" not in explorer1
-    assert "**New results**" in evaluator1 and "[1] `text-search" in evaluator1
-    assert "Working memory" in evaluator2
-    assert "text-search" in section(evaluator2, "Working memory")
-    assert "pub enum Provider {" in section(evaluator2, "New results")
+    assert H["new_results"] not in explorer1 and H["memory"] not in explorer1
+    assert "[1] `text-search" in section(evaluator1, H["new_results"])
+    assert "text-search" in section(evaluator2, H["memory"])
+    assert "pub enum Provider {" in section(evaluator2, H["new_results"])
     # The explorer then sees what the evaluator saw (the results of its own commands
     # included) and the evaluator's remarks...
-    assert "enum Provider" in section(explorer2, "New results")
+    assert "enum Provider" in section(explorer2, H["new_results"])
     assert "we need to see the enum itself" in explorer2
     # ...byte for byte: one system prompt for both states, and the explorer's message starts
     # with the evaluator's blocks up to a cache breakpoint, so a provider's prompt cache bills
@@ -100,7 +99,7 @@ def test_plan_calls_planner_first_and_explorer_sees_plan(crate, api):
     assert model.calls[1] == "explorer"
     planner_req, explorer_req = bodies(api)[:2]
     assert state_of(planner_req) == "planner"
-    assert "Find the definition with a text search" in section(last_user_text(explorer_req), "Plan")
+    assert "Find the definition with a text search" in section(last_user_text(explorer_req), H["plan"])
 
 
 def test_explorer_answer_is_refused_with_a_note(crate, api):
@@ -368,6 +367,6 @@ def test_stable_context_prefix_is_billed_as_cache_reads(crate, api):
     turn3 = bodies(api)[2]["messages"][0]["content"]
     assert isinstance(turn3, list) and any("cache_control" in b for b in turn3)
     marked = [b["text"] for b in turn3 if "cache_control" in b]
-    assert "**Task:**" in turn3[0]["text"] and "New results" not in "".join(marked)
+    assert H["task"] in turn3[0]["text"] and H["new_results"] not in "".join(marked)
     usage = json.loads(r.stdout)["usage"]
     assert usage["cache_read_tokens"] > 0

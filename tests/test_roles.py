@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pytest
-from agentmodel import section
+from agentmodel import H, section
 from fakeapi import last_user_text, role_of, state_of, system_text
 
 needs_bwrap = pytest.mark.skipif(
@@ -143,7 +143,7 @@ def test_auditor_reports_findings_with_location_and_severity(app, api):
     def model(body):
         user = last_user_text(body)
         if state_of(body) == "evaluator":
-            new = section(user, "New results")
+            new = section(user, H["new_results"])
             m = re.search(r"^(\S+\.py):\n\s+(\d+) .*os\.system", new, re.M)
             if m:
                 return (f"$(keep 1) $(note HIGH {m.group(1)}:{m.group(2)} - shell command built from input) "
@@ -171,12 +171,12 @@ def test_refactorer_edits_until_the_test_passes(app, api):
         if state_of(body) == "planner":
             return "1. Fix app/calc.py add.\n2. Run python3 test_calc.py.\nReady to refactor."
         if state_of(body) == "evaluator":
-            new = section(user, "New results")
+            new = section(user, H["new_results"])
             if "Validation passed" in new and "[exit code 0]" in new:
                 return ("$(answer ## Changes\n- `app/calc.py` — add() returned a - b; now a + b\n"
                         "## Validation\npython3 test_calc.py: passed)")
             return "The add function still needs fixing."
-        last = section(user, "New results")
+        last = section(user, H["new_results"])
         if "return a - b" in last:
             return ('$(edit app/calc.py/add replace def add(a, b):\n    """Add two numbers."""\n    return a + b) '
                     "$(run python3 test_calc.py)")

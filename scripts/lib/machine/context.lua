@@ -38,15 +38,20 @@ local function output_block(label, out)
 end
 
 local function task_block(S)
-  local parts = { "**Task:** " .. S.task }
+  local parts = { "**" .. M.HEADINGS.task .. ":** " .. S.task }
   if S.context_note and S.context_note ~= "" then parts[#parts + 1] = S.context_note end
   for _, said in ipairs(S.user_adds or {}) do parts[#parts + 1] = "**The user adds:** " .. said end
   return table.concat(parts, "\n\n")
 end
 M.task_block = task_block
 
-local MEMORY_HEADING = "**Working memory** (notes and kept results; $(drop ID) to remove):"
-local NEW_RESULTS = "**New results** (shown once; $(keep N) to keep):"
+-- The titles of the context's sections, in one place (a project rewording them changes
+-- this table; tests and the scripted test model read it instead of copying the words)
+M.HEADINGS = { task = "Task", memory = "Working memory", new_results = "New results", plan = "Plan",
+  notes = "Notes", last_results = "Last results", history = "History" }
+local H = M.HEADINGS
+local MEMORY_HEADING = "**" .. H.memory .. "** (notes and kept results; $(drop ID) to remove):"
+local NEW_RESULTS = "**" .. H.new_results .. "** (shown once; $(keep N) to keep):"
 local FAILED_HINT = "Some commands failed; try another way."
 local FAILED_WARNING = "**Warning:** some commands failed; consider other approaches."
 M.NEW_RESULTS, M.FAILED_HINT, M.FAILED_WARNING = NEW_RESULTS, FAILED_HINT, FAILED_WARNING
@@ -67,11 +72,14 @@ local function memory_parts(S, notes_only)
     end
   end
   if #parts == 0 then return parts end
-  table.insert(parts, 1, notes_only and "**Notes:**" or
+  table.insert(parts, 1, notes_only and ("**" .. H.notes .. ":**") or
     MEMORY_HEADING)
   return parts
 end
 M.memory_parts = memory_parts
+
+local function plan_part(S) return S.plan and ("**" .. H.plan .. ":**\n" .. S.plan) or nil end
+M.plan_part = plan_part
 
 local function memory_block(S, notes_only)
   local parts = memory_parts(S, notes_only)
@@ -135,11 +143,11 @@ end
 
 function M.modes.last_outputs(S, state)
   return {
-    stable = parts(task_block(S), S.plan and ("**Plan:**\n" .. S.plan) or nil, memory_parts(S, true)),
+    stable = parts(task_block(S), plan_part(S), memory_parts(S, true)),
     volatile = join(
       M.feedback(S),
       messages_block(S),
-      #S.last_outputs > 0 and M.outputs_block("**Last results:**", S.last_outputs) or nil,
+      #S.last_outputs > 0 and M.outputs_block("**" .. H.last_results .. ":**", S.last_outputs) or nil,
       any_failed(S.last_outputs) and FAILED_HINT or nil,
       state.footer
     ),
@@ -154,13 +162,11 @@ function M.modes.all_outputs(S, state)
     hist[#hist + 1] = table.concat(blocks, "\n")
   end
   return {
-    stable = parts(task_block(S), #hist > 0 and "**History:**" or nil, hist),
+    stable = parts(task_block(S), #hist > 0 and ("**" .. H.history .. ":**") or nil, hist),
     volatile = join(memory_block(S, true), messages_block(S), state.footer),
   }
 end
 
-local function plan_part(S) return S.plan and ("**Plan:**\n" .. S.plan) or nil end
-M.plan_part = plan_part
 
 -- Per session, what a machine's context functions remember between turns without putting
 -- it in the session (and its checkpoint): after a resume it starts empty. Compaction
