@@ -6,7 +6,10 @@ spent or what is kept (PROJECT_RULES below: the one list, each key with why). No
 is used until the user said yes to that exact content; the yes is kept in the user's data
 directory ($XDG_DATA_HOME/moss/trust/, outside every repository), keyed by the project's path
 and a hash of what it brings, so a changed file, link or setting asks again, and the loader
-runs no project script bytes but those hashed (Manifest.pins, ScriptRoots.read). A project
+runs no project script bytes but those hashed (Manifest.pins, ScriptRoots.read). Trust pins
+what arrives from elsewhere, not what the user types: in a git work tree, a change git could
+not have brought is the user's own edit and keeps the project trusted (judge(), below), and
+moss's own writes (`moss config set`, `moss init`) keep it trusted too (kept()). A project
 value that only narrows the user's own (a smaller budget, spawn = false) needs no trust, nor
 does anything else in a project's config (custom fields).
 

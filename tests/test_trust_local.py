@@ -133,7 +133,7 @@ def test_a_pulled_change_to_a_trusted_project_asks(repos, change):
 
     # On a terminal it asks; a yes is then the user's trust of what arrived.
     r = repos.run("@hi", env={"MOSS_ASSUME_TTY": "1"}, input="y\n")
-    assert r.returncode == 0
+    assert r.returncode == 0 and f"{rel}: arrived by git" in r.stderr  # the question says how
     assert r.stdout == ("PULLED\n" if change == "script" else "v1\n")
 
 
@@ -267,9 +267,15 @@ def test_a_hostile_git_config_runs_nothing_while_moss_reads_head(repos, tmp_path
     evil = tmp_path / "evil.sh"
     evil.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
     evil.chmod(0o755)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("post-checkout", "post-index-change", "reference-transaction", "pre-commit", "post-merge"):
+        for where in (hooks, repos.me.root / ".git/hooks"):
+            (where / name).write_text(evil.read_text())
+            (where / name).chmod(0o755)
     repos.trust()
     with open(repos.me.root / ".git/config", "a") as f:
-        f.write(f"[core]\n\tfsmonitor = {evil}\n\thooksPath = {tmp_path}\n\tpager = {evil}\n"
+        f.write(f"[core]\n\tfsmonitor = {evil}\n\thooksPath = {hooks}\n\tpager = {evil}\n"
                 f"[filter \"x\"]\n\tclean = {evil}\n\tsmudge = {evil}\n\tprocess = {evil}\n"
                 f"[diff \"x\"]\n\ttextconv = {evil}\n")
     repos.edit(".gitattributes", "*.lua filter=x diff=x\n")
@@ -282,6 +288,8 @@ def test_a_hostile_git_config_runs_nothing_while_moss_reads_head(repos, tmp_path
     r = repos.run("@hi")
     assert r.returncode == 0 and r.stdout == "mine\n", r.stderr
     assert not marker.exists()
+    subprocess.run(["git", "status"], cwd=repos.me.root, capture_output=True)
+    assert marker.exists()  # the same repository does run them for a plain `git status`
 
 
 def test_moss_config_set_keeps_trust(project):
@@ -347,3 +355,18 @@ def test_local_edits_false_makes_every_change_ask(repos):
     repos.me.user_file("config.toml", '[trust]\nlocal_edits = "yes"\n')
     r = repos.run("@hi")
     assert r.returncode == 2 and "local_edits must be true or false" in r.stderr
+
+
+def test_a_pulled_config_change_that_brings_no_setting_keeps_local_edits_yours(repos):
+    """The colleague changes only a comment and a free key of the config; after the pull, the
+    user's own edit of a command in it is still theirs: what arrived brought no setting that
+    needs trust."""
+    repos.trust()
+    repos.commit({".moss/config.toml": '# tests\n[agent]\nmy_note = "x"\n'
+                                       'validate_commands = [ { name = "t", run = "make test" } ]\n'}, "a comment")
+    git(repos.me.root, "pull", "-q", "--ff-only")
+    repos.edit(".moss/config.toml", '# tests\n[agent]\nmy_note = "x"\n'
+                                    'validate_commands = [ { name = "t", run = "make check" } ]\n')
+    repos.edit(".moss/scripts/hi.lua", "print(moss.config.agent.validate_commands[1].run)\n")
+    r = repos.run("@hi")
+    assert r.returncode == 0 and r.stdout == "make check\n", r.stderr
