@@ -150,14 +150,21 @@ def test_a_local_edit_on_top_of_a_pull_asks_until_the_pull_is_trusted(repos):
     assert ".moss/scripts/mine.lua: edited here" in r.stderr
 
 
-def test_committing_before_the_first_run_asks_once(repos):
+@pytest.mark.parametrize("step", ["commit", "add"])
+def test_committing_before_the_first_run_asks_once(repos, step):
     """moss cannot tell a commit of the user's own from one that arrived unless it saw the
-    edit first: an edit committed before any run asks once (not protected: it is the safe side)."""
+    edit first: an edit committed, or staged with `git add`, before any run asks once (the
+    safe side); once answered, it is remembered."""
     repos.trust()
     repos.edit(".moss/scripts/hi.lua", 'print("mine")\n')
-    git(repos.me.root, "commit", "-q", "-am", "mine")
+    git(repos.me.root, *(["commit", "-q", "-am", "mine"] if step == "commit" else ["add", "-A"]))
     r = repos.run("@hi")
-    assert r.returncode == 2 and ".moss/scripts/hi.lua: arrived by git" in r.stderr
+    assert r.returncode == 2 and "mine" not in r.stdout
+    assert ".moss/scripts/hi.lua: " + ("arrived by git" if step == "commit" else "its content is an object git")  \
+        in r.stderr
+    r = repos.run("@hi", env={"MOSS_ASSUME_TTY": "1"}, input="y\n")
+    assert r.returncode == 0 and r.stdout == "mine\n"
+    assert repos.run("@hi").stdout == "mine\n"
 
 
 def _checkout_another_version(repos: Repos) -> None:

@@ -45,7 +45,7 @@ SAFE_CONFIG = (
 # Files in the git directory that mean an operation brought content into the working tree
 # without moving HEAD yet (merge --no-commit or --squash, cherry-pick -n, revert, rebase).
 IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "SQUASH_MSG", "rebase-merge",
-               "rebase-apply", "AUTO_MERGE")
+               "rebase-apply")
 # Attributes under which the working tree's bytes are not a plain copy of a blob beyond line
 # endings: a filter driver (a command), another encoding, `$Id$` expansion.
 CONVERTING = ("filter", "working-tree-encoding", "ident")
