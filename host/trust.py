@@ -830,9 +830,11 @@ def evaluate(root: Path, env=os.environ, *, vouched: bool = False, answered: boo
         origins = judge(root, record, manifest, user)
         if origins and all(why == LOCAL for why in origins.values()):
             trusted, how = True, "your own edits"
+            from .errors import MossError
+
             try:
                 grant(root, env, manifest, repin=True)  # remembered as yours: a later commit of them is too
-            except OSError:
+            except (OSError, MossError):
                 pass  # still the user's own edits for this run; the next one judges them again
     config, keys, ignored = effective(user, project, manifest, trusted)
     return Trust(root=root, manifest=manifest, trusted=trusted, how=how, config=config, user_config=user,
