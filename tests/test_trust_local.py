@@ -92,10 +92,12 @@ def test_a_local_edit_to_a_trusted_project_runs_without_asking(repos):
     repos.edit(".moss/scripts/hi.lua", 'print("mine")\n')
     repos.edit(".moss/scripts/new.lua", 'print(moss.trust.trusted, moss.trust.how)\n')
     repos.edit(".moss/config.toml", '[agent]\nvalidate_commands = [ { name = "t", run = "make check" } ]\n')
-    r = repos.run("@hi")
-    assert r.returncode == 0 and r.stdout == "mine\n", r.stderr
+    r = repos.run("@new")
+    assert r.returncode == 0 and r.stdout == "true\tyour own edits\n", r.stderr
     assert "moss trust" not in r.stderr and "untrusted" not in r.stderr
     assert repos.run("@new").stdout == "true\trecorded\n"  # remembered: the next run is plainly trusted
+    r = repos.run("@hi")
+    assert r.returncode == 0 and r.stdout == "mine\n", r.stderr
     code, out = status(repos)
     assert code == 0
 
