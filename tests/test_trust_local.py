@@ -379,3 +379,30 @@ def test_a_pulled_config_change_that_brings_no_setting_keeps_local_edits_yours(r
     repos.edit(".moss/scripts/hi.lua", "print(moss.config.agent.validate_commands[1].run)\n")
     r = repos.run("@hi")
     assert r.returncode == 0 and r.stdout == "make check\n", r.stderr
+
+
+def test_a_project_in_a_subfolder_of_the_repository_is_judged_the_same(tmp_path):
+    """The moss project is `app/` of a larger repository: a local edit there runs without a
+    question; a version checked out of the repository asks."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    app = repo / "app"
+    (app / ".moss/scripts").mkdir(parents=True)
+    (app / ".moss/scripts/hi.lua").write_text('print("v1")\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "v1")
+    (app / ".moss/scripts/hi.lua").write_text('print("v2")\n')
+    git(repo, "commit", "-q", "-am", "v2")
+    home = tmp_path / "home"
+    home.mkdir()
+    me = Project(app, home)
+    me.trusted = False
+    assert me.moss("trust", "--yes").returncode == 0
+    (app / ".moss/scripts/hi.lua").write_text('print("mine")\n')
+    r = me.moss("@hi")
+    assert r.returncode == 0 and r.stdout == "mine\n", r.stderr
+    git(app, "checkout", "HEAD~1", "--", ".moss/scripts/hi.lua")
+    r = me.moss("@hi")
+    assert r.returncode == 2 and "v1" not in r.stdout
+    assert ".moss/scripts/hi.lua: its content is an object git already has" in r.stderr

@@ -76,6 +76,8 @@ class GitView:
     root: str
     git: str
     gitdir: str
+    top: str = ""  # the work tree's top folder
+    prefix: str = ""  # root relative to `top` ("" or "sub/")
     head: dict[str, str] = field(default_factory=dict)  # path (relative to root) -> "MODE OID"
     busy: str = ""  # an operation in progress (MERGE_HEAD, rebase-merge, ...), if any
 
@@ -86,13 +88,14 @@ class GitView:
         if git is None:
             return None
         view = cls(os.path.realpath(os.fspath(root)), git, "")
-        out = view._run("rev-parse", "--is-inside-work-tree", "--absolute-git-dir")
+        out = view._run("rev-parse", "--is-inside-work-tree", "--absolute-git-dir", "--show-toplevel",
+                        "--show-prefix")
         if out is None:
             return None
-        lines = out.decode("utf-8", "surrogateescape").splitlines()
-        if len(lines) != 2 or lines[0] != "true":
+        lines = out.decode("utf-8", "surrogateescape").split("\n")
+        if len(lines) < 4 or lines[0] != "true":
             return None
-        view.gitdir = lines[1]
+        view.gitdir, view.top, view.prefix = lines[1], lines[2], lines[3]
         view.busy = next((name for name in IN_PROGRESS if os.path.lexists(os.path.join(view.gitdir, name))), "")
         has_head = view._run("rev-parse", "-q", "--verify", "HEAD^{commit}")
         if has_head:  # no commit yet: nothing is in HEAD
@@ -107,12 +110,14 @@ class GitView:
                 view.head[path.decode("utf-8", "surrogateescape")] = f"{mode.decode()} {oid.decode()}"
         return view
 
-    def _run(self, *args: str, input: bytes | None = None, extra: tuple = ()) -> bytes | None:
+    def _run(self, *args: str, input: bytes | None = None, top: bool = False) -> bytes | None:
+        """git's output, or None if it failed; `top`: run from the work tree's top folder
+        (hash-object does not take paths relative to a subfolder), else from the root."""
         cmd = [self.git]
-        for c in SAFE_CONFIG + tuple(extra):
+        for c in SAFE_CONFIG:
             cmd += ["-c", c]
         try:
-            p = subprocess.run(cmd + list(args), cwd=self.root, env=_env(), input=input,
+            p = subprocess.run(cmd + list(args), cwd=self.top if top else self.root, env=_env(), input=input,
                                capture_output=True, timeout=TIMEOUT_S, stdin=None if input is not None else
                                subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
@@ -134,12 +139,13 @@ class GitView:
         out = {p: [] for p in paths}
         if not paths:
             return out
-        raw = self._run("check-attr", "-z", *CONVERTING, "--", *paths)
+        raw = self._run("check-attr", "-z", *CONVERTING, "--", *(self.prefix + p for p in paths), top=True)
         if raw is None:
             return {p: ["unknown attributes"] for p in paths}
         parts = raw.split(b"\0")
         for i in range(0, len(parts) - 2, 3):
             path, attr, value = (x.decode("utf-8", "surrogateescape") for x in parts[i:i + 3])
+            path = path[len(self.prefix):] if path.startswith(self.prefix) else path
             if value not in ("unspecified", "unset") and path in out:
                 out[path].append(f"{attr}={value}")
         return out
@@ -151,10 +157,10 @@ class GitView:
         stash, an earlier `git add`). A path git could not hash counts as in the store."""
         if not paths:
             return {}
-        listing = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
+        listing = "".join(self.prefix + p + "\n" for p in paths).encode("utf-8", "surrogateescape")
         ids: list[list[str]] = [[] for _ in paths]
         for flags in (("--no-filters",), ()):
-            got = self._run("hash-object", *flags, "--stdin-paths", input=listing)
+            got = self._run("hash-object", *flags, "--stdin-paths", input=listing, top=True)
             rows = got.decode().split() if got is not None else []
             if len(rows) != len(paths):
                 return {p: True for p in paths}
