@@ -406,3 +406,19 @@ def test_a_project_in_a_subfolder_of_the_repository_is_judged_the_same(tmp_path)
     r = me.moss("@hi")
     assert r.returncode == 2 and "v1" not in r.stdout
     assert ".moss/scripts/hi.lua: its content is an object git already has" in r.stderr
+
+
+def test_a_repository_owned_by_someone_else_is_read_only_if_your_git_says_it_is_safe(repos):
+    """moss runs as root; the clone belongs to another user. git refuses such a repository,
+    so moss cannot tell an edit from an arrival and asks, until the user's own git config
+    lists it in safe.directory (the one thing moss takes from that config)."""
+    repos.trust()
+    for dirpath, dirnames, filenames in os.walk(repos.me.root):
+        for name in dirnames + filenames + ["."]:
+            os.lchown(os.path.join(dirpath, name), 65534, 65534)
+    repos.edit(".moss/scripts/hi.lua", 'print("mine")\n')
+    r = repos.run("@hi")
+    assert r.returncode == 2 and ".moss/scripts/hi.lua: not a git work tree (or git would not read it)" in r.stderr
+    (repos.me.home / ".gitconfig").write_text(f"[safe]\n\tdirectory = {repos.me.root}\n")
+    r = repos.run("@hi")
+    assert r.returncode == 0 and r.stdout == "mine\n", r.stderr

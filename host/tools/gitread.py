@@ -17,8 +17,10 @@ refs), so every call here:
 - runs `hash-object` with the repository's attributes only for paths `check-attr` found no
   filter driver on (a filter is a command): such paths are reported as converted, not hashed.
 
-Anything unexpected (no git, not a work tree, git refusing a repository owned by someone
-else, a timeout) makes `GitView.open` return None: the caller then cannot tell, and asks.
+A repository owned by someone else is read only if the user's own git config lists it in
+`safe.directory` (the one thing taken from that config). Anything unexpected (no git, not a
+work tree, git refusing the repository, a timeout) makes `GitView.open` return None: the
+caller then cannot tell, and asks.
 """
 
 from __future__ import annotations
@@ -69,6 +71,18 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _users_safe_directories(git: str) -> tuple:
+    """The user's own `safe.directory` entries (their global git config; nothing else of it)."""
+    env = {k: v for k, v in _env().items() if k != "GIT_CONFIG_GLOBAL"}
+    try:
+        p = subprocess.run([git, "config", "--global", "--get-all", "safe.directory"], cwd="/", env=env,
+                           capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(ln for ln in p.stdout.decode("utf-8", "surrogateescape").splitlines() if ln) \
+        if p.returncode == 0 else ()
+
+
 @dataclass
 class GitView:
     """HEAD's entries for the project's `.moss/` files, and ways to ask about blobs."""
@@ -80,6 +94,7 @@ class GitView:
     prefix: str = ""  # root relative to `top` ("" or "sub/")
     head: dict[str, str] = field(default_factory=dict)  # path (relative to root) -> "MODE OID"
     busy: str = ""  # an operation in progress (MERGE_HEAD, rebase-merge, ...), if any
+    safe: tuple = ()  # the user's own safe.directory entries, when git needed them
 
     @classmethod
     def open(cls, root, under: str = ".moss") -> GitView | None:
@@ -88,8 +103,14 @@ class GitView:
         if git is None:
             return None
         view = cls(os.path.realpath(os.fspath(root)), git, "")
-        out = view._run("rev-parse", "--is-inside-work-tree", "--absolute-git-dir", "--show-toplevel",
-                        "--show-prefix")
+        ask = ("rev-parse", "--is-inside-work-tree", "--absolute-git-dir", "--show-toplevel", "--show-prefix")
+        p = view._proc(*ask)
+        if p is not None and p.returncode != 0 and b"safe.directory" in p.stderr:
+            # a repository owned by someone else: read it only if the user's own git config
+            # says it is safe (moss reads no global config otherwise)
+            view.safe = _users_safe_directories(git)
+            p = view._proc(*ask) if view.safe else None
+        out = p.stdout if p is not None and p.returncode == 0 else None
         if out is None:
             return None
         lines = out.decode("utf-8", "surrogateescape").split("\n")
@@ -113,16 +134,19 @@ class GitView:
     def _run(self, *args: str, input: bytes | None = None, top: bool = False) -> bytes | None:
         """git's output, or None if it failed; `top`: run from the work tree's top folder
         (hash-object does not take paths relative to a subfolder), else from the root."""
+        p = self._proc(*args, input=input, top=top)
+        return p.stdout if p is not None and p.returncode == 0 else None
+
+    def _proc(self, *args: str, input: bytes | None = None, top: bool = False):
         cmd = [self.git]
-        for c in SAFE_CONFIG:
+        for c in SAFE_CONFIG + tuple(f"safe.directory={d}" for d in self.safe):
             cmd += ["-c", c]
         try:
-            p = subprocess.run(cmd + list(args), cwd=self.top if top else self.root, env=_env(), input=input,
-                               capture_output=True, timeout=TIMEOUT_S, stdin=None if input is not None else
-                               subprocess.DEVNULL)
+            return subprocess.run(cmd + list(args), cwd=self.top if top else self.root, env=_env(), input=input,
+                                  capture_output=True, timeout=TIMEOUT_S,
+                                  stdin=None if input is not None else subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
             return None
-        return p.stdout if p.returncode == 0 else None
 
     def blob(self, entry: str | None) -> bytes | None:
         """The raw bytes of a HEAD entry's blob (no conversion), or None."""
