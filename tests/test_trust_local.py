@@ -422,3 +422,12 @@ def test_a_repository_owned_by_someone_else_is_read_only_if_your_git_says_it_is_
     (repos.me.home / ".gitconfig").write_text(f"[safe]\n\tdirectory = {repos.me.root}\n")
     r = repos.run("@hi")
     assert r.returncode == 0 and r.stdout == "mine\n", r.stderr
+
+
+def test_moss_config_set_does_not_trust_an_untrusted_project(repos):
+    """A fresh clone brings a command; the user sets a value of their own in its config. moss's
+    write keeps trust only where there was trust: the clone's command still waits."""
+    r = repos.run("config", "set", "agent.max_turns", "3")
+    assert r.returncode == 0, r.stderr
+    code, out = status(repos)
+    assert code == 1 and "make test" in out
