@@ -58,6 +58,18 @@ def cli():
 @click.option("--force", is_flag=True, help="Overwrite an existing .moss/config.toml.")
 def init(force):
     """Create .moss/ here: config.toml (commented template), memory/, scripts/, .gitignore."""
+    from .trust import kept as trust_kept
+
+    with trust_kept(Path.cwd()):  # moss's own write keeps a trusted project trusted (--force)
+        made = _init_files(force)
+    for m in made:
+        click.echo(f"created {m}")
+    if made:
+        click.echo("Lua completion: open .moss/scripts in an editor with lua-language-server "
+                   "(the .luarc.json there points at moss's type annotations).")
+
+
+def _init_files(force: bool) -> list[str]:
     from .config import GITIGNORE, template
     from .tools import safefs
 
@@ -84,11 +96,7 @@ def init(force):
             made.append(f".moss/memory/{name}")
     if put(".moss/scripts/.luarc.json", _luarc_json(), force):
         made.append(".moss/scripts/.luarc.json")
-    for m in made:
-        click.echo(f"created {m}")
-    if made:
-        click.echo("Lua completion: open .moss/scripts in an editor with lua-language-server "
-                   "(the .luarc.json there points at moss's type annotations).")
+    return made
 
 
 def _luarc_json() -> str:
@@ -247,8 +255,15 @@ def config_set(key, value, user):
     from .context import find_project_root
     from .roots import display_path
 
-    path = cfg.user_config_file() if user else cfg.project_config_file(find_project_root())
-    kept = cfg.set_value(path, key, cfg.parse_value(value))
+    from contextlib import nullcontext
+
+    from .trust import kept as trust_kept
+
+    root = find_project_root()
+    path = cfg.user_config_file() if user else cfg.project_config_file(root)
+    # your own write keeps a trusted project trusted (a write to your user config does not re-trust)
+    with nullcontext() if user else trust_kept(root):
+        kept = cfg.set_value(path, key, cfg.parse_value(value))
     click.echo(f"{display_path(path)}: {key} = {value}")
     if not kept:
         click.echo(f"note: {display_path(path)} was rewritten; its comments could not be kept", err=True)

@@ -6,7 +6,10 @@ spent or what is kept (PROJECT_RULES below: the one list, each key with why). No
 is used until the user said yes to that exact content; the yes is kept in the user's data
 directory ($XDG_DATA_HOME/moss/trust/, outside every repository), keyed by the project's path
 and a hash of what it brings, so a changed file, link or setting asks again, and the loader
-runs no project script bytes but those hashed (Manifest.pins, ScriptRoots.read). A project
+runs no project script bytes but those hashed (Manifest.pins, ScriptRoots.read). Trust pins
+what arrives from elsewhere, not what the user types: in a git work tree, a change git could
+not have brought is the user's own edit and keeps the project trusted (judge(), below), and
+moss's own writes (`moss config set`, `moss init`) keep it trusted too (kept()). A project
 value that only narrows the user's own (a smaller budget, spawn = false) needs no trust, nor
 does anything else in a project's config (custom fields).
 
@@ -17,12 +20,14 @@ auto_approve is capped at the user's own (default "low").
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
 import math
 import os
 import re
+import stat
 import sys
 import time
 import unicodedata
@@ -249,6 +254,8 @@ class Trust:
     ignored: list[str]  # one line each: what the project set that is not in use
     max_access: str  # the user's [trust] max_access
     record: dict | None = None  # the stored trust record, if any (maybe for older content)
+    # since the record, each changed file: LOCAL (the user's own edit) or why it asks again
+    origins: dict[str, str] = field(default_factory=dict)
 
     def lua_value(self) -> dict:
         """moss.trust, as Lua sees it."""
@@ -469,8 +476,9 @@ def load_record(root: Path, env=os.environ) -> dict | None:
     return data
 
 
-def grant(root: Path, env=os.environ, manifest: Manifest | None = None) -> Path:
-    """Record that the user trusts the project's current content."""
+def grant(root: Path, env=os.environ, manifest: Manifest | None = None, *, repin: bool = False) -> Path:
+    """Record that the user trusts the project's current content (`repin`: the content is the
+    user's own edit of trusted content, or moss's own write; the first trust's time is kept)."""
     from . import __version__
     from .tools.atomic import write_atomic
 
@@ -483,6 +491,10 @@ def grant(root: Path, env=os.environ, manifest: Manifest | None = None) -> Path:
     data = {"path": str(root), "hash": manifest.digest, "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "moss": __version__,
             "items": [{"kind": i.kind, "key": i.key, "value": i.value} for i in manifest.items]}
+    old = load_record(root, env)
+    if repin and old and isinstance(old.get("trusted_at"), str):
+        data["trusted_at"] = old["trusted_at"]
+    data["local"] = pin(root, manifest, old, env)
     write_atomic(p, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return p
 
@@ -528,6 +540,202 @@ def diff(old: list[Item], new: list[Item]) -> list[tuple[str, Item | None, Item 
     for k, i in before.items():
         if k not in after:
             out.append(("removed", i, None))
+    return out
+
+
+# -- your own edits ---------------------------------------------------------------------------
+# Trust pins what arrived from elsewhere, not what the user typed. The record keeps, for
+# .moss/config.toml and each .moss/scripts/ file, git HEAD's entry when trusted and the
+# contents the user trusted or edited there. A later change is the user's own edit, and needs
+# no question, when git could not have brought it: HEAD's entry for the file is the pinned one
+# (or holds content the user already had there), no merge or rebase is under way, and the new
+# bytes are no object git already has. docs/security.md (Trust) has the threats and tests.
+
+CONFIG_REL = ".moss/config.toml"
+SCRIPTS_REL = ".moss/scripts/"
+MAX_KNOWN = 32  # contents remembered per file as trusted or edited here
+HASH_ONLY = re.compile(r"[0-9a-f]{64}")
+LOCAL = "edited here"
+
+
+def _kept(rel: str) -> bool:
+    return rel == CONFIG_REL or rel.startswith(SCRIPTS_REL)
+
+
+def _not_plain(root: Path, rel: str) -> str:
+    """Why a change to `rel` cannot be judged a local edit; "" when it is a regular file (or
+    nothing: removed) reached from the root through real folders, none of them another git
+    repository (whose pulls the project's HEAD would not show)."""
+    parts = rel.split("/")
+    if visible(rel) != rel or any(p in ("", ".", "..") for p in parts):
+        return "an unusual file name: moss cannot tell where it came from"
+    here = str(root)
+    for i, part in enumerate(parts):
+        here = os.path.join(here, part)
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            return ""
+        except OSError as e:
+            return f"cannot look at it ({e.strerror})"
+        if stat.S_ISLNK(st.st_mode):
+            return "reached through a link: moss cannot tell where its content came from"
+        if i < len(parts) - 1:
+            if not stat.S_ISDIR(st.st_mode):
+                return "not a file"
+            if os.path.lexists(os.path.join(here, ".git")):
+                return f"inside another git repository ({'/'.join(parts[:i + 1])}): its pulls do not show here"
+        elif not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+    return ""
+
+
+def _sha_file(path: Path) -> str | None:
+    """sha256 of a regular file's bytes, never through a link nor blocking on a fifo; None if
+    there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _files_of(root: Path, manifest: Manifest) -> dict[str, str | None]:
+    """The files behind a manifest's items, by path: .moss/config.toml (None: absent) and each
+    script that is a plain file, with the sha256 it was trusted as."""
+    files: dict[str, str | None] = {CONFIG_REL: _sha_file(root / CONFIG_REL)}
+    for i in manifest.items:
+        if i.kind == "script" and HASH_ONLY.fullmatch(i.value) and not _not_plain(root, i.key):
+            files[i.key] = i.value
+    return files
+
+
+def _local(record: dict | None) -> dict | None:
+    local = record.get("local") if isinstance(record, dict) else None
+    if not isinstance(local, dict) or not all(isinstance(local.get(k), dict) for k in ("head", "files", "known")):
+        return None
+    return local
+
+
+def pin(root: Path, manifest: Manifest, old: dict | None = None, env=os.environ) -> dict:
+    """What a trust record keeps to tell a local edit from an arrival later: whether the
+    project was a git work tree, HEAD's entry ("MODE OID") for .moss/config.toml and each
+    .moss/scripts/ file, the sha256 of each trusted file now, and per file the contents it
+    had when trusted or edited here (the last MAX_KNOWN), kept from the old record."""
+    from .tools.gitread import GitView
+
+    root = Path(root)
+    files = _files_of(root, manifest)
+    view = GitView.open(root)
+    known: dict[str, list[str]] = {}
+    prev = _local(old)
+    if prev is not None:
+        for rel, shas in prev["known"].items():
+            if isinstance(rel, str) and isinstance(shas, list):
+                known[rel] = [h for h in shas if isinstance(h, str) and HASH_ONLY.fullmatch(h)]
+    for rel, sha in files.items():
+        if sha:
+            known[rel] = ([h for h in known.get(rel, []) if h != sha] + [sha])[-MAX_KNOWN:]
+    head = {r: e for r, e in view.head.items() if _kept(r)} if view is not None else {}
+    return {"git": view is not None, "head": head, "files": files, "known": known}
+
+
+def local_edits_on(user: dict, env=os.environ) -> bool:
+    """The user's [trust] local_edits (default true): false makes every change ask again."""
+    from .config import user_config_file
+
+    t = user.get("trust")
+    value = t.get("local_edits", True) if isinstance(t, dict) else True
+    if not isinstance(value, bool):
+        raise ConfigError(f"{display_path(user_config_file(env))}: [trust] local_edits must be true or false, "
+                          f"got {value!r}")
+    return value
+
+
+def _same_config_items(data: bytes, record: dict, user: dict) -> bool:
+    """Whether a config file's bytes (HEAD's copy) bring exactly the settings trusted before:
+    a pulled change to comments or free keys brings nothing that needs trust."""
+    import tomllib
+
+    try:
+        items, _ = scan_config(tomllib.loads(data.decode("utf-8")), user)
+    except (ValueError, UnicodeDecodeError, ConfigError):
+        return False
+    trusted = {(i.kind, i.key, i.value) for i in _items_of(record) if i.kind != "script"}
+    return {(i.kind, i.key, i.value) for i in items} == trusted
+
+
+ARRIVED = "arrived by git: HEAD's copy changed since you trusted it (a pull, checkout, merge, reset or commit)"
+IN_GIT = ("its content is an object git already has: it came out of the repository (another version checked "
+          "out, a merge, a stash), or you ran `git add` before moss saw the edit")
+
+
+def judge(root: Path, record: dict, manifest: Manifest, user: dict) -> dict[str, str]:
+    """For each file behind a change since `record`: LOCAL when it is the user's own edit made
+    in this working tree, else why moss cannot take it as one (it asks then)."""
+    from .tools.gitread import GitView
+
+    root = Path(root)
+    out: dict[str, str] = {}
+    expect: dict[str, str | None] = {}  # a script's sha256 as scanned (None: removed)
+    for _change, old, new in diff(_items_of(record), manifest.items):
+        item = new or old
+        rel = item.key if item.kind == "script" else CONFIG_REL
+        if item.kind == "script" and not all(HASH_ONLY.fullmatch(i.value) for i in (old, new) if i):
+            out[rel] = "a link, or a file moss could not read: moss cannot tell where it came from"
+            continue
+        out.setdefault(rel, "")
+        if item.kind == "script":
+            expect[rel] = new.value if new else None
+    local = _local(record)
+    view = GitView.open(root) if any(not v for v in out.values()) else None
+    pending: list[str] = []
+    for rel, why in out.items():
+        if why:
+            continue
+        sha = _sha_file(root / rel)
+        known = set(local["known"].get(rel) or []) if local else set()
+        if (why := _not_plain(root, rel)):
+            pass
+        elif local is None:
+            why = "trusted by an older moss, which kept nothing to tell edits from arrivals"
+        elif view is None:
+            why = "not a git work tree (or git would not read it): moss cannot tell who changed it"
+        elif view.busy:
+            why = f"git is in the middle of a merge, cherry-pick, revert or rebase ({view.busy})"
+        elif rel in expect and expect[rel] != sha:
+            why = "changed again while moss looked"
+        elif sha == local["files"].get(rel):
+            why = "the file did not change, but what it means did (your own config changed)"
+        elif view.head.get(rel) != local["head"].get(rel):
+            data = view.blob(view.head.get(rel))
+            mine = data is not None and (hashlib.sha256(data).hexdigest() in known or (
+                rel == CONFIG_REL and _same_config_items(data, record, user)))
+            if not mine:
+                why = ARRIVED
+        if not why and sha is not None and sha not in known:
+            pending.append(rel)
+        out[rel] = why or LOCAL
+    if pending and view is not None:
+        converted = view.converting(pending)
+        for rel in pending:
+            if converted.get(rel):
+                out[rel] = (f"git converts it between its object and the file ({', '.join(converted[rel])}): "
+                            "moss cannot tell an edit from git's copy")
+        stored = view.in_store([r for r in pending if out[r] == LOCAL])
+        for rel, found in stored.items():
+            if found:
+                out[rel] = IN_GIT
     return out
 
 
@@ -617,9 +825,46 @@ def evaluate(root: Path, env=os.environ, *, vouched: bool = False, answered: boo
         trusted, how = True, "recorded"
     else:
         trusted, how = False, ""
+    origins: dict[str, str] = {}
+    if not trusted and record and local_edits_on(user, env):
+        origins = judge(root, record, manifest, user)
+        if origins and all(why == LOCAL for why in origins.values()):
+            trusted, how = True, "your own edits"
+            from .errors import MossError
+
+            try:
+                grant(root, env, manifest, repin=True)  # remembered as yours: a later commit of them is too
+            except (OSError, MossError):
+                pass  # still the user's own edits for this run; the next one judges them again
     config, keys, ignored = effective(user, project, manifest, trusted)
     return Trust(root=root, manifest=manifest, trusted=trusted, how=how, config=config, user_config=user,
-                 project_keys=keys, ignored=ignored, max_access=limit, record=record)
+                 project_keys=keys, ignored=ignored, max_access=limit, record=record, origins=origins)
+
+
+@contextlib.contextmanager
+def kept(root: Path, env=os.environ):
+    """Around moss's own write to the project's config (`moss config set`, `moss init`): when
+    the project's content was in use before (trusted, or nothing to trust) and the write
+    changed only the config, the new content is recorded as trusted: what the user typed
+    into moss is theirs. A write to the user's own config is not wrapped: a project value
+    it turns into a widening one (a project max_turns above the user's new one) asks."""
+    from .errors import MossError
+
+    root = Path(root)
+    try:
+        before = evaluate(root, env)
+    except MossError:
+        before = None
+    yield
+    if before is None or not before.trusted or before.how not in ("nothing to trust", "recorded", "your own edits"):
+        return
+    try:
+        after = evaluate(root, env)
+    except MossError:
+        return
+    scripts = [sorted((i.key, i.value) for i in s.manifest.items if i.kind == "script") for s in (before, after)]
+    if not after.trusted and scripts[0] == scripts[1]:
+        grant(root, env, after.manifest, repin=True)
 
 
 # -- showing and asking ----------------------------------------------------------------------
@@ -629,6 +874,14 @@ def where(root: Path) -> str:
     s = str(Path(root).resolve())
     home = os.path.expanduser("~")
     return "~" + s[len(home):] if home not in ("", "/") and s.startswith(home + os.sep) else s
+
+
+def origin_lines(state: Trust) -> list[str]:
+    """Untrusted after a change: one line per changed file, how it changed (edited here, or
+    why moss takes it as arrived from elsewhere)."""
+    if state.trusted:
+        return []
+    return [f"{rel}: {why}" for rel, why in sorted(state.origins.items())]
 
 
 def render(state: Trust, console) -> None:
@@ -652,6 +905,8 @@ def render(state: Trust, console) -> None:
         console.print(f"[bold]{escape(here)}[/] brings code to run and settings that route or widen:")
         console.print(table(("kind", "item", "value", "note"),
                             [(i.kind, i.key, i.shown(), i.note) for i in state.manifest.items], fold=True))
+    for line in origin_lines(state):
+        console.print(f"  {escape(line)}")
     for item in state.manifest.user_only:
         console.print(f"[dim]never used from a project: {escape(item.line())}[/]")
     if state.manifest.needed:
@@ -685,6 +940,7 @@ def status_lines(state: Trust) -> list[str]:
                     for change, old, new in state.changes]
         else:
             out += [f"  needs trust: {row(i)}" for i in state.manifest.items]
+        out += [f"  {line}" for line in origin_lines(state)]
     out += [f"  never used from a project: {i.line()}" for i in state.manifest.user_only]
     return out
 
@@ -722,6 +978,10 @@ def notice(state: Trust, console) -> None:
         console.print("[yellow]ignored from the project's config:[/]")
     for line in state.ignored:
         console.print(f"  {escape(line)}", markup=True)
+    if state.origins and not state.trusted:
+        console.print("[yellow]changed since you trusted it:[/]")
+        for line in origin_lines(state):
+            console.print(f"  {escape(line)}")
     if not state.trusted:
         console.print("[dim]review and trust it: moss trust   (or pass --trust to trust it for one run, "
                       "e.g. in CI for a checkout you vouch for)[/]")
