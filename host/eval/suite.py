@@ -91,6 +91,13 @@ class Suite:
     tasks: list[Task]
 
 
+def builtin_suite_dir() -> Path:
+    """The built-in suite as shipped (a project may override it under .moss/scripts/eval/)."""
+    from ..roots import builtin_scripts_dir
+
+    return builtin_scripts_dir() / BUILTIN
+
+
 # ----------------------------------------------------------------------------- loading
 
 def load_suite(path: Path | str) -> Suite:
