@@ -302,13 +302,27 @@ def test_a_commit_is_checked_out_without_running_the_repos_hooks_or_filters(tmp_
     subprocess.run(git + ["commit", "-qam", "two"], check=True)
     marker = tmp_path / "ran"
     subprocess.run(git + ["config", "filter.evil.smudge", f"touch {marker}; cat"], check=True)
+    subprocess.run(git + ["config", "core.fsmonitor", f"touch {marker}; true"], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run(git + ["config", "core.worktree", str(elsewhere)], check=True)
     hook = repo / ".git" / "hooks" / "post-checkout"
     hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
     hook.chmod(0o755)
     (folder / "suite.toml").write_text((folder / "suite.toml").read_text().replace("COMMIT", first))
     copy = copy_repo(load_suite(folder).tasks[0], tmp_path / "copy")
     assert (copy / "a.py").read_text() == "x = 1\n"
-    assert not marker.exists()
+    assert not marker.exists() and list(elsewhere.iterdir()) == []
+
+
+def test_a_commit_in_a_repo_whose_git_lives_elsewhere_is_refused(tmp_path):
+    """A `.git` file (or alternates) naming a repository outside the suite is refused at load:
+    checking out there would touch that repository."""
+    folder = write_suite(tmp_path, GOOD_TASK.replace('repo = "repo"', 'repo = "repo"\ncommit = "abc123"'))
+    (folder / "repo" / ".git").write_text("gitdir: /root/.git\n")
+    with pytest.raises(MossError) as e:
+        load_suite(folder)
+    assert "must be a folder" in str(e.value) and e.value.data["field"] == "commit"
 
 
 def test_a_commit_on_a_folder_that_is_no_git_repository_is_refused(tmp_path):

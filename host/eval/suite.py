@@ -166,8 +166,16 @@ def _task(entry: dict, n: int, base: Path, shown: str) -> Task:
     if commit:
         if not _COMMIT.fullmatch(commit):
             raise err("commit", f"{commit!r} is not a commit or ref name")
-        if not (repo / ".git").exists():
+        git = repo / ".git"
+        if not git.exists():
             raise err("commit", f"the repo {display_path(repo)} is not a git repository (it has no .git)")
+        # the copy's git must be its own: not a `.git` file, commondir or alternates naming another
+        if git.is_symlink() or not git.is_dir():
+            raise err("commit", f"{display_path(git)} must be a folder (a .git file points at a repository elsewhere)")
+        for other in ("commondir", "objects/info/alternates"):
+            if os.path.lexists(git / other):
+                raise err("commit", f"{display_path(git / other)} points at a repository elsewhere; "
+                                    f"the copy must hold its whole history")
     setup = _strings(entry.get("setup", []), shown, where + "setup", tid)
     tags = _strings(entry.get("tags", []), shown, where + "tags", tid, allow_empty_items=False)
     if "check" not in entry:
@@ -365,9 +373,10 @@ def copy_repo(task: Task, dest: Path | str) -> Path:
         info.mkdir(parents=True, exist_ok=True)
         # takes precedence over every .gitattributes: no filter, eol or ident conversion
         (info / "attributes").write_text("* -filter -text -ident -eol -working-tree-encoding\n")
+        # --git-dir/--work-tree beat a core.worktree in the copy's config that names a folder elsewhere
         cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.allow=never",
-               "-c", "core.autocrlf=false", "-C", str(dest), "checkout", "-q", "--force", "--detach", task.commit,
-               "--"]
+               "-c", "core.autocrlf=false", f"--git-dir={dest / '.git'}", f"--work-tree={dest}", "-C", str(dest),
+               "checkout", "-q", "--force", "--detach", task.commit, "--"]
         env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0"}
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CHECK_TIMEOUT)
         if r.returncode != 0:
