@@ -25,6 +25,7 @@ from moss.eval.suite import (
     builtin_suite_dir,
     check_answer,
     copy_repo,
+    judge_answer,
     load_suite,
 )
 
@@ -128,6 +129,8 @@ def test_check_answer_compares_as_the_format_says():
     assert not check_answer(Check(number=1), "one")
     assert check_answer(Check(regex=r"\bCHF\b"), "It is CHF.")
     assert not check_answer(Check(regex=r"\bCHF\b"), "CHFX")
+    assert judge_answer(Check(number=26), "It has 27.") == (False, "expected 26, got 27")
+    assert judge_answer(Check(answer="x"), None) == (False, "no answer")
     with pytest.raises(MossError) as e:
         check_answer(Check(run=("true",)), "anything")
     assert e.value.kind == "usage"

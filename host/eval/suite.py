@@ -326,24 +326,36 @@ def _strings(value: Any, shown: str, where: str, tid: str | None = None, allow_e
 _NUMBER = re.compile(r"(?<![\w.-])-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
-def check_answer(check: Check, text: str) -> bool:
+def check_answer(check: Check, text: str | None) -> bool:
     """Whether `text` (a session's answer) passes a question's check: `answer` equal after
     trimming whitespace and a final period, ignoring case; `regex` (RE2) found in it; `number`
     equal to the first number in it, within `tolerance`. A change's check is a usage error."""
+    return judge_answer(check, text)[0]
+
+
+def judge_answer(check: Check, text: str | None) -> tuple[bool, str]:
+    """check_answer with the reason when it fails ("" when it passes), for a results line."""
+    if not check.answer and check.regex is None and check.number is None:
+        raise MossError("check_answer: this check runs commands (a change), it has no answer to compare",
+                        kind="usage")
+    text = text or ""
+    if not text.strip():
+        return False, "no answer"
     if check.answer is not None:
-        return _plain(text) == _plain(check.answer)
+        ok = _plain(text) == _plain(check.answer)
+        return ok, "" if ok else f"expected {check.answer!r}"
     if check.regex is not None:
-        return saferegex.compile(check.regex, what="check.regex").search(text) is not None
-    if check.number is not None:
-        m = _NUMBER.search(text)
-        if m is None:
-            return False
-        try:
-            got = Decimal(m.group().replace(",", ""))
-        except InvalidOperation:
-            return False
-        return abs(got - Decimal(str(check.number))) <= Decimal(str(check.tolerance))
-    raise MossError("check_answer: this check runs commands (a change), it has no answer to compare", kind="usage")
+        ok = saferegex.compile(check.regex, what="check.regex").search(text) is not None
+        return ok, "" if ok else f"does not match {check.regex!r}"
+    m = _NUMBER.search(text)
+    if m is None:
+        return False, "no number in the answer"
+    try:
+        got = Decimal(m.group().replace(",", ""))
+    except InvalidOperation:
+        return False, "no number in the answer"
+    ok = abs(got - Decimal(str(check.number))) <= Decimal(str(check.tolerance))
+    return ok, "" if ok else f"expected {check.number}, got {m.group()}"
 
 
 def _plain(text: str) -> str:
