@@ -112,6 +112,22 @@ def test_question_answers_are_true_of_the_shipped_repos():
     assert '__version__ = "0.7.3"' in (py / "ledger" / "__init__.py").read_text()
 
 
+def test_builtin_questions_accept_answers_as_models_write_them():
+    """A right answer in the usual shapes passes (backticks, a call's parentheses, a module path,
+    a sentence around a number); a near miss does not."""
+    by_id = {t.id: t.check for t in QUESTIONS}
+    right = {"py-caller-total-by-category": ["`summary`", "summary()", "ledger.report.summary"],
+             "py-caller-parse-amount": ["Ledger.add", "add()"], "py-version": ["0.7.3.", "`0.7.3`"],
+             "py-default-currency": ["CHF (Swiss francs)"], "py-count-tests": ["26 test methods."],
+             "sh-default-file": ["~/.todo/list.txt"], "py-sample-empty-month": ["August 2024"]}
+    wrong = {"py-caller-total-by-category": ["summary_line"], "py-caller-parse-amount": ["address"],
+             "py-version": ["0.7.30", "10.7.3"], "py-count-tests": ["24"], "py-sample-balance": ["32680"]}
+    for tid, answers in right.items():
+        assert all(check_answer(by_id[tid], a) for a in answers), tid
+    for tid, answers in wrong.items():
+        assert not any(check_answer(by_id[tid], a) for a in answers), tid
+
+
 # ------------------------------------------------------------------------- check_answer
 
 def test_check_answer_compares_as_the_format_says():
