@@ -22,8 +22,15 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
                    "moss/scripts/machines/v2.lua", "moss/scripts/roles/auditor.lua", "moss/scripts/types/moss.lua",
                    "moss/scripts/commands/answer.lua", "moss/scripts/init/config.toml",
                    "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py", "moss/tools/runs/manager.py",
-                   "moss/tools/runs/executors/local.py", "moss/tools/runs/executors/ray.py"):
+                   "moss/tools/runs/executors/local.py", "moss/tools/runs/executors/ray.py",
+                   "moss/eval/suite.py", "moss/eval/exercises.py", "moss/scripts/eval/suites/builtin/suite.toml",
+                   "moss/scripts/eval/suites/builtin/repos/pyledger/ledger/money.py",
+                   "moss/scripts/eval/suites/builtin/repos/pyledger/tests/__init__.py",
+                   "moss/scripts/eval/suites/builtin/repos/pyledger/data/sample.csv",
+                   "moss/scripts/eval/suites/builtin/repos/shtodo/todo.sh",
+                   "moss/scripts/eval/suites/builtin/repos/shtodo/todo.conf"):
         assert needed in names, needed
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
     # A fresh venv with only the wheel installed; its dependencies come from this
     # interpreter's site-packages (no network), moss itself only from the wheel.
@@ -49,6 +56,11 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
     assert r.returncode == 0 and r.stdout == "3\n", r.stderr
     r = subprocess.run([py, "-m", "moss", "@agent", "--help"], cwd=project, env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "--v2" in r.stdout, r.stderr
+    # the built-in eval suite loads from the installed package, every repo it names there
+    r = subprocess.run([py, "-c", "from moss.eval.suite import builtin_suite_dir, load_suite\n"
+                        "s = load_suite(builtin_suite_dir()); print(len(s.tasks), s.tasks[0].repo)"],
+                       cwd=project, env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split()[1].startswith(target), r.stdout + r.stderr
     r = subprocess.run([py, "-m", "moss", "scripts"], cwd=project, env=env, capture_output=True, text=True)
     agent_line = next(ln for ln in r.stdout.splitlines() if ln.startswith("@agent"))
     assert target in agent_line or "site-packages/moss/scripts/agent.lua" in agent_line
