@@ -472,7 +472,7 @@ def load_record(root: Path, env=os.environ) -> dict | None:
 def grant(root: Path, env=os.environ, manifest: Manifest | None = None) -> Path:
     """Record that the user trusts the project's current content."""
     from . import __version__
-    from .tools.atomic import write_atomic
+    from .tools.safefs import replace_file as write_atomic
 
     root = Path(root).resolve()
     if manifest is None:

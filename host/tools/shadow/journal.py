@@ -8,7 +8,6 @@ the paths someone else changed since (conflicts).
 from __future__ import annotations
 
 import json
-import os
 import time
 
 from .model import (MB, WRITES_REF, _STORE, _Capture, _dec, _differences, _dumps, _enc, _show,
@@ -62,16 +61,9 @@ class Journaling(Store):
         return out
 
     def _append(self, rec: dict) -> None:
-        line = (_dumps(rec) + "\n").encode()
-        fd = self._tree.open(f"{_STORE}/moss-journal.jsonl",
-                             os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line        # a line torn by a killed process ends here
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        # mend: a line torn by a killed process ends before this one
+        self._tree.append(f"{_STORE}/moss-journal.jsonl", (_dumps(rec) + "\n").encode(),
+                          create_dirs=False, mend=True)
 
 
 def _session_plan(journal: list[dict], session: str, since: int, cur: dict

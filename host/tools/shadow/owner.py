@@ -159,11 +159,9 @@ def _read_owner_record(root: Path) -> dict | None:
 def _write_owner_record(root: Path, record: dict) -> None:
     """Best effort: without a writable data folder the store is this process's only (the
     next moss process sets it aside and makes its own)."""
-    from ..atomic import write_atomic
-
     path = _owner_record_path(root)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_atomic(path, _dumps(record) + "\n", 0o600)
+        safefs.replace_file(path, _dumps(record) + "\n", 0o600)
     except OSError:
         pass

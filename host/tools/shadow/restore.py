@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 
+from .. import safefs
 from .git import _BlobReader
 from .model import _show, _uncaptured_detail
 from .store import Store
@@ -137,29 +137,12 @@ class Restoring(Store):
                 _chmod_at(pfd, name, t[1], os.O_DIRECTORY)
             elif cur is not None and cur[0] == "f" and t[0] == "f" and cur[2] == t[2]:
                 _chmod_at(pfd, name, t[1], 0)          # same bytes: permissions only
+            elif t[0] == "l":
+                # moss's one atomic writer, in the folder walked to above: a temp link
+                # renamed over `name` (what is there is replaced, never written through)
+                safefs.replace_at(pfd, name, blobs.read(t[1]), symlink=True, sync=False)
             else:
-                data = blobs.read(t[2] if t[0] == "f" else t[1])
-                tmp = f".moss-{secrets.token_hex(6)}.tmp"
-                try:
-                    if t[0] == "l":
-                        os.symlink(os.fsdecode(data), tmp, dir_fd=pfd)
-                    else:
-                        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                     | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=pfd)
-                        try:
-                            view = memoryview(data)
-                            while view:
-                                view = view[os.write(fd, view):]
-                            os.fchmod(fd, t[1])
-                        finally:
-                            os.close(fd)
-                    os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
-                except BaseException:
-                    try:
-                        os.unlink(tmp, dir_fd=pfd)
-                    except OSError:
-                        pass
-                    raise
+                safefs.replace_at(pfd, name, blobs.read(t[2]), t[1], sync=False)
         except OSError as e:
             raise _Blocked("failed", e.strerror or str(e)) from None
         finally:
