@@ -37,8 +37,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moss.errors import MossError
-from moss.tools import safefs
+from ..errors import MossError
+from . import safefs
 
 __all__ = ["Entry", "GitGuard", "guard_for", "scan", "risky_settings"]
 
@@ -272,6 +272,7 @@ class GitGuard:
         absolute paths the sandbox must bind read-only). The first call takes the baseline."""
         with self._lock:
             notes = self._check()
+            assert self._known is not None  # _check took the baseline
             paths = []
             for e in self._known.values():
                 p = os.path.join(self.root, e.rel)
@@ -377,7 +378,7 @@ class GitGuard:
                     return (f"{e.rel}: {what}, but something else is there now, so moss left it where it is; "
                             "do not run git there before checking it")
                 try:
-                    from moss import storage
+                    from .. import storage
 
                     storage.ensure_dir(Path(self.root) / qrel)
                     with tree.parent(dest, create=False) as (qfd, qname):
@@ -395,7 +396,7 @@ class GitGuard:
         return (f"{e.rel}: {what}; the agent may not create git metadata, so moss moved it to "
                 f"{dest} (disabled)")
 
-    def _remove_instead(self, e: Entry, what: str, dfd: int, src: str, exc: Exception) -> str:
+    def _remove_instead(self, e: Entry, what: str, dfd: int, src: str, exc: OSError | MossError) -> str:
         """Could not move it: remove what the command created rather than leave it armed,
         if it is still what the scan found."""
         why = exc.message if isinstance(exc, MossError) else (exc.strerror or str(exc))

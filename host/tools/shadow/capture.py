@@ -36,7 +36,7 @@ class Capturing(Store):
     def _capture_once(self) -> "_Capture":
         files, dirs, odd, nested = self._walk()
         prev = self._read_index(cached=True)
-        key0 = self._index_cache[0]
+        key0 = self._cache()[0]
         keep, uncaptured = self._select(files, prev, nested)
         uncaptured.update(odd)
 
@@ -56,7 +56,7 @@ class Capturing(Store):
                                    input=b"".join(os.fsencode(p) + b"\0" for p in feed))
             if proc.returncode != 0:
                 raise _Raced(proc.stderr.decode(errors="replace").strip())
-        cache = self._index_cache
+        cache = self._cache()
         if cache[2] and cache[0] == self._index_key():
             index, tree = prev, cache[2]            # git left the index as it was
         else:
@@ -70,10 +70,10 @@ class Capturing(Store):
                 self._index_cache = (self._index_key(), index, tree)
             else:
                 index = self._read_index(cached=False)
-                self._index_cache = (self._index_cache[0], index, tree)
+                self._index_cache = (self._cache()[0], index, tree)
         memo = self._memo[1] if self._memo and self._memo[0] == key0 else {}
         fed = set(feed)
-        self._memo = (self._index_cache[0], {
+        self._memo = (self._cache()[0], {
             p: (keys[p], started if p in fed else memo[p][1]) for p in keep})
 
         entries: dict[str, tuple] = {}
@@ -210,6 +210,11 @@ class Capturing(Store):
         out = self._git_bytes("ls-files", "-z", "--others", "--ignored",
                               "--exclude-standard", "--directory", env=env).stdout
         return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+    def _cache(self) -> tuple:
+        """(index file key, index, tree): set by every ``_read_index``."""
+        assert self._index_cache is not None
+        return self._index_cache
 
     def _index_key(self) -> tuple | None:
         st = self._tree.lstat(f"{_STORE}/index")

@@ -6,6 +6,7 @@ the layers it stands on: capture, journal, restore, store.
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 from pathlib import Path
@@ -101,7 +102,7 @@ class Shadow(Capturing, Journaling, Restoring):
                            "time": int(ctime), "files": meta.get("files", 0)})
         return result
 
-    def diff(self, sid: str, paths: list[str] | None = None) -> str:
+    def diff(self, sid: str, paths: builtins.list[str] | None = None) -> str:  # `list` is a method here
         """Unified diff from capture ``sid`` to the current tree (new files included).
 
         ``paths`` (relative to the root, or absolute inside it) limits the diff; a

@@ -126,16 +126,17 @@ class _BlobReader:
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, cwd=sh.root,
                                           env=sh._env)
-        proc = self._proc
-        proc.stdin.write(sha.encode() + b"\n")
-        proc.stdin.flush()
-        header = proc.stdout.readline().split()
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        assert stdin is not None and stdout is not None     # both are pipes
+        stdin.write(sha.encode() + b"\n")
+        stdin.flush()
+        header = stdout.readline().split()
         if len(header) != 3:
             raise MossError(f"shadow: object {sha} is missing from .moss/shadow.git",
                             kind="io")
         size = int(header[2])
-        data = proc.stdout.read(size)
-        proc.stdout.read(1)           # the newline after the contents
+        data = stdout.read(size)
+        stdout.read(1)                # the newline after the contents
         return data
 
     def __exit__(self, *exc) -> None:
@@ -143,9 +144,11 @@ class _BlobReader:
         if proc is None:
             return
         try:
-            proc.stdin.close()
+            if proc.stdin is not None:
+                proc.stdin.close()
         except OSError:
             pass
-        proc.stdout.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
         proc.wait()
 

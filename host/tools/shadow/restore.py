@@ -121,7 +121,7 @@ class Restoring(Store):
                 if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
                     raise _Blocked("not_empty", "it holds files this restore does not "
                                    "remove, so it was kept") from None
-                raise _Blocked("failed", e.strerror) from None
+                raise _Blocked("failed", e.strerror or str(e)) from None
         finally:
             os.close(pfd)
 

@@ -68,10 +68,11 @@ class Store(Git):
         self._tree = safefs.tree(self.root)
         self._notify = notify
         self._verified = False
-        self._git_bin = shutil.which("git")
-        if self._git_bin is None:
+        git_bin = shutil.which("git")
+        if git_bin is None:
             raise MossError("shadow: the `git` program is not installed or not on PATH",
                             kind="config")
+        self._git_bin = git_bin
         self._env = self._make_env()
         self._excludes_file: str | None = None
         self._prepared = False
