@@ -221,7 +221,7 @@ def set_value(path: Path, dotted: str, value: Any) -> bool:
     is rewritten with tomli-w. Returns whether comments and layout were kept."""
     import tomli_w
 
-    from .tools.atomic import write_atomic
+    from .tools.safefs import replace_file as write_atomic
 
     data = read_toml(path)
     parts = dotted.split(".")

@@ -480,7 +480,7 @@ def grant(root: Path, env=os.environ, manifest: Manifest | None = None, *, repin
     """Record that the user trusts the project's current content (`repin`: the content is the
     user's own edit of trusted content, or moss's own write; the first trust's time is kept)."""
     from . import __version__
-    from .tools.atomic import write_atomic
+    from .tools.safefs import replace_file as write_atomic
 
     root = Path(root).resolve()
     if manifest is None:

@@ -202,12 +202,12 @@ def test_touch_sets_the_times_of_a_link_itself_not_of_its_target(project):
 
 def test_the_one_writer_outside_a_project_keeps_modes_and_never_writes_through_a_link(project):
     """A user's config, trust record or the shadow store's owner record is replaced by the same writer
-    as .moss files (safefs.replace_file, which moss.tools.atomic now is): an existing file
+    as .moss files (safefs.replace_file): an existing file
     keeps its permissions, a new one gets the umask's, and a link where the file should be
     is replaced itself while its target stays as it was. A cassette of recorded answers is
     appended the same way (append_file), and a link there is refused, not appended through."""
     root, outside, _ = project
-    from moss.tools.atomic import write_atomic
+    from moss.tools.safefs import replace_file as write_atomic
 
     cfg = root / "config.toml"
     cfg.write_text("old = 1\n")

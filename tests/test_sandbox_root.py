@@ -408,6 +408,27 @@ def test_without_sandbox_changes_are_reported_and_new_repos_undone(root, monkeyp
     assert "new/.git: a git repository appeared" in notes and not (root / "new" / ".git").exists()
 
 
+def test_without_sandbox_a_removed_git_file_or_git_link_is_put_back(root, monkeypatch):
+    """With nothing read-only (no bubblewrap, the user's unsandboxed_ok), a command that deletes
+    a worktree's `.git` file and a `.git` link finds both back as they were after it, and the
+    person is told; the link is made again as a link, not a file holding its target."""
+    (root / "wt").mkdir()
+    (root / "wt" / ".git").write_text("gitdir: ../elsewhere/wt\n")
+    (root / "linked").mkdir()
+    os.symlink("../real.git", root / "linked" / ".git")
+    monkeypatch.setenv("MOSS_BWRAP", "/nonexistent/bwrap")
+    run("true", root=root, access="edit", unsandboxed_ok=True)  # the session's first look
+    r = run("rm wt/.git linked/.git", root=root, access="edit", unsandboxed_ok=True)
+    assert r["sandbox"] == "none" and r["code"] == 0, r
+    notes = "\n".join(r["git"])
+    assert "wt/.git: the .git file was removed; moss put it back" in notes
+    assert "linked/.git: the .git link was removed; moss put it back" in notes
+    assert (root / "wt" / ".git").read_text() == "gitdir: ../elsewhere/wt\n"
+    assert os.readlink(root / "linked" / ".git") == "../real.git"
+    again = run("true", root=root, access="edit", unsandboxed_ok=True)
+    assert not again.get("git"), again  # what was put back is the known metadata again
+
+
 def test_background_run_creating_git_is_caught_while_it_runs(root):
     m = RunManager(root)
     try:

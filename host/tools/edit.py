@@ -78,10 +78,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moss.errors import MossError
-from moss.tools import safefs, treesitter
-from moss.tools.confine import confine
-from moss.tools.resolve import require_regular, resolve_path, special_kind
+from ..errors import MossError
+from . import safefs, treesitter
+from .confine import confine
+from .resolve import require_regular, resolve_path, special_kind
 
 __all__ = ["preview", "apply", "MAX_BYTES"]
 
@@ -130,7 +130,7 @@ class _File:
     path: Path
     rel: str
     original: bytes | None
-    tree: safefs.Tree | None = None
+    tree: safefs.Tree
     mode: int | None = None
     eol: str = "\n"
     final_newline: bool = True
@@ -138,6 +138,12 @@ class _File:
     text: str | None = None
     lang: str | None = None
     made_dirs: list[str] = field(default_factory=list)
+
+    def existing(self) -> str:
+        """The text of a file that exists: every edit but create is of a file
+        `_locate_file` found."""
+        assert self.text is not None
+        return self.text
 
     def set(self, text: str | None) -> None:
         if text and not text.endswith("\n"):
@@ -274,6 +280,12 @@ def _parse_spec(number: int, raw) -> _Spec:
     elif old is not None:
         raise MossError(f"old is only for action text, not {action}", kind="usage")
     return spec
+
+
+def _given(value: str | None) -> str:
+    """A spec field `_parse_spec` made sure of for the spec's action (content, old, position)."""
+    assert value is not None
+    return value
 
 
 def _lf(s: str) -> str:
@@ -414,7 +426,7 @@ def _create(f: _File, spec: _Spec) -> None:
 
 
 def _file_edit(f: _File, spec: _Spec) -> None:
-    action, text = spec.action, f.text
+    action, text = spec.action, f.existing()
     if action == "insert":
         action = "prepend" if spec.position == "before" else "append"
     if action == "delete":
@@ -422,9 +434,9 @@ def _file_edit(f: _File, spec: _Spec) -> None:
     elif action == "replace":
         f.set(spec.content)
     elif action == "append":
-        f.set(text + _own_lines(spec.content))
+        f.set(text + _own_lines(_given(spec.content)))
     elif action == "prepend":
-        f.set(_own_lines(spec.content) + text)
+        f.set(_own_lines(_given(spec.content)) + text)
     elif action == "text":
         _exact_edit(f, spec, 0, len(text), f.rel)
 
@@ -443,16 +455,17 @@ def _symbol_edit(f: _File, symbol: str, spec: _Spec) -> None:
     if spec.action in ("create", "append", "prepend"):
         raise MossError(f"{spec.action} takes a file, not a symbol; to add code next to "
                         f"{symbol} use insert with position before/after", kind="usage")
-    data = f.text.encode("utf-8")
+    text = f.existing()
+    data = text.encode("utf-8")
     syms = treesitter.symbols_of(f.path, data)
     sym = _pick(syms, symbol, f.rel)
-    span = _symbol_span(f.text, data, f.lang, sym)
+    span = _symbol_span(text, data, f.lang, sym)
     if spec.action == "delete":
-        f.set(_delete(f.text, span))
+        f.set(_delete(text, span))
     elif spec.action == "replace":
-        f.set(_replace(f.text, span, spec.content, f.lang))
+        f.set(_replace(text, span, _given(spec.content), f.lang))
     elif spec.action == "insert":
-        f.set(_insert(f.text, span, spec.content, spec.position, f.lang, sym, syms))
+        f.set(_insert(text, span, _given(spec.content), _given(spec.position), f.lang, sym, syms))
     elif spec.action == "text":
         _exact_edit(f, spec, span.doc, span.end, f"{f.rel}/{sym.path}")
 
@@ -696,7 +709,7 @@ def _lost_first_indent(lines: list[str], indent: str) -> bool:
 # -------------------------------------------------------------------- exact-text edit
 
 def _exact_edit(f: _File, spec: _Spec, lo: int, hi: int, where: str) -> None:
-    text, old = f.text, spec.old
+    text, old = f.existing(), _given(spec.old)
     hits = _occurrences(text, old, lo, hi)
     if not hits:
         raise MossError(_no_match(text, old, lo, hi, where), kind="not_found")
@@ -707,7 +720,7 @@ def _exact_edit(f: _File, spec: _Spec, lo: int, hi: int, where: str) -> None:
                         "include more surrounding text so it occurs once", kind="ambiguous",
                         count=len(hits), lines=lines)
     i = hits[0]
-    f.set(text[:i] + spec.content + text[i + len(old):])
+    f.set(text[:i] + _given(spec.content) + text[i + len(old):])
 
 
 def _line_no(text: str, offset: int) -> int:
@@ -733,8 +746,8 @@ def _no_match(text: str, old: str, lo: int, hi: int, where: str) -> str:
     msg = f"old text not found in {where}"
     elsewhere = _occurrences(text, old, 0, len(text), limit=3)
     if elsewhere:
-        lines = ", ".join(str(_line_no(text, i)) for i in elsewhere)
-        return msg + f"; it occurs outside it, at line {lines}"
+        at = ", ".join(str(_line_no(text, i)) for i in elsewhere)
+        return msg + f"; it occurs outside it, at line {at}"
     first_line = _line_no(text, lo)
     lines = text[_line_start(text, lo):hi].split("\n")
     squeezed = [_SPACES.sub(" ", line).strip() for line in lines]

@@ -37,8 +37,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moss.errors import MossError
-from moss.tools import safefs
+from ..errors import MossError
+from . import safefs
 
 __all__ = ["Entry", "GitGuard", "guard_for", "scan", "risky_settings"]
 
@@ -272,6 +272,7 @@ class GitGuard:
         absolute paths the sandbox must bind read-only). The first call takes the baseline."""
         with self._lock:
             notes = self._check()
+            assert self._known is not None  # _check took the baseline
             paths = []
             for e in self._known.values():
                 p = os.path.join(self.root, e.rel)
@@ -320,39 +321,39 @@ class GitGuard:
             if added:
                 notes.append(f"{rel}: git settings that run commands appeared: " + "; ".join(added))
             self._known[e.ident] = e
+        put_back: list[tuple[Entry, Entry]] = []
         for ident, old in list(self._known.items()):
             if ident in seen or ident in self._gone_reported:
                 continue
             if old.kind in ("file", "link"):
                 # Quarantine above has freed the path if something new took its place.
-                if not os.path.lexists(os.path.join(self.root, old.rel)) and self._restore(old):
+                new = None if os.path.lexists(os.path.join(self.root, old.rel)) else self._restore(old)
+                if new is not None:
+                    put_back.append((old, new))
                     notes.append(f"{old.rel}: the {'.git file' if old.kind == 'file' else '.git link'} "
                                  "was removed; moss put it back")
                     continue
             self._gone_reported.add(ident)
             notes.append(f"{old.rel}: the git metadata that was here when the session began is gone")
+        # What is put back is known by its new identity. One put back may have the inode of
+        # another removed by the same command, so every old identity goes before a new one
+        # is recorded (else a restored .git link would be taken for a new one next time).
+        for old, _new in put_back:
+            self._known.pop(old.ident, None)
+        for _old, new in put_back:
+            self._known[new.ident] = new
         return notes
 
-    def _restore(self, old: Entry) -> bool:
+    def _restore(self, old: Entry) -> Entry | None:
         """Put a removed .git file or link back, made in its folder's descriptor (reached from
-        the root without following a link) and never through a link already there."""
-        tree = safefs.tree(self.root)
+        the root without following a link) and never through a link already there; what was
+        made, or None when it could not be."""
         try:
-            with tree.parent(old.rel, create=True) as (dfd, name):
-                if old.kind == "link":
-                    os.symlink(old.data.decode("utf-8", "surrogateescape"), name, dir_fd=dfd)
-                else:
-                    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                 0o644, dir_fd=dfd)
-                    with os.fdopen(fd, "wb") as fh:
-                        fh.write(old.data)
-                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            # created, not replaced (O_EXCL): whatever took the path meanwhile is left alone
+            st = safefs.tree(self.root).create_new(old.rel, old.data, 0o644, symlink=old.kind == "link")
         except (OSError, MossError):
-            return False
-        restored = Entry(old.rel, old.kind, (st.st_dev, st.st_ino), old.data, old.risky)
-        del self._known[old.ident]
-        self._known[restored.ident] = restored
-        return True
+            return None
+        return Entry(old.rel, old.kind, (st.st_dev, st.st_ino), old.data, old.risky)
 
     def _quarantine(self, e: Entry) -> str:
         """Move a new piece of git metadata out of the project tree, defanged.
@@ -377,7 +378,7 @@ class GitGuard:
                     return (f"{e.rel}: {what}, but something else is there now, so moss left it where it is; "
                             "do not run git there before checking it")
                 try:
-                    from moss import storage
+                    from .. import storage
 
                     storage.ensure_dir(Path(self.root) / qrel)
                     with tree.parent(dest, create=False) as (qfd, qname):
@@ -395,7 +396,7 @@ class GitGuard:
         return (f"{e.rel}: {what}; the agent may not create git metadata, so moss moved it to "
                 f"{dest} (disabled)")
 
-    def _remove_instead(self, e: Entry, what: str, dfd: int, src: str, exc: Exception) -> str:
+    def _remove_instead(self, e: Entry, what: str, dfd: int, src: str, exc: OSError | MossError) -> str:
         """Could not move it: remove what the command created rather than leave it armed,
         if it is still what the scan found."""
         why = exc.message if isinstance(exc, MossError) else (exc.strerror or str(exc))

@@ -32,8 +32,9 @@ import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
+from typing import Any
 
-from moss.errors import MossError
+from ..errors import MossError
 
 __all__ = ["RayJobs", "resolve_address", "STATUS", "RAY_TERMINAL"]
 
@@ -76,7 +77,7 @@ def _loopback(host: str | None) -> bool:
 
 def package_files(root: Path) -> list[str]:
     """The files that make up the job's working directory, root-relative, sorted."""
-    from moss.tools.resolve import list_files
+    from .resolve import list_files
 
     return sorted(f for f in list_files(root) if not (f == ".moss" or f.startswith(".moss/")))
 
@@ -191,7 +192,7 @@ class RayJobs:
 
     def submit(self, entrypoint: str, submission_id: str, *, runtime_env: dict | None = None,
                metadata: dict | None = None, num_cpus: float | None = None, num_gpus: float | None = None) -> str:
-        body = {"entrypoint": entrypoint, "submission_id": submission_id, "runtime_env": runtime_env or {},
+        body: dict[str, Any] = {"entrypoint": entrypoint, "submission_id": submission_id, "runtime_env": runtime_env or {},
                 "metadata": {str(k): str(v) for k, v in (metadata or {}).items()}}
         if num_cpus is not None:
             body["entrypoint_num_cpus"] = num_cpus

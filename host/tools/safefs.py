@@ -314,62 +314,57 @@ class Tree:
         `new_mode` (None: what open(2) gives under the umask). `sync` fsyncs the file, and
         the folder (the rename) too unless `sync_dir` says otherwise.
 
-        This is moss's one atomic writer: storage.write_atomic (files under .moss/) and
-        replace_file (a path anywhere) are this method on the right folder."""
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        if sync_dir is None:
-            sync_dir = sync
+        This is moss's one atomic writer (`replace_at` on the folder holding `path`):
+        storage.write_atomic (files under .moss/) and replace_file (a path anywhere) are this
+        method on the right folder."""
         with self.parent(path, create=create_dirs) as (dfd, name):
-            if mode is None:
-                try:
-                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                    mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else new_mode
-                except FileNotFoundError:
-                    mode = new_mode
-            tmp = f".{name[:100]}.moss-{secrets.token_hex(4)}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600 if mode is not None else 0o666, dir_fd=dfd)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    if mode is not None:
-                        os.fchmod(fh.fileno(), mode)
-                    if sync:
-                        os.fsync(fh.fileno())
-                os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=dfd)
-                raise
-            if sync_dir:
-                with contextlib.suppress(OSError):
-                    os.fsync(dfd)
+            replace_at(dfd, name, data, mode, sync=sync, sync_dir=sync_dir, new_mode=new_mode)
 
     def create_exclusive(self, path: Path | str, data: bytes | str = b"", mode: int = 0o644, *,
                          create_dirs: bool = True) -> bool:
         """Create `path` only if nothing (not even a dangling link) is there; False if
         something was."""
-        if isinstance(data, str):
-            data = data.encode("utf-8")
         try:
-            fd = self.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, create_dirs=create_dirs)
+            self.create_new(path, data, mode, create_dirs=create_dirs)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
         return True
 
-    def append(self, path: Path | str, data: bytes | str, *, create_dirs: bool = True, create: bool = True) -> None:
-        """Append `data` in one write to the regular file `path` (created if missing, unless
-        not `create`: then a missing file is FileNotFoundError). moss's one log writer:
-        storage.append_line (JSONL under .moss/) and append_file (a path anywhere) use it."""
+    def create_new(self, path: Path | str, data: bytes | str = b"", mode: int = 0o644, *,
+                   create_dirs: bool = True, symlink: bool = False) -> os.stat_result:
+        """Create `path` only if nothing (not even a dangling link) is there, else
+        FileExistsError: a regular file holding `data`, or with `symlink` a symbolic link
+        whose target is `data` (a link moss puts back, such as a removed `.git` link; it is
+        made, never followed). Returns the lstat of what was made, taken in the folder that
+        holds it, so the caller knows the very file it made (device and inode)."""
         if isinstance(data, str):
             data = data.encode("utf-8")
-        flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+        if symlink:
+            with self.parent(path, create=create_dirs) as (dfd, name):
+                os.symlink(os.fsdecode(data), name, dir_fd=dfd)
+                return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        fd = self.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, create_dirs=create_dirs)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            return os.fstat(fh.fileno())
+
+    def append(self, path: Path | str, data: bytes | str, *, create_dirs: bool = True, create: bool = True,
+               mend: bool = False) -> None:
+        """Append `data` in one write to the regular file `path` (created if missing, unless
+        not `create`: then a missing file is FileNotFoundError). With `mend`, a file whose
+        last line has no newline (torn by a killed writer) gets one first, so `data` starts
+        a line of its own. moss's one log writer: storage.append_line (JSONL under .moss/),
+        append_file (a path anywhere) and the shadow store's journal use it."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        flags = (os.O_RDWR if mend else os.O_WRONLY) | os.O_APPEND | (os.O_CREAT if create else 0)
         fd = self.open(path, flags, 0o644, create_dirs=create_dirs and create)
         try:
+            if mend:
+                size = os.fstat(fd).st_size
+                if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data
             os.write(fd, data)
         finally:
             os.close(fd)
@@ -447,6 +442,53 @@ def tree(root: Path | str) -> Tree:
     if t is None or t.fd < 0:
         t = _trees[key] = Tree(key)
     return t
+
+
+def replace_at(dfd: int, name: str, data: bytes | str, mode: int | None = None, *, sync: bool = True,
+               sync_dir: bool | None = None, new_mode: int | None = 0o644, symlink: bool = False) -> None:
+    """The atomic writer itself, in a folder already held open (`dfd`, which may be an
+    O_PATH descriptor): `name` there becomes `data` through a temp name made with O_EXCL
+    and a rename within `dfd`, so a link at `name` is replaced, never written through.
+    With `symlink`, what `name` becomes is a symbolic link whose target is `data` (a
+    shadow restore putting back a link it captured); else a regular file, whose mode is
+    `mode`, or with `mode` None an existing file's, or `new_mode` for a new one (None: the
+    umask's). `sync` fsyncs the file, and the folder too unless `sync_dir` says otherwise.
+
+    Tree.write_atomic is this on the folder it walked to; a caller that walked there itself
+    (the shadow restore, which names the component that blocks it) calls it directly."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if sync_dir is None:
+        sync_dir = sync
+    tmp = f".{name[:100]}.moss-{secrets.token_hex(4)}.tmp"
+    if symlink:
+        os.symlink(os.fsdecode(data), tmp, dir_fd=dfd)
+    else:
+        if mode is None:
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else new_mode
+            except FileNotFoundError:
+                mode = new_mode
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600 if mode is not None else 0o666, dir_fd=dfd)
+    try:  # the temp name is ours from here: removed again if anything fails
+        if not symlink:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                if mode is not None:
+                    os.fchmod(fh.fileno(), mode)
+                if sync:
+                    os.fsync(fh.fileno())
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+    if sync_dir:
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)
 
 
 def replace_file(path: Path | str, data: bytes | str, mode: int | None = None, *, sync_dir: bool = False) -> None:

@@ -29,8 +29,10 @@ stderr (see moss.tools.gitguard).
 from __future__ import annotations
 
 import atexit
+import builtins
 import json
 import os
+import subprocess
 import threading
 import time
 import uuid
@@ -72,7 +74,7 @@ class _Live:
         self.plan = plan      # protect paths -> sandbox.Plan; None once launched (or not ours)
         self.cwd = cwd
         self.access = access
-        self.proc = None      # subprocess.Popen of a local run this process launched
+        self.proc: subprocess.Popen | None = None  # a local run this process launched
         self.offset = 0       # bytes of <id>.log already checked against the rules
         self.partial = b""
         self.stop_reason: str | None = None
@@ -81,7 +83,7 @@ class _Live:
         self.deadline: float | None = None
         self.read_lock = threading.Lock()
         self.trigger_offset = 0   # bytes of <id>.alert (manual alerts) already read
-        self.client = None        # a remote executor's client (moss.tools.ray_jobs.RayJobs)
+        self.client: Any = None   # a remote executor's client (its own kind: ray_jobs.RayJobs for Ray)
         self.copied = 0           # bytes of the job's log already copied to <id>.log
         self.next_poll = 0.0      # monotonic time of the next status/log poll
         self.poll_errors = 0
@@ -582,7 +584,7 @@ class RunManager:
                     step = min(step, remaining)
                 self._cond.wait(step)
 
-    def alerts(self, status: str | None = None, run_id: str | None = None) -> list[dict]:
+    def alerts(self, status: str | None = None, run_id: str | None = None) -> builtins.list[dict]:  # `list` is a method here
         with self._lock:
             self._refresh()
             out = []

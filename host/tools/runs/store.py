@@ -33,7 +33,7 @@ MAX_RECORD = 16 << 20  # bytes of one run record (alerts included)
 MAX_READ = 16 << 20   # bytes of a log or trigger file read in one go
 MAX_TAIL = 100_000    # characters of a log tail
 
-_RECORD_TYPES = {"name": str, "cmd": str, "alerts": list, "created_at": (int, float), "started_at": (int, float),
+_RECORD_TYPES: dict[str, type | tuple[type, ...]] = {"name": str, "cmd": str, "alerts": list, "created_at": (int, float), "started_at": (int, float),
                  "ended_at": (int, float), "duration": (int, float), "code": int, "pid": int, "host_pid": int}
 
 

@@ -88,6 +88,7 @@ class LocalExecutor(Executor):
             notes, protect = gitguard.guard_for(m.root).before()
             m._git_notes(notes, [rid])
         make, live.plan = live.plan, None
+        assert make is not None and live.cwd is not None  # start() set both: only its runs are launched
         try:
             plan = make(protect)
         except MossError as e:
