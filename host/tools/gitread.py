@@ -160,7 +160,7 @@ class GitView:
     def converting(self, paths: list[str]) -> dict[str, list[str]]:
         """For each path, the attributes (of CONVERTING) set on it; a path git could not be
         asked about counts as converted."""
-        out = {p: [] for p in paths}
+        out: dict[str, list[str]] = {p: [] for p in paths}
         if not paths:
             return out
         raw = self._run("check-attr", "-z", *CONVERTING, "--", *(self.prefix + p for p in paths), top=True)
