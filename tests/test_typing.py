@@ -154,3 +154,10 @@ def test_pause_cancels_the_streamed_reply_and_go_on_runs_the_turn_once(project, 
     saved = json.loads(ckpt.read_text())
     assert saved["turn"] == 1 and saved["reason"] == "answered"
     assert "never seen" not in "\n".join(t.everything())
+    # billed once: the cut reply counts what was generated before the hang-up, and no more
+    log = [json.loads(ln) for ln in (ckpt.parent / "logs" / f"{saved['id']}.jsonl").read_text().splitlines()]
+    [cut] = [e for e in log if e["event"] == "llm_error" and e["kind"] == "stopped"]
+    [answered] = [e for e in log if e["event"] == "llm_response"]
+    assert cut["usage"]["output_tokens"] < len(WORDS) // 4 // 2  # far from the whole reply
+    assert saved["usage"]["calls"] == 2
+    assert saved["usage"]["output_tokens"] == cut["usage"]["output_tokens"] + answered["usage"]["output_tokens"]

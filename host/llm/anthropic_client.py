@@ -90,11 +90,12 @@ def send(client, provider, req: dict, stream: Callable[[str], None] | None, prom
         events = client.messages.create(**params, stream=True)
         started = True
         parts: list[str] = []
-        usage, stop_reason, model, finished = {}, None, provider.model, False
+        usage: dict = {}
+        stop_reason, model, finished = None, provider.model, False
         with events:  # closed on the way out, also when cancelled: the server sees the disconnect
             for ev in events:
                 if cancelled is not None and cancelled():
-                    raise Cancelled()
+                    raise Cancelled(True, "".join(parts), usage or None)
                 kind = ev.type
                 if kind == "message_start":
                     model = ev.message.model or model

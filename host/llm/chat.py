@@ -219,10 +219,17 @@ class LLM:
                 reply = self._offline_answer(p, req, stream)
             else:
                 reply, attempts = self._attempts(p, self._adapt(p, sent), fields, stream, cancel)
-        except Cancelled:
+        except Cancelled as c:
             stopped = MossError("the call was cancelled: the user spoke while the model answered", kind="stopped")
+            usage = None
+            if c.streamed:  # what the server generated before the stream was closed is counted, once
+                raw = dict(c.usage or cassette.estimate_usage(req, c.text))
+                raw["output_tokens"] = max(int(raw.get("output_tokens") or 0),
+                                           cassette.estimate_usage({}, c.text)["output_tokens"])
+                usage = self._account(p, req, {"text": c.text, "usage": raw})
             self._emit("llm_error", **fields, kind=stopped.kind, message=stopped.message, status=None,
-                       attempts=attempts, duration=round(time.monotonic() - start, 3))
+                       attempts=attempts, duration=round(time.monotonic() - start, 3),
+                       **({"usage": usage, "chars": len(c.text)} if usage is not None else {}))
             raise stopped from None
         except MossError as e:
             self._emit("llm_error", **fields, kind=e.kind, message=e.message,
@@ -287,7 +294,7 @@ class LLM:
             if stream is not None:
                 def sink(delta: str, _n=streamed, _out=stream) -> None:
                     if cancelled is not None and cancelled():
-                        raise Cancelled()  # nothing of a cancelled reply reaches the screen
+                        return  # nothing of a cancelled reply reaches the screen (send() stops at its next event)
                     _n[0] += len(delta)
                     _out(delta)
             t0 = time.monotonic()

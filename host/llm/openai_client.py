@@ -102,7 +102,7 @@ def send(client, provider, req: dict, stream: Callable[[str], None] | None, prom
         with chunks:  # closed on the way out, also when cancelled: the server sees the disconnect
             for chunk in chunks:
                 if cancelled is not None and cancelled():
-                    raise Cancelled()
+                    raise Cancelled(True, "".join(parts), usage)
                 model = chunk.model or model
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)
