@@ -344,6 +344,13 @@ class _InputArea:
 
     def run(self) -> bool:
         """Run the area in this thread until stop() or the end of input; False at end of input."""
+        global _cooked
+        try:
+            import termios
+
+            _cooked = (sys.stdin.fileno(), termios.tcgetattr(sys.stdin.fileno()))
+        except (OSError, ValueError, ImportError):
+            pass
         try:
             self.app = self._build()
             for name in ("stderr", "stdout"):
@@ -419,6 +426,19 @@ def _same_terminal(a, b) -> bool:
 
 
 _area: _InputArea | None = None
+_cooked: tuple[int, Any] | None = None  # stdin's terminal settings before the area made it raw
+
+
+def restore_terminal() -> None:
+    """Put stdin's terminal back as it was before the input area (for an exit that skips
+    atexit: os._exit after a stuck script)."""
+    if _cooked is not None:
+        try:
+            import termios
+
+            termios.tcsetattr(_cooked[0], termios.TCSANOW, _cooked[1])
+        except (OSError, ValueError, termios.error):
+            pass
 
 
 def input_area(on_line) -> bool:

@@ -161,3 +161,20 @@ def test_pause_cancels_the_streamed_reply_and_go_on_runs_the_turn_once(project, 
     assert cut["usage"]["output_tokens"] < len(WORDS) // 4 // 2  # far from the whole reply
     assert saved["usage"]["calls"] == 2
     assert saved["usage"]["output_tokens"] == cut["usage"]["output_tokens"] + answered["usage"]["output_tokens"]
+
+
+def test_ctrl_c_while_typing_stops_moss_and_gives_the_terminal_back(project, api):
+    """The input area reads keys itself (the terminal is raw meanwhile): Ctrl-C still stops
+    moss at once, exit 130, and the terminal is left echoing lines again, as it was."""
+    import termios
+
+    api.push(slow("$(answer never seen)", delay=30))
+    with start(project, api) as t:
+        t.wait(lambda: len(api.requests) >= 1 and status_line(t), 30, "the model to be asked")
+        type_slowly(t, "half a thou")
+        t.type("\x03")
+        assert t.proc.wait(10) == 130
+        mode = termios.tcgetattr(t.master)[3]
+        assert mode & termios.ICANON and mode & termios.ECHO
+    t.wait(lambda: t.closed, 10, "the end of output")
+    assert any(ln.startswith("interrupted") for ln in t.everything())
