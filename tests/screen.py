@@ -1,7 +1,7 @@
 """A terminal for tests: a real pty, and a small screen that reads what a program draws on it.
 
 `Terminal(argv, ...)` runs a program with stdin and stderr on a pty of `rows` x `cols`
-(stdout on a pipe, where answers go) and a thread that reads everything drawn, keeping
+(stdout on a pipe, where answers go, unless `stdout_on_pty`) and a thread that reads everything drawn, keeping
 
 - `screen`: the lines a person would see now (the last `rows` lines), and `history`: the
   lines that scrolled off the top;
@@ -160,7 +160,8 @@ class Screen:
 
 
 class Terminal:
-    def __init__(self, argv: list[str], *, cwd, env: dict, rows: int = 30, cols: int = 120):
+    def __init__(self, argv: list[str], *, cwd, env: dict, rows: int = 30, cols: int = 120,
+                 stdout_on_pty: bool = False):
         self.screen_ = Screen(rows, cols)
         self.raw = ""
         self.log: list[tuple[float, str]] = []
@@ -169,7 +170,8 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.proc = subprocess.Popen(argv, cwd=cwd, env={**env, "TERM": "xterm-256color", "COLUMNS": str(cols),
                                                           "LINES": str(rows)},
-                                     stdin=slave, stdout=subprocess.PIPE, stderr=slave, start_new_session=True)
+                                     stdin=slave, stdout=slave if stdout_on_pty else subprocess.PIPE, stderr=slave,
+                                     start_new_session=True)
         os.close(slave)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
