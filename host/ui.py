@@ -441,20 +441,28 @@ def restore_terminal() -> None:
             pass
 
 
-def input_area(on_line) -> bool:
-    """Keep what is typed in an input area until input_stop() or the end of input, calling
-    `on_line(text)` for each line entered; blocks (run it in the thread that reads stdin).
-    False at once where no area can show (see input_area_possible), or at end of input."""
+def input_open(on_line) -> "_InputArea | None":
+    """Claim the terminal for an input area that calls `on_line(text)` for each line entered
+    (None where none can show, see input_area_possible); from then on the status line is the
+    area's to draw. Run it with input_run(area) in the thread that reads stdin."""
     global _area
     if not input_area_possible():
-        return False
-    area = _InputArea(on_line)
+        return None
     with _live_lock:
         if _area is not None:
-            return False
-        _area = area
+            return None
+        _area = _InputArea(on_line)
+        return _area
+
+
+def input_run(area: "_InputArea") -> bool:
+    """Keep what is typed in `area` until input_stop() (True) or the end of input (False);
+    blocks. False too when the area could not start (stdin is then read line by line)."""
+    global _area
     try:
         return area.run()
+    except Exception:
+        return False
     finally:
         with _live_lock:
             if _area is area:

@@ -43,11 +43,13 @@ class _StdinReader:
         self.asking = threading.Event()
         self.prompt = "› "
         self.eof = False
+        # claimed here, before the session's first status line, so that line is the area's
+        self.area = None if stream_json else ui.input_open(self._typed)
         self.thread = threading.Thread(target=self._run, name="moss-stdin", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        if not self.stream_json and ui.input_area(self._typed):
+        if self.area is not None and ui.input_run(self.area):
             return  # the area was taken away (moss is ending)
         for line in sys.stdin:
             line = line.rstrip("\n")
