@@ -321,6 +321,10 @@ class _InputArea:
 
             os.kill(os.getpid(), signal.SIGINT)
 
+        @keys.add("c-z")
+        def _suspend(event) -> None:  # likewise Ctrl-Z: the job stops; `fg` brings the area back
+            event.app.suspend_to_background()
+
         return Application(
             layout=Layout(HSplit([status, typed]), focused_element=typed), key_bindings=keys,
             style=Style.from_dict({"prompt": "ansicyan", "spinner": "ansicyan", "dim": "dim"}),
