@@ -5,7 +5,8 @@ JSON line to `.moss/agent/inbox/<session id>.jsonl`, so nothing a user says is l
 process dies; the session reads the lines it has not seen yet. A line:
 
     {"id": "m-...", "ts": 1795.3, "source": "say"|"terminal"|"stream-json"|"mcp",
-     "type": "user", "text": "..."}                       a message
+     "type": "user", "text": "...", "acked": true?}       a message ("acked": the host showed
+                                                          the user it arrived as it was typed)
     {"id": ..., "type": "control", "action": "pause"|"stop"|"resume", "source": ...}
 
 A running session also keeps `.moss/agent/running/<id>.json` ({pid, pid_start, started,
@@ -41,8 +42,11 @@ def running_path(root: Path, sid: str) -> Path:
     return agent_dir(root) / "running" / f"{check_id(sid)}.json"
 
 
-def post(root: Path, sid: str, text: str | None = None, *, source: str, action: str | None = None) -> dict:
-    """Append a message (text) or a control action to session `sid`'s inbox; the record."""
+def post(root: Path, sid: str, text: str | None = None, *, source: str, action: str | None = None,
+         acked: bool = False) -> dict:
+    """Append a message (text) or a control action to session `sid`'s inbox; the record.
+    acked: the terminal already told the user it arrived (the Lua policy then says only what
+    it makes of it)."""
     record: dict = {"id": "m-" + uuid.uuid4().hex[:12], "ts": round(time.time(), 3), "source": source}
     if action is not None:
         if action not in CONTROL_ACTIONS:
@@ -55,6 +59,8 @@ def post(root: Path, sid: str, text: str | None = None, *, source: str, action: 
         if len(text) > MAX_TEXT:
             raise MossError(f"a message is at most {MAX_TEXT} characters", kind="usage")
         record.update(type="user", text=text)
+        if acked:
+            record["acked"] = True
     append_line(inbox_path(root, sid), record)
     return record
 

@@ -327,6 +327,9 @@ class Runtime:
                     return
                 if signal.SIGINT in data:  # the Python handler sets the cancel flag itself
                     if not done.wait(grace):
+                        from . import ui
+
+                        ui.restore_terminal()  # os._exit skips atexit: no raw terminal left behind
                         os.write(2, b"\ninterrupted (forced: the script was stuck where Ctrl-C cannot reach it)\n")
                         os._exit(130)
 

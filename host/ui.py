@@ -119,23 +119,35 @@ class _LiveLine:
         self.chars = 0
         self.tail = ""
 
+    def pieces(self) -> list[tuple[str, str]]:
+        """The line after the spinner, as (text, style) pieces: rich renders them (rich Live),
+        or the input area does (prompt_toolkit, below)."""
+        out = [(self.text, ""), (f" · {int(time.monotonic() - self.t0)}s", "dim")]
+        if self.chars:
+            out.append((f" · ~{(self.chars + 3) // 4} tokens", "dim"))
+            tail = " ".join(self.tail.split())[-60:]
+            if tail:
+                out.append((f" · {tail}", "italic dim"))
+        return out
+
+    def frame(self) -> str:
+        """The spinner's current frame (the input area draws it; rich Live renders the spinner)."""
+        s = self.spinner
+        return s.frames[int((time.monotonic() - self.t0) * 1000 / s.interval) % len(s.frames)]
+
     def __rich_console__(self, console, options):
         from rich.text import Text
 
-        line = Text(self.text)
-        line.append(f" · {int(time.monotonic() - self.t0)}s", style="dim")
-        if self.chars:
-            line.append(f" · ~{(self.chars + 3) // 4} tokens", style="dim")
-            tail = " ".join(self.tail.split())[-60:]
-            if tail:
-                line.append(f" · {tail}", style="italic dim")
+        line = Text()
+        for text, style in self.pieces():
+            line.append(text, style=style or None)
         line.truncate(max(options.max_width - 3, 10), overflow="ellipsis")
         self.spinner.text = line
         yield self.spinner.render(console.get_time())
 
 
 _live_lock = threading.Lock()
-_live = None  # (rich Live, _LiveLine) while a status line shows
+_live: tuple[Any, _LiveLine] | None = None  # (rich Live, or None when the input area draws it; the line)
 
 
 def live_start(text: str) -> bool:
@@ -150,10 +162,16 @@ def live_start(text: str) -> bool:
         if _live is not None:
             _live[1].text, _live[1].t0, _live[1].chars, _live[1].tail = sanitize(text), time.monotonic(), 0, ""
             return True
-        from rich.live import Live
-
         line = _LiveLine()
         line.text = sanitize(text)
+        area = _area
+        if area is not None:  # the input area owns the terminal: it draws the line above what is typed
+            _live = (None, line)
+            area.status = line
+            area.redraw()
+            return True
+        from rich.live import Live
+
         live = Live(line, console=c, refresh_per_second=8, transient=True,
                     redirect_stdout=False, redirect_stderr=False)
         try:
@@ -181,8 +199,15 @@ def live_stop() -> bool:
     global _live
     with _live_lock:
         current, _live = _live, None
+        area = _area
+        if area is not None and current is not None and area.status is current[1]:
+            area.status = None
     if current is None:
         return False
+    if current[0] is None:
+        if area is not None:
+            area.redraw()
+        return True
     try:
         current[0].stop()
     except Exception:
@@ -190,6 +215,284 @@ def live_stop() -> bool:
     return True
 
 
+# -- typing while moss works ---------------------------------------------------------------
+# With stdin and stderr on one terminal (colours allowed), a line being typed while moss works
+# lives in an input area at the bottom (prompt_toolkit), below the status line: the area is
+# the one writer of that terminal. Everything else for the terminal (rich's console, the
+# model's streamed text, a terminal stdout) goes through `_Above`, which prompt_toolkit's
+# run_in_terminal writes above the area, so a redraw never eats what is typed. Elsewhere (a
+# pipe, NO_COLOR, a dumb terminal) stdin is read line by line as before.
+
+
+def input_area_possible() -> bool:
+    """Whether a line typed on stdin can be kept in an input area: stdin and stderr are one
+    kind of terminal that takes escape sequences."""
+    try:
+        if not (sys.stdin and sys.stdin.isatty() and sys.stderr.isatty()):
+            return False
+    except (ValueError, AttributeError):
+        return False
+    term = os.environ.get("TERM", "")
+    return not no_color() and term not in ("", "dumb", "unknown")
+
+
+class _Above:
+    """A text stream for sys.stderr (and a terminal sys.stdout) while the input area shows:
+    whole lines go above the area (prompt_toolkit's run_in_terminal); an unfinished line
+    waits for its end, as patch_stdout's proxy does."""
+
+    def __init__(self, area: "_InputArea", real):
+        self.area, self.real = area, real
+        self._lock = threading.Lock()
+        self._pending = ""
+
+    def write(self, data: str) -> int:
+        with self._lock:
+            self._pending += data
+            cut = self._pending.rfind("\n") + 1
+            ready, self._pending = self._pending[:cut], self._pending[cut:]
+        if ready:
+            self.area.above(self.real, ready)
+        return len(data)
+
+    def flush(self) -> None:
+        pass  # a line goes out when it ends (an unfinished one would be drawn over)
+
+    def drain(self) -> None:
+        with self._lock:
+            rest, self._pending = self._pending, ""
+        if rest:
+            self.real.write(rest)
+            self.real.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.real, "encoding", "utf-8")
+
+    @property
+    def errors(self):
+        return getattr(self.real, "errors", "strict")
+
+    def writable(self) -> bool:
+        return True
+
+
+class _InputArea:
+    """The bottom of the terminal while moss works: the status line (when one shows) and the
+    line being typed. Enter hands the line to `on_line` (in the area's thread) and clears it."""
+
+    def __init__(self, on_line):
+        self.on_line = on_line
+        self.status: _LiveLine | None = None
+        self.prompt = "› "
+        self.app = None
+        self.done = threading.Event()
+        self.streams: list[tuple[str, Any, _Above]] = []
+
+    def _build(self):
+        from prompt_toolkit.application import Application
+        from prompt_toolkit.buffer import Buffer
+        from prompt_toolkit.filters import Condition
+        from prompt_toolkit.input import create_input
+        from prompt_toolkit.key_binding import KeyBindings
+        from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
+        from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+        from prompt_toolkit.layout.processors import BeforeInput
+        from prompt_toolkit.output import create_output
+        from prompt_toolkit.styles import Style
+
+        self.buffer = Buffer(multiline=False, accept_handler=self._accept)
+        status = ConditionalContainer(
+            Window(FormattedTextControl(self._status_text), height=1, wrap_lines=False),
+            filter=Condition(lambda: self.status is not None))
+        typed = Window(BufferControl(self.buffer, input_processors=[
+            BeforeInput(lambda: self.prompt, style="class:prompt")]), wrap_lines=True, dont_extend_height=True)
+        keys = KeyBindings()
+
+        @keys.add("c-c")
+        def _interrupt(event) -> None:  # raw mode: Ctrl-C is a key; it stops moss as the signal would
+            import signal
+
+            os.kill(os.getpid(), signal.SIGINT)
+
+        @keys.add("c-z")
+        def _suspend(event) -> None:  # likewise Ctrl-Z: the job stops; `fg` brings the area back
+            event.app.suspend_to_background()
+
+        return Application(
+            layout=Layout(HSplit([status, typed]), focused_element=typed), key_bindings=keys,
+            style=Style.from_dict({"prompt": "ansicyan", "spinner": "ansicyan", "dim": "dim"}),
+            input=create_input(sys.stdin), output=create_output(stdout=sys.stderr),
+            erase_when_done=True, refresh_interval=0.125, mouse_support=False)
+
+    def _status_text(self):
+        line = self.status
+        if line is None:
+            return []
+        style = {"": "", "dim": "class:dim", "italic dim": "class:dim italic"}
+        return [("class:spinner", line.frame() + " ")] + [(style.get(s, ""), t) for t, s in line.pieces()]
+
+    def _accept(self, buffer) -> bool:
+        text = buffer.text
+        try:
+            self.on_line(text)
+        except Exception:
+            pass
+        return False  # the line is cleared: it was taken
+
+    def run(self) -> bool:
+        """Run the area in this thread until stop() or the end of input; False at end of input."""
+        global _cooked
+        try:
+            import termios
+
+            _cooked = (sys.stdin.fileno(), termios.tcgetattr(sys.stdin.fileno()))
+        except (OSError, ValueError, ImportError):
+            pass
+        try:
+            self.app = self._build()
+            for name in ("stderr", "stdout"):
+                real = getattr(sys, name)
+                if name == "stdout" and not _same_terminal(real, sys.stderr):
+                    continue  # stdout on a pipe carries answers, not the terminal's lines
+                above = _Above(self, real)
+                self.streams.append((name, real, above))
+                setattr(sys, name, above)
+            self.app.run(handle_sigint=False)
+            return True
+        except EOFError:
+            return False
+        finally:
+            self._restore()
+            self.done.set()
+
+    def _restore(self) -> None:
+        for name, real, above in self.streams:
+            if getattr(sys, name) is above:
+                setattr(sys, name, real)
+            above.drain()
+        self.streams = []
+
+    def above(self, real, text: str) -> None:
+        """Write `text` above the area (from any thread)."""
+        app = self.app
+        loop = getattr(app, "loop", None)
+        if app is None or loop is None or not app.is_running:
+            real.write(text)
+            real.flush()
+            return
+
+        def write() -> None:
+            app.output.enable_autowrap()
+            real.write(text)
+            real.flush()
+
+        def in_loop() -> None:
+            from prompt_toolkit.application import run_in_terminal
+
+            run_in_terminal(write, in_executor=False)
+
+        try:
+            loop.call_soon_threadsafe(in_loop)
+        except RuntimeError:  # the loop closed meanwhile
+            real.write(text)
+            real.flush()
+
+    def redraw(self) -> None:
+        app = self.app
+        if app is not None and app.is_running:
+            app.invalidate()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        app = self.app
+        loop = getattr(app, "loop", None)
+        if app is not None and loop is not None and app.is_running:
+            try:
+                loop.call_soon_threadsafe(lambda: app.is_running and app.exit())
+            except RuntimeError:
+                pass
+        self.done.wait(timeout)
+        self._restore()
+
+
+def _same_terminal(a, b) -> bool:
+    try:
+        sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return a.isatty() and sa.st_rdev == sb.st_rdev
+
+
+_area: _InputArea | None = None
+_cooked: tuple[int, Any] | None = None  # stdin's terminal settings before the area made it raw
+
+
+def restore_terminal() -> None:
+    """Put stdin's terminal back as it was before the input area (for an exit that skips
+    atexit: os._exit after a stuck script)."""
+    if _cooked is not None:
+        try:
+            import termios
+
+            termios.tcsetattr(_cooked[0], termios.TCSANOW, _cooked[1])
+        except (OSError, ValueError, termios.error):
+            pass
+
+
+def input_open(on_line) -> "_InputArea | None":
+    """Claim the terminal for an input area that calls `on_line(text)` for each line entered
+    (None where none can show, see input_area_possible); from then on the status line is the
+    area's to draw. Run it with input_run(area) in the thread that reads stdin."""
+    global _area
+    if not input_area_possible():
+        return None
+    with _live_lock:
+        if _area is not None:
+            return None
+        _area = _InputArea(on_line)
+        return _area
+
+
+def input_run(area: "_InputArea") -> bool:
+    """Keep what is typed in `area` until input_stop() (True) or the end of input (False);
+    blocks. False too when the area could not start (stdin is then read line by line)."""
+    global _area
+    try:
+        return area.run()
+    except Exception:
+        return False
+    finally:
+        with _live_lock:
+            if _area is area:
+                _area = None
+
+
+def input_active() -> bool:
+    return _area is not None
+
+
+def input_prompt(text: str | None) -> None:
+    """What the input area shows before the line being typed ("› " unless a question asks)."""
+    area = _area
+    if area is not None:
+        area.prompt = text or "› "
+        area.redraw()
+
+
+def input_stop() -> None:
+    """Take the input area away (the terminal is the terminal again)."""
+    area = _area
+    if area is not None:
+        area.stop()
+
+
 import atexit  # noqa: E402
 
 atexit.register(live_stop)  # an error or Ctrl-C never leaves the terminal mid-redraw
+atexit.register(input_stop)  # runs first: the terminal leaves raw mode, what was written above it is out

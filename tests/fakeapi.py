@@ -30,6 +30,10 @@ n_ctx is refused with a 400, as a server whose context is full would refuse it. 
 /api/show answers Ollama's way (`num_ctx N` in its parameters). `window_asks` counts these
 questions (they are not in `requests`).
 
+`api.completed` holds the requests whose reply was sent to its end; `api.disconnected` those
+whose client closed the connection before that (a cancelled stream: the write after the
+client's close fails); `api.deltas` counts the text deltas streamed so far, over all requests.
+
 GET /v1/models lists `models` (default ["fake-model"]), as local servers do; moss's
 local-server detection reads it.
 
@@ -103,6 +107,9 @@ class FakeAPI:
         self.requests: list[Request] = []
         self.replies: deque = deque()
         self.served = 0  # replies taken from the queue so far
+        self.completed: list[Request] = []  # replies sent to their end
+        self.disconnected: list[Request] = []  # replies the client hung up on
+        self.deltas = 0  # text deltas streamed so far
         self._lock = threading.Lock()
         self._seen_prefixes: set[str] = set()
         self._stopping = threading.Event()
@@ -317,10 +324,18 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def do_POST(self) -> None:
+        self._request: Request | None = None
         try:
             self._post()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            pass  # the client gave up (timeout): nothing to answer
+            # the client gave up (a timeout, a cancelled stream): nothing to answer
+            if self._request is not None:
+                with self.fake._lock:
+                    self.fake.disconnected.append(self._request)
+            return
+        if self._request is not None:
+            with self.fake._lock:
+                self.fake.completed.append(self._request)
 
     def _post(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -338,8 +353,9 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(body, dict) and "x-moss-label" in headers:
             body["_moss_label"] = headers["x-moss-label"]
         fake = self.fake
+        self._request = Request(self.path, headers, body)
         with fake._lock:
-            fake.requests.append(Request(self.path, headers, body))
+            fake.requests.append(self._request)
         flavour = "anthropic" if self.path.rstrip("/").endswith("/v1/messages") else \
             "openai" if self.path.rstrip("/").endswith("/chat/completions") else None
         if flavour is None:
@@ -410,6 +426,8 @@ class _Handler(BaseHTTPRequestHandler):
             if i:
                 self.fake.sleep(reply.get("chunk_delay", 0))
             yield part
+            with self.fake._lock:
+                self.fake.deltas += 1
 
     # -- Anthropic Messages ------------------------------------------------------------
     def _anthropic(self, body: dict, text: str, reply: dict) -> None:

@@ -183,8 +183,9 @@ def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(p
         time.sleep(0.5)
         t0 = time.monotonic()
         os.write(master, b"stop\n")
-        seen = read_until(p.stderr, "got it (stop)", SLOW - 1)
-        assert "got it (stop)" in seen, seen
+        seen = read_until(p.stderr, "will stop after this step", SLOW - 1)
+        # the receipt at once, then what it was read as
+        assert "› got it: stop\n  ↳ will stop after this step" in seen, seen
         assert time.monotonic() - t0 < SLOW - 1  # acknowledged while the model was still answering
         p.wait(timeout=30)
         assert p.returncode == 3

@@ -11,6 +11,11 @@ stopped.
 
 Only one stdin reader runs: when moss itself asks a question, the next line typed (or the
 next `{"type": "answer"}` on stream-json input) answers it instead of going to the inbox.
+
+On a terminal the reader acknowledges a typed line the moment Enter is pressed ("› got it:
+..."), before the Lua policy reads and classifies it; with stdin and stderr on one terminal the
+line being typed is kept in an input area below the status line (host/ui.py), so nothing moss
+writes meanwhile overwrites it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import time
 from pathlib import Path
 
 from .. import inbox as store
+from .. import ui
 from ..errors import MossError
 
 POLL = 0.2  # seconds between inbox checks while moss waits
@@ -35,11 +41,16 @@ class _StdinReader:
         self.root, self.sid, self.stream_json = root, sid, stream_json
         self.answers: queue.Queue = queue.Queue()
         self.asking = threading.Event()
+        self.prompt = "› "
         self.eof = False
+        # claimed here, before the session's first status line, so that line is the area's
+        self.area = None if stream_json else ui.input_open(self._typed)
         self.thread = threading.Thread(target=self._run, name="moss-stdin", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
+        if self.area is not None and ui.input_run(self.area):
+            return  # the area was taken away (moss is ending)
         for line in sys.stdin:
             line = line.rstrip("\n")
             try:
@@ -49,12 +60,23 @@ class _StdinReader:
         self.eof = True
         self.answers.put(None)
 
+    def _typed(self, line: str) -> None:
+        """Enter in the input area: the line leaves it, so it is shown above, then taken."""
+        if self.asking.is_set():
+            ui.note(self.prompt + line, "dim")
+        try:
+            self._take(line)
+        except MossError:
+            pass
+
     def _take(self, line: str) -> None:
         if not self.stream_json:
             if self.asking.is_set():
                 self.answers.put(line)
             elif line.strip():
-                store.post(self.root, self.sid, line, source="terminal")
+                store.post(self.root, self.sid, line, source="terminal", acked=True)
+                # receipt at once (mechanism); what it means is the Lua policy's to say
+                ui.note("› got it: " + _one_line(line), "cyan")
             return
         try:
             msg = json.loads(line)
@@ -73,8 +95,11 @@ class _StdinReader:
         elif kind == "control":
             store.post(self.root, self.sid, source="stream-json", action=str(msg.get("action")))
 
-    def ask(self, timeout: float | None = None) -> str | None:
-        """The next answer line (None at end of input)."""
+    def ask(self, timeout: float | None = None, prompt: str = "› ") -> str | None:
+        """The next answer line (None at end of input); `prompt`: what the input area shows
+        before the answer being typed."""
+        self.prompt = prompt
+        ui.input_prompt(prompt)
         self.asking.set()
         try:
             return self.answers.get(timeout=timeout)
@@ -82,6 +107,12 @@ class _StdinReader:
             return None
         finally:
             self.asking.clear()
+            ui.input_prompt(None)
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _reader: _StdinReader | None = None  # one per process: there is one stdin

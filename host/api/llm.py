@@ -77,19 +77,21 @@ class _StderrStream:
 _stderr_stream = _StderrStream()
 
 
-def _chat_listening(ctx, svc, request):
+def _chat_listening(ctx, svc, request, quiet: bool = False):
     """svc.chat in a worker thread while this (the Lua) thread keeps reading the session's
-    inbox, so a message is acknowledged before the model answers; a handler that asks to
-    interrupt ends the wait (kind "stopped"; the reply, when it comes, is dropped)."""
+    inbox, so a message is handled before the model answers; a handler that asks to
+    interrupt ends the wait (kind "stopped") and cancels the call: its stream is closed (the
+    server stops generating; nothing of the partial reply is counted, shown or kept)."""
     import threading
 
     from ..errors import MossError
 
     box: dict = {}
+    cancel = threading.Event()
 
     def work():
         try:
-            box["result"] = svc.chat(request)
+            box["result"] = svc.chat(request, quiet=quiet, cancel=cancel)
         except BaseException as e:  # handed to the waiting thread
             box["error"] = e
 
@@ -98,6 +100,7 @@ def _chat_listening(ctx, svc, request):
     while worker.is_alive():
         worker.join(0.1)
         if worker.is_alive() and ctx.user_interrupt():
+            cancel.set()
             raise MossError("stopped by the user while waiting for the model", kind="stopped")
     if "error" in box:
         raise box["error"]
@@ -123,10 +126,15 @@ def functions(ctx):
         if isinstance(svc.stream, _PartialStream):
             label = request.get("label")
             svc.stream.label = label if isinstance(label, str) else None
-        _stderr_stream.wrote = False
+        # a call made while the user's message is handled (its classification, an aside) is
+        # not the session's reply: nothing of it is streamed to the screen
+        box = ctx.services.get("inbox")
+        quiet = bool(box is not None and box.busy)
+        if not quiet:
+            _stderr_stream.wrote = False
         listen = getattr(ctx, "inbox_poll", None) and not _answers_at_once(svc, request)
-        result = _chat_listening(ctx, svc, request) if listen else svc.chat(request)
-        if _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
+        result = _chat_listening(ctx, svc, request, quiet) if listen else svc.chat(request, quiet=quiet)
+        if not quiet and _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
             sys.stderr.write("\n")  # the streamed text ends its line
         return result
 

@@ -46,15 +46,18 @@ def functions(ctx):
 
         opts = opts or {}
         c = ui.console()
+        area = ui.input_active()  # the input area shows the answer's prompt itself
         if not opts.get("silent"):  # a wait that asks again and again says it once
             c.print(f"[bold cyan]?[/] {ui.escape(ui.sanitize(str(question)))}")
             for i, choice in enumerate(opts.get("choices") or [], 1):
                 c.print(f"  {i}. {ui.escape(ui.sanitize(str(choice)))}")
-            c.print("[dim]answer>[/] ", end="")
+            if not area:
+                c.print("[dim]answer>[/] ", end="")
         reader = stdin_reader()
         if reader is not None:  # one reader owns stdin: the next line answers this question
             timeout = opts.get("timeout")
-            return reader.ask(float(timeout) if timeout else None)
+            return reader.ask(float(timeout) if timeout else None,
+                              prompt="› " if opts.get("silent") else "answer> ")
         line = sys.stdin.readline()
         if not line:
             return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .retry import Failure, reraise
+from .retry import Cancelled, Failure, reraise
 
 CACHE = {"type": "ephemeral"}
 
@@ -76,7 +76,8 @@ def _usage(u) -> dict:
             "cache_write_tokens": getattr(u, "cache_creation_input_tokens", 0) or 0}
 
 
-def send(client, provider, req: dict, stream: Callable[[str], None] | None, prompt_cache: bool = True) -> dict:
+def send(client, provider, req: dict, stream: Callable[[str], None] | None, prompt_cache: bool = True,
+         cancelled: Callable[[], bool] | None = None) -> dict:
     """-> {"text", "stop_reason", "model", "usage"}; raises Failure for a failed attempt."""
     params = build_params(req, provider.model, prompt_cache)
     started = False
@@ -89,9 +90,12 @@ def send(client, provider, req: dict, stream: Callable[[str], None] | None, prom
         events = client.messages.create(**params, stream=True)
         started = True
         parts: list[str] = []
-        usage, stop_reason, model, finished = {}, None, provider.model, False
-        with events:
+        usage: dict = {}
+        stop_reason, model, finished = None, provider.model, False
+        with events:  # closed on the way out, also when cancelled: the server sees the disconnect
             for ev in events:
+                if cancelled is not None and cancelled():
+                    raise Cancelled(True, "".join(parts), usage or None)
                 kind = ev.type
                 if kind == "message_start":
                     model = ev.message.model or model

@@ -15,7 +15,7 @@ from . import models, pricing, warm
 from . import window as window_mod
 from .providers import Provider, resolve_provider
 from .request import normalise_request
-from .retry import Failure, backoff, final_error, MAX_SERVER_WAIT
+from .retry import Cancelled, Failure, backoff, final_error, MAX_SERVER_WAIT
 from .usage import Budgets, Session, empty_usage
 
 DEFAULT_TIMEOUT = 300.0
@@ -186,8 +186,13 @@ class LLM:
         """Resolve the default provider now (for a CLI that wants to fail fast, exit 2)."""
         return self.provider()
 
-    def chat(self, request: Mapping) -> dict:
+    def chat(self, request: Mapping, *, quiet: bool = False, cancel: threading.Event | None = None) -> dict:
+        """One call. quiet: its text is not streamed (an inbox classification, an aside: not
+        the session's own reply). cancel: set by another thread to end the call where it is;
+        a streamed reply's connection is closed at its next event and the call raises kind
+        "stopped" without counting any usage (the server reported no final counts)."""
         req = normalise_request(request, self.default_max_tokens)
+        stream = None if quiet else self.stream
         try:
             self.session.check()  # a spent budget stops the call before anything is sent
         except MossError as e:
@@ -204,16 +209,28 @@ class LLM:
             detail["window"] = window
         self._emit("llm_request", **fields, base_url=p.base_url, messages=len(req["messages"]),
                    chars=sum(_chars(m["content"]) for m in req["messages"]) + len(req["system"] or ""),
-                   max_tokens=sent["max_tokens"], stream=self.stream is not None, **detail)
+                   max_tokens=sent["max_tokens"], stream=stream is not None, **detail)
         self._announce(p)
         start = time.monotonic()
         attempts = 1
         try:
             if p.api in ("replay", "script"):
                 pricing.preload()
-                reply = self._offline_answer(p, req)
+                reply = self._offline_answer(p, req, stream)
             else:
-                reply, attempts = self._attempts(p, self._adapt(p, sent), fields)
+                reply, attempts = self._attempts(p, self._adapt(p, sent), fields, stream, cancel)
+        except Cancelled as c:
+            stopped = MossError("the call was cancelled: the user spoke while the model answered", kind="stopped")
+            usage = None
+            if c.streamed:  # what the server generated before the stream was closed is counted, once
+                raw = dict(c.usage or cassette.estimate_usage(req, c.text))
+                raw["output_tokens"] = max(int(raw.get("output_tokens") or 0),
+                                           cassette.estimate_usage({}, c.text)["output_tokens"])
+                usage = self._account(p, req, {"text": c.text, "usage": raw})
+            self._emit("llm_error", **fields, kind=stopped.kind, message=stopped.message, status=None,
+                       attempts=attempts, duration=round(time.monotonic() - start, 3),
+                       **({"usage": usage, "chars": len(c.text)} if usage is not None else {}))
+            raise stopped from None
         except MossError as e:
             self._emit("llm_error", **fields, kind=e.kind, message=e.message,
                        status=e.data.get("status"), attempts=e.data.get("attempts", attempts),
@@ -257,7 +274,8 @@ class LLM:
                 self._clients[key] = warm.take(p, self.timeout) or warm.make(p, self.timeout)
             return self._clients[key]
 
-    def _attempts(self, p: Provider, req: dict, fields: dict) -> tuple[dict, int]:
+    def _attempts(self, p: Provider, req: dict, fields: dict, stream: Callable[[str], None] | None = None,
+                  cancel: threading.Event | None = None) -> tuple[dict, int]:
         from . import anthropic_client, openai_client  # both light: each imports its SDK when called
 
         mod = anthropic_client if p.api == "anthropic" else openai_client
@@ -265,20 +283,24 @@ class LLM:
         pricing.preload()  # the first cost is needed when the answer is back (once; a no-op after)
         attempt = retries = 0
         cut_retried = False
-        stream = self.stream
+        cancelled = cancel.is_set if cancel is not None else None
         while True:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled()
             attempt += 1
             self._emit("llm_attempt", **fields, attempt=attempt, max_attempts=self.max_retries + 1)
             streamed = [0]
             sink = None
             if stream is not None:
-                def sink(delta: str, _n=streamed) -> None:
+                def sink(delta: str, _n=streamed, _out=stream) -> None:
+                    if cancelled is not None and cancelled():
+                        return  # nothing of a cancelled reply reaches the screen (send() stops at its next event)
                     _n[0] += len(delta)
-                    stream(delta)
+                    _out(delta)
             t0 = time.monotonic()
             warm.sending()  # genai-prices' preload may start now (warm.quiet)
             try:
-                return mod.send(client, p, req, sink, self.prompt_cache), attempt
+                return mod.send(client, p, req, sink, self.prompt_cache, cancelled), attempt
             except Failure as f:
                 if f.reason == "cut":  # a cut stream is retried once, as a whole
                     again = not cut_retried and self.max_retries > 0
@@ -296,7 +318,10 @@ class LLM:
                 self._emit("llm_retry", **fields, attempt=attempt, reason=f.reason, status=f.status,
                            error=f.message, delay=round(delay, 3), duration=round(time.monotonic() - t0, 3),
                            streamed_chars=streamed[0])
-                time.sleep(delay)
+                if cancel is not None:
+                    cancel.wait(delay)
+                else:
+                    time.sleep(delay)
 
     def _adapt(self, p: Provider, req: dict) -> dict:
         """Leave out what the model would refuse with a 400 (and say so once)."""
@@ -313,7 +338,7 @@ class LLM:
             self._warned.add(key)
         self._emit("llm_warning", provider=p.name, model=p.model, message=message)
 
-    def _offline_answer(self, p: Provider, req: dict) -> dict:
+    def _offline_answer(self, p: Provider, req: dict, stream: Callable[[str], None] | None = None) -> dict:
         with self._lock:
             source = self._offline.get(p.api)
             if source is None:
@@ -323,8 +348,8 @@ class LLM:
                     raise MossError(f"provider {p.api!r} needs a file: {flag}", kind="config")
                 source = self._offline[p.api] = (cassette.Replay if p.api == "replay" else cassette.Script)(path)
         reply = source.answer(req)
-        if self.stream is not None and reply.get("text"):
-            self.stream(reply["text"])
+        if stream is not None and reply.get("text"):
+            stream(reply["text"])
         reply.setdefault("model", p.model or p.api)
         return reply
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .models import is_openai_reasoning
-from .retry import Failure, reraise
+from .retry import Cancelled, Failure, reraise
 
 FINISH = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "tool_use",
           "function_call": "tool_use"}
@@ -80,7 +80,8 @@ def _apply_stop(text: str, reason: str, stop) -> tuple[str, str]:
     return text, reason
 
 
-def send(client, provider, req: dict, stream: Callable[[str], None] | None, prompt_cache: bool = True) -> dict:
+def send(client, provider, req: dict, stream: Callable[[str], None] | None, prompt_cache: bool = True,
+         cancelled: Callable[[], bool] | None = None) -> dict:
     """-> {"text", "stop_reason", "model", "usage" (None when the server reported none)}."""
     params = build_params(req, provider)
     started = False
@@ -98,8 +99,10 @@ def send(client, provider, req: dict, stream: Callable[[str], None] | None, prom
         started = True
         parts: list[str] = []
         usage, finish, model = None, None, provider.model
-        with chunks:
+        with chunks:  # closed on the way out, also when cancelled: the server sees the disconnect
             for chunk in chunks:
+                if cancelled is not None and cancelled():
+                    raise Cancelled(True, "".join(parts), usage)
                 model = chunk.model or model
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)

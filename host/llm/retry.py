@@ -28,6 +28,19 @@ class Failure(Exception):
         self.retry_after, self.retryable = retry_after, retryable
 
 
+class Cancelled(BaseException):
+    """The caller cancelled the call (the user paused or stopped the session while it was in
+    flight): the stream is closed where it is read, and the reply, partial, is dropped. A
+    BaseException, so no SDK error handler takes it for a failed attempt.
+
+    streamed: the reply had begun (the server generated, and bills, that much); text: what
+    of it arrived; usage: the counts the server reported so far (None: none)."""
+
+    def __init__(self, streamed: bool = False, text: str = "", usage: dict | None = None):
+        super().__init__("cancelled")
+        self.streamed, self.text, self.usage = streamed, text, usage
+
+
 def backoff(retry: int) -> float:
     """The SDKs' own schedule: 0.5 s, 1 s, 2 s ... at most 8 s, with jitter."""
     import random

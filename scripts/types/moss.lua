@@ -21,7 +21,7 @@
 ---| "budget"       # an LLM cost or token budget is spent
 ---| "llm"          # the LLM call failed after retries
 ---| "timeout"      # a deadline passed
----| "stopped"      # the user spoke while a model call or a wait was in flight; the call was abandoned
+---| "stopped"      # the user spoke while a model call or a wait was in flight; the call was cancelled
 ---| "interrupted"  # the user pressed Ctrl-C (not catchable: re-raised)
 ---| "syntax"       # a Lua chunk did not compile
 ---| "memory"       # the script went over its memory limit ([lua] max_memory_mb)
@@ -828,18 +828,21 @@ function moss.locks.list() end
 moss.inbox = {}
 --- listen for the session: it counts as running (`moss say` without an id finds the latest),
 --- reading starts at `offset` (keep it in the checkpoint), and a terminal stdin is read in the
---- background. Returns `{offset, listening, channels}`
+--- background (a typed line is acknowledged on the terminal when Enter is pressed). Returns
+--- `{offset, listening, channels}`
 ---@param session_id string
 ---@param opts? {offset?: integer, task?: string, terminal?: boolean}
 ---@return {offset: integer, listening: boolean, channels: string[]}
 function moss.inbox.open(session_id, opts) end
 --- the handler moss calls while it waits for the model or a shell command (every 0.2 s, when
 --- something arrived); returning `"interrupt"` ends that wait: `moss.llm.chat` raises kind
---- `stopped`, a shell command is stopped
+--- `stopped` (a reply being streamed is cancelled, its connection closed), a shell command is
+--- stopped. A `moss.llm.chat` the handler makes is not streamed to the screen
 ---@param handler fun(records: table[], offset: integer): string|nil  # "interrupt" ends the wait
 function moss.inbox.watch(handler) end
 --- `{records, offset}`: what arrived since the last read. A record is `{id, ts, source, type =
---- "user", text}` or `{..., type = "control", action = "pause"\|"stop"\|"resume"}`
+--- "user", text, acked?}` (`acked`: the terminal already said "got it" when it was typed) or
+--- `{..., type = "control", action = "pause"\|"stop"\|"resume"}`
 ---@return {records: table[], offset: integer}
 function moss.inbox.read() end
 --- put a message in a session's inbox (e.g. to a child agent)

@@ -1,6 +1,9 @@
 -- What the user says while the agent works (the terminal, `moss say`, stream-json, MCP):
 -- acknowledged at once, classified, and acted on.
 --
+-- (A line typed on the terminal was already acknowledged by the host when Enter was pressed,
+-- `rec.acked`; this says what it was read as.)
+--
 --   stop / abort  -> the turn ends at the next safe point, checkpoint, reason "stopped"
 --   pause / wait  -> same, then: on a terminal, wait for "go on"; otherwise reason "paused"
 --   related       -> joins the task's context from the next turn ("The user adds: ...")
@@ -131,7 +134,7 @@ function M.before_turn(S, env)
     while S.user_pause do
       local line = moss.ui.ask("paused", { timeout = 1, silent = true })
       if line and line:match("%S") then
-        M.handle(S, env, { { id = "terminal", type = "user", text = line, source = "terminal" } })
+        M.handle(S, env, { { id = "terminal", type = "user", text = line, source = "terminal", acked = true } })
         if not S.user_stop and S.user_pause then
           -- anything but "stop" or another "wait" goes on (what it said is already handled)
           if M.by_keywords(line) ~= "pause" then S.user_pause = nil end

@@ -150,6 +150,10 @@ local ACK = { stop = "will stop after this step", pause = "will pause after this
   resume = "going on", related = "noted for the task: the agent sees it from its next turn",
   unrelated = "not about the task: answered apart" }
 function Text:input(S, rec, class)
+  if rec.acked then -- the terminal said "got it" when it was typed: say only what it means
+    moss.ui.print("  ↳ " .. (ACK[class] or class), { style = "cyan" })
+    return
+  end
   moss.ui.print(("› got it (%s): %s — %s"):format(class, one_line(rec.text or rec.action or "", 60),
     ACK[class] or class), { style = "cyan" })
 end
