@@ -47,6 +47,16 @@ class MossGroup(click.Group):
                       if ("@" + s.name).startswith(incomplete or "@")]
         return items
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except OSError as e:  # before click's own handler, which would exit 1
+            from .ui import is_broken_pipe, pipe_closed
+
+            if not is_broken_pipe(e):
+                raise
+            raise SystemExit(pipe_closed()) from None
+
 
 @click.group(cls=MossGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="moss")

@@ -184,6 +184,11 @@ def _memory_mb(options: dict, cfg: dict) -> int:
 
 
 def run_script(name: str, words: list[str]) -> int:
+    status = _run_script(name, words)
+    return ui.EXIT_PIPE if ui.pipe_was_closed() else status  # `| head` stopped reading: end quietly
+
+
+def _run_script(name: str, words: list[str]) -> int:
     try:
         options, args = split_host_options(words)
         root = find_project_root()
