@@ -94,9 +94,8 @@ function Text:llm(S, state, text)
       lines[#lines + 1] = ("… %d more lines (moss sessions show %s has them all)"):format(n - M.SHOWN_LINES, S.id)
     end
     for _, line in ipairs(lines) do moss.ui.print("  │ " .. line, { style = "italic" }) end
-    return
   end
-  if self.verbose and not moss.ui.is_terminal() then moss.ui.print(text, { style = "dim" }) end
+  -- elsewhere, --verbose has the host stream the reply to stderr as it comes: it is shown
 end
 
 function Text:command(S, out)
