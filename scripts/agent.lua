@@ -54,8 +54,9 @@ Options:
 
 Exit status: 0 answered (and validation, when configured, passes on the tree as it is),
 1 no answer or not a success (turn limit, loop, cycle limit, budget, error, unvalidated),
-2 usage or configuration error, 3 blocked (needs you; non-interactive). docs/agent.md has
-the whole outcome table.
+2 usage or configuration error, 3 blocked, stopped or paused (needs you), 130 interrupted
+(Ctrl-C; moss @agent --resume ID goes on), 141 the reader of the output went away (| head).
+docs/agent.md has the whole outcome table.
 
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
 .moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,

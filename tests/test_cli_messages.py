@@ -1,0 +1,22 @@
+"""Small things the command line says, checked against what the README promises."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPO
+
+
+def test_agent_help_lists_every_exit_status_the_readme_names(project):
+    """`moss @agent --help` names each exit status of the README's list, 130 and 141 too."""
+    readme = (REPO / "README.md").read_text()
+    paragraph = readme[readme.index("Exit status: **0**"):]
+    paragraph = paragraph[:paragraph.index("outcome table")]
+    statuses = re.findall(r"\*\*(\d+)\*\*", paragraph)
+    assert {"0", "1", "2", "3", "130", "141"} <= set(statuses)
+    r = project.moss("@agent", "--help")
+    assert r.returncode == 0, r.stderr
+    listed = r.stdout[r.stdout.index("Exit status:"):]
+    listed = listed[:listed.index("outcome table")]
+    for status in statuses:
+        assert re.search(rf"(^|[\s,:]){status} ", listed), (status, listed)
