@@ -20,3 +20,17 @@ def test_agent_help_lists_every_exit_status_the_readme_names(project):
     listed = listed[:listed.index("outcome table")]
     for status in statuses:
         assert re.search(rf"(^|[\s,:]){status} ", listed), (status, listed)
+
+
+def test_the_trust_question_shows_its_choices(project):
+    """The inline question of a first run in a cloned project, and `moss trust`'s, end in
+    `[y/N]`: Enter (or anything but y) is no."""
+    project.trusted = False
+    project.script("deploy", "print('deployed')\n")
+    tty = {"MOSS_ASSUME_TTY": "1"}
+    r = project.moss("@deploy", env=tty, input="\n")
+    assert re.search(r"Trust .*\? \[y/N\]", r.stderr), r.stderr
+    assert r.returncode == 2 and "deployed" not in r.stdout
+    r = project.moss("trust", env=tty, input="\n")
+    assert re.search(r"Trust .*\? \[y/N\]", r.stdout + r.stderr), r.stdout + r.stderr
+    assert r.returncode == 1
