@@ -34,3 +34,18 @@ def test_the_trust_question_shows_its_choices(project):
     r = project.moss("trust", env=tty, input="\n")
     assert re.search(r"Trust .*\? \[y/N\]", r.stdout + r.stderr), r.stdout + r.stderr
     assert r.returncode == 1
+
+
+def test_mcp_serve_on_a_taken_port_says_so_in_one_line(project):
+    """Another server holds the port: one line naming it and what to do, exit 2 (the
+    user's to change), not uvicorn's errno and exit 3 ("needs you")."""
+    import socket
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        r = project.moss("mcp", "serve", "--http", str(port), input="")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [f"error: port {port} on 127.0.0.1 is in use: choose another with --http PORT"]
+    assert "Errno" not in r.stderr
