@@ -135,8 +135,9 @@ end
 
 --- The roles to run, in order, why they were chosen, and the config key that chose them.
 local function choose_roles(opts, cfg, task)
-  local spec = opts.role or (opts.audit and "auditor") or (opts.refactor and "refactorer")
-  if spec then return spec, "--role" end
+  if opts.role then return opts.role, "--role" end
+  if opts.audit then return "auditor", "--audit" end
+  if opts.refactor then return "refactorer", "--refactor" end
   if opts.auto or cfg.dispatch == "auto" then
     local choices = {}
     for _, e in ipairs(moss.scripts.list("roles")) do

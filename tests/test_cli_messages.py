@@ -49,3 +49,16 @@ def test_mcp_serve_on_a_taken_port_says_so_in_one_line(project):
     assert r.returncode == 2
     assert r.stderr.splitlines() == [f"error: port {port} on 127.0.0.1 is in use: choose another with --http PORT"]
     assert "Errno" not in r.stderr
+
+
+def test_the_role_line_names_the_flag_that_chose_it(project):
+    """`--audit` is reported as `--audit`, not as a `--role` the user never typed."""
+    import json
+
+    script = project.root / "answers.json"
+    script.write_text(json.dumps(["$(answer nothing found)"]))
+    r = project.moss("@agent", "-n", "--audit", "--provider", "script", "--script", str(script), "check this")
+    assert r.returncode == 0, r.stderr
+    assert "role: auditor (--audit)" in r.stderr
+    r = project.moss("@agent", "-n", "--role", "auditor", "--provider", "script", "--script", str(script), "again")
+    assert "role: auditor (--role)" in r.stderr
