@@ -370,7 +370,14 @@ run_main = function(opts, cfg, rest, out, format)
   if opts.resume then return resume(opts, cfg, base, rest) end
 
   local task = table.concat(rest, " ")
-  if opts.task_file then task = moss.fs.read(opts.task_file) end
+  if opts.task_file then
+    local ok, text = pcall(moss.fs.read, opts.task_file)
+    if not ok then -- the host's reason, named after the flag, without a position in this file
+      local why = tostring(type(text) == "table" and text.message or text):gsub("^.-moss%.fs%.read: ", "")
+      moss.error(type(text) == "table" and text.kind or "usage", "--task-file: " .. why, 0)
+    end
+    task = text
+  end
   if task:match("^%s*$") then
     moss.ui.print('no task given: moss @agent "what does this project do?" (see --help)', { style = "red" })
     return 2

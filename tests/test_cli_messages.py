@@ -62,3 +62,16 @@ def test_the_role_line_names_the_flag_that_chose_it(project):
     assert "role: auditor (--audit)" in r.stderr
     r = project.moss("@agent", "-n", "--role", "auditor", "--provider", "script", "--script", str(script), "again")
     assert "role: auditor (--role)" in r.stderr
+
+
+def test_a_task_file_outside_the_project_is_one_clear_line(project, tmp_path):
+    """`--task-file` names the flag and the reason, not a line of moss's own agent.lua."""
+    outside = tmp_path / "task.md"
+    outside.write_text("what does this do?\n")
+    r = project.moss("@agent", "-n", "--provider", "script", "--script", str(outside), "--task-file", str(outside))
+    assert r.returncode == 2
+    [line] = r.stderr.splitlines()
+    assert line.startswith(f"error: --task-file: path '{outside}' is outside the project"), line
+    assert ".lua" not in line
+    r = project.moss("@agent", "-n", "--task-file", "missing.md")
+    assert r.returncode == 2 and r.stderr.splitlines() == ["error: --task-file: path 'missing.md' does not exist"]
