@@ -75,3 +75,16 @@ def test_a_task_file_outside_the_project_is_one_clear_line(project, tmp_path):
     assert ".lua" not in line
     r = project.moss("@agent", "-n", "--task-file", "missing.md")
     assert r.returncode == 2 and r.stderr.splitlines() == ["error: --task-file: path 'missing.md' does not exist"]
+
+
+def test_a_bad_regex_shows_the_users_pattern_and_the_reason(project):
+    """`moss text-search "foo("`: one line with the pattern as typed and why it is not a
+    regex, not ripgrep's wrapped `(?:foo()` with a caret under it."""
+    project.write("src/a.py", "foo(1)\n")
+    r = project.moss("text-search", "foo(")
+    assert r.returncode == 2
+    [line] = r.stderr.splitlines()
+    assert line.startswith("error: bad search pattern 'foo(': unclosed group"), line
+    assert "(?:" not in line
+    r = project.moss("text-search", "foo\\(")  # as the line says: escaped, it is text
+    assert r.returncode == 0 and "foo(1)" in r.stdout
