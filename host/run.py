@@ -282,7 +282,9 @@ def _interrupted(ctx) -> int:
     if ctx.session_id:
         ctx.log("session_end", {"reason": "interrupted"})
         msg += f" (session {ctx.session_id} keeps its last checkpoint)"
-    ui.console().print(f"[yellow]{msg}[/]")
+        if ctx.resume:  # as the script said when it bound the session
+            msg += f"; go on with: {ctx.resume}"
+    ui.console().print(f"[yellow]{ui.escape(ui.sanitize(msg))}[/]")
     return EXIT_INTERRUPTED
 
 

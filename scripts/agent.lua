@@ -178,7 +178,8 @@ local function run_stage(o)
   S.access = access
   if o.spawn then S.spawn = true end -- a resumed session keeps its children's commands
   o.spawn = o.spawn or S.spawn
-  moss.session.bind(S.id, { role = role.name })
+  -- `resume`: Ctrl-C stops every script at once, so the host says how to go on
+  moss.session.bind(S.id, { role = role.name, resume = output.RESUME and (output.RESUME .. " " .. S.id) or nil })
   S.parent = me.parent
   if S.turn == 0 and o.cfg.recall ~= false then
     -- long-term memory relevant to the task starts out as notes

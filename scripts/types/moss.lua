@@ -325,9 +325,10 @@ function moss.session.list() end
 ---@param data? table
 function moss.session.log(id, event, data) end
 --- host-side events (LLM attempts, retries, snapshots, edits) go to this session's log from now on;
---- `role` names the agent to others waiting for its locks
+--- `role` names the agent to others waiting for its locks; `resume` is the command that goes on
+--- with the session, which the host prints when Ctrl-C stops it (no script runs then)
 ---@param id string
----@param opts? {role?: string}  the agent's role, shown to agents waiting for its locks
+---@param opts? {role?: string, resume?: string}  the agent's role; the command that resumes the session
 function moss.session.bind(id, opts) end
 --- the logs; one log's events
 ---@return {id: string, path: string, events: integer, mtime: number}[]
