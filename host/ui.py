@@ -111,6 +111,37 @@ def error(message: str, hint: str | None = None) -> None:
         c.print(f"[dim]{escape(sanitize(hint))}[/]")
 
 
+def markdown(text: str, *, gutter: str = "", stdout: bool = False) -> None:
+    """`text` (a model's reply, an answer) for a person. On a terminal (without NO_COLOR):
+    rendered as markdown by rich, wrapped to fit after `gutter`, which starts every line.
+    Elsewhere (a pipe, a file, NO_COLOR): the text as it is, each line after `gutter`; an
+    answer on stdout then stays byte for byte what the model wrote (control characters
+    shown, not obeyed, only when a terminal reads it). On stdout when `stdout`, else stderr."""
+    file = sys.stdout if stdout else sys.stderr
+    tty = file.isatty()
+    if tty or not stdout:
+        text = sanitize(text)  # the model's text must not drive a terminal (links, titles, ...)
+    if not tty or no_color() or os.environ.get("TERM") == "dumb":
+        lines = text.split("\n") if gutter else [text]
+        file.write("".join(f"{gutter}{line}\n" for line in lines))
+        file.flush()
+        return
+    import io
+
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    width = Console(file=file).width
+    buf = io.StringIO()
+    inner = Console(file=buf, width=max(20, width - cell_len(gutter)), force_terminal=True, highlight=False,
+                    emoji=False, color_system=console().color_system or "standard")
+    inner.print(Markdown(text, hyperlinks=False))  # a link shows its address: no hidden targets
+    lines = buf.getvalue().rstrip("\n").split("\n")
+    file.write("".join(f"{gutter}{line.rstrip()}\n" for line in lines))
+    file.flush()
+
+
 def escape(text: str) -> str:
     from rich.markup import escape as _escape
 

@@ -93,6 +93,13 @@ moss.ui = {}
 ---@param opts? {style?: string}  # a rich style such as "bold red"
 function moss.ui.print(text, opts) end
 
+--- markdown for a person (a reply, an answer): on a terminal rendered by rich and wrapped to fit
+--- after `gutter`, which starts every line; elsewhere (a pipe, NO_COLOR) the text as it is, each
+--- line after `gutter`. On stderr, or on stdout with `stdout = true` (an answer)
+---@param text string
+---@param opts? {gutter?: string, stdout?: boolean}  # `gutter`: e.g. "  │ "
+function moss.ui.markdown(text, opts) end
+
 --- a one-line progress message on stderr (`› text`)
 ---@param text string
 function moss.ui.status(text) end
