@@ -149,3 +149,18 @@ def test_a_pipe_and_no_color_get_the_text_as_written(project, api):
     assert code == 0, tty
     assert "\x1b" not in tty
     assert "The enum has **13 variants**:\r\n\r\n- Anthropic\r\n- OpenAI\r\n" in tty
+
+
+def test_markdown_on_a_terminal_hides_no_link_and_obeys_no_escape(project, api):
+    """Rendered markdown is still the model's text shown, not obeyed: a link shows where it
+    goes (no hidden hyperlink target), and an escape in the answer arrives as visible text."""
+    from fakeapi import slow
+
+    api.push(slow("See [the docs](http://evil.example/steal).\n"
+                  "$(answer Done. [details](http://evil.example/x)\x1b]0;pwned\x07)", delay=0.1))
+    code, tty = run_on_terminal(project, api, "@agent", "--provider", "anthropic", "what now?")
+    assert code == 0, tty
+    assert "\x1b]8;" not in tty and "\x1b]0;pwned" not in tty, repr(tty)
+    shown = plain(tty)
+    assert "http://evil.example/steal" in shown and "http://evil.example/x" in shown
+    assert "\\x1b]0;pwned\\x07" in shown
