@@ -47,6 +47,16 @@ class MossGroup(click.Group):
                       if ("@" + s.name).startswith(incomplete or "@")]
         return items
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except OSError as e:  # before click's own handler, which would exit 1
+            from .ui import is_broken_pipe, pipe_closed
+
+            if not is_broken_pipe(e):
+                raise
+            raise SystemExit(pipe_closed()) from None
+
 
 @click.group(cls=MossGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="moss")
@@ -231,18 +241,41 @@ def config():
 @config.command("get")
 @click.argument("key")
 def config_get(key):
-    """Print the merged value of KEY (dotted, e.g. agent.max_turns)."""
+    """Print the merged value of KEY (dotted, e.g. agent.max_turns).
+
+    When no config file sets KEY, its default is printed and stderr says it is the default
+    (the agent's defaults are Lua: scripts/lib/defaults.lua); exit 1 when it has none."""
     import json
 
     from . import config as cfg
     from .context import find_project_root
 
-    data = cfg.load(find_project_root())
+    root = find_project_root()
+    data = cfg.load(root)
     try:
         value = cfg.lookup(data, key)
     except KeyError:
-        raise SystemExit(_fail(f"{key} is not set", code=1)) from None
+        default = _default(root, key)
+        if default is None:
+            raise SystemExit(_fail(f"{key} is not set, and has no default", code=1)) from None
+        value, why = default
+        click.echo(f"note: {key} is not set in any config file; {value} is its default ({why})", err=True)
     click.echo(value if isinstance(value, str) else json.dumps(value))
+
+
+def _default(root, key: str):
+    """(value, why) of KEY's default, which is the scripts' policy (scripts/lib/defaults.lua),
+    or None."""
+    from .run import build
+    from .runtime import DEFAULT_MEMORY_MB
+
+    if key == "lua.max_memory_mb":
+        return DEFAULT_MEMORY_MB, "MiB per Lua runtime"
+    ctx, rt = build("config", [], root=root)
+    found = rt.execute('local d = require("lib.defaults"); return { d.get(moss.config, ...) }',
+                       "=(config get)", key)
+    found = rt.to_py(found)
+    return (found[0], found[1] if len(found) > 1 else "") if found else None
 
 
 @config.command("set")

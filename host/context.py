@@ -46,6 +46,7 @@ class Context:
     tree: Any = None
     max_access: str | None = None
     role: str = ""
+    resume: str | None = None  # the command that goes on with the bound session (moss.session.bind)
     child: Any = None
     parent_llm: Any = None
     _log_path: Any = field(default=None, repr=False)  # (session id, its log's path), for log()

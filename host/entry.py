@@ -4,6 +4,7 @@ else is the click CLI. Kept apart from cli.py so running a script never imports 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import sys
 from pathlib import Path
@@ -11,18 +12,35 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _whole_writes()
     try:
-        _main(argv)
+        try:
+            _main(argv)
+        finally:
+            sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
     except OSError as e:
+        from .ui import error, is_broken_pipe, pipe_closed
+
+        if is_broken_pipe(e):  # `moss ... | head` closed the pipe: nothing to say
+            raise SystemExit(pipe_closed()) from None
         # The last line of defence: the file system said no (a file where moss needs a
         # directory, a permission, a full disk). One line naming the path, not a traceback.
-        if e.errno == errno.EPIPE:  # `moss ... | head` closed the pipe: nothing to say
-            raise SystemExit(1) from None
-        from .ui import error
 
         message, code = _os_error(e)
         error(message)
         raise SystemExit(code) from None
+
+
+def _whole_writes() -> None:
+    """Under PYTHONUNBUFFERED, sys.stdout and sys.stderr write straight to the file and drop
+    the count of a write cut short (by a reader that went away, or a signal): the rest of
+    the text vanishes without an error. A buffered layer finishes each write or raises."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        raw = getattr(stream, "buffer", None)
+        if isinstance(raw, io.RawIOBase):
+            setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding,
+                                                errors=stream.errors, line_buffering=True, write_through=True))
 
 
 def _main(argv: list[str]) -> None:

@@ -184,6 +184,11 @@ def _memory_mb(options: dict, cfg: dict) -> int:
 
 
 def run_script(name: str, words: list[str]) -> int:
+    status = _run_script(name, words)
+    return ui.EXIT_PIPE if ui.pipe_was_closed() else status  # `| head` stopped reading: end quietly
+
+
+def _run_script(name: str, words: list[str]) -> int:
     try:
         options, args = split_host_options(words)
         root = find_project_root()
@@ -277,7 +282,9 @@ def _interrupted(ctx) -> int:
     if ctx.session_id:
         ctx.log("session_end", {"reason": "interrupted"})
         msg += f" (session {ctx.session_id} keeps its last checkpoint)"
-    ui.console().print(f"[yellow]{msg}[/]")
+        if ctx.resume:  # as the script said when it bound the session
+            msg += f"; go on with: {ctx.resume}"
+    ui.console().print(f"[yellow]{ui.escape(ui.sanitize(msg))}[/]")
     return EXIT_INTERRUPTED
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from lupa import lua54
 
+from . import ui
 from .convert import Converter, decode
 from .errors import MossError
 from .roots import ScriptRoots
@@ -172,7 +173,22 @@ class Runtime:
         return None
 
     def _raw_write(self, data):
-        self._stdout(decode(data) if isinstance(data, bytes) else str(data))
+        try:
+            self._stdout(decode(data) if isinstance(data, bytes) else str(data))
+        except OSError as e:
+            if not ui.is_broken_pipe(e):
+                raise
+            self.output_closed()
+
+    def output_closed(self) -> None:
+        """The reader of stdout or stderr went away (`moss ... | head -1`): the whole script,
+        children and all, stops at its next step, and run.py ends it quietly (ui.pipe_closed)."""
+        ui.pipe_closed()
+        rt = self
+        while rt.parent is not None:
+            rt = rt.parent
+        rt.cancel()
+        self.cancel()
 
     def _find_module(self, name):
         """require's loader: (true, compiled chunk) or (true, nil, syntax error), or (false, message)."""
@@ -233,6 +249,9 @@ class Runtime:
                 self._cancel.set()
                 return False, b"interrupted", b"interrupted"
             except Exception as e:  # a host bug (primitives name their own): say so, keep the runtime alive
+                if ui.is_broken_pipe(e):  # not a bug: `moss ... | head -1` stopped reading
+                    self.output_closed()
+                    return False, b"output closed", b"interrupted"
                 if os.environ.get("MOSS_DEBUG"):
                     py_traceback.print_exc()
                 return False, f"internal error: {type(e).__name__}: {e}".encode(), b"internal"

@@ -955,7 +955,7 @@ def stdin_interactive(env=os.environ) -> bool:
 
 def ask(console, question: str) -> bool:
     """A y/N question on the console; anything but y/yes (or end of input) is no."""
-    console.print(f"[bold]{question}[/] [y/N] ", end="")
+    console.print(f"[bold]{question}[/] \\[y/N] ", end="")  # escaped: the choices, not a rich tag
     try:
         answer = sys.stdin.readline()
     except (OSError, ValueError):

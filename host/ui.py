@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -20,10 +21,66 @@ def no_color() -> bool:
 def console():
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich would exit 1 itself: let pipe_closed() decide
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
     # color_system=None renders no styles at all: with NO_COLOR a terminal gets plain text
     # (rich's own no_color drops colours but still sends bold and dim)
     extra: dict[str, Any] = {"color_system": None} if no_color() else {}
-    return Console(stderr=True, highlight=False, soft_wrap=True, **extra)
+    return _Console(stderr=True, highlight=False, soft_wrap=True, **extra)
+
+
+# -- a reader that went away -------------------------------------------------------------
+# `moss sessions list | head -1`: head exits after one line, and the next write to the pipe
+# fails with EPIPE. git and cat die of SIGPIPE there, silently; moss does the same without
+# dying mid-step: every write path (Lua's print and moss.ui, click's echo, the final flush)
+# ends up here, and the run stops quietly with the status a shell shows for them.
+
+EXIT_PIPE = 141  # 128 + SIGPIPE
+_pipe_closed = False
+
+
+def is_broken_pipe(e: BaseException) -> bool:
+    """`e` is EPIPE from writing our own stdout or stderr (not, say, a child process's stdin
+    or an MCP server's pipe, which are errors to report): its reader is gone."""
+    if not (isinstance(e, OSError) and e.errno == errno.EPIPE):
+        return False
+    import select
+
+    p = select.poll()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            p.register(stream.fileno(), 0)  # POLLERR and POLLHUP are always reported
+        except (OSError, ValueError, AttributeError):
+            pass
+    try:
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in p.poll(0))
+    except OSError:
+        return False
+
+
+def pipe_closed() -> int:
+    """The reader of stdout or stderr closed its end. From now on both go to /dev/null (so
+    nothing more fails, nor does Python's last flush), and the exit status is EXIT_PIPE."""
+    global _pipe_closed
+    _pipe_closed = True
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return EXIT_PIPE
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(fd, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+    os.close(fd)
+    return EXIT_PIPE
+
+
+def pipe_was_closed() -> bool:
+    return _pipe_closed
 
 
 def stderr_is_tty() -> bool:
@@ -52,6 +109,37 @@ def error(message: str, hint: str | None = None) -> None:
     c.print(f"[bold red]error:[/] {escape(sanitize(message))}")
     if hint:
         c.print(f"[dim]{escape(sanitize(hint))}[/]")
+
+
+def markdown(text: str, *, gutter: str = "", stdout: bool = False) -> None:
+    """`text` (a model's reply, an answer) for a person. On a terminal (without NO_COLOR):
+    rendered as markdown by rich, wrapped to fit after `gutter`, which starts every line.
+    Elsewhere (a pipe, a file, NO_COLOR): the text as it is, each line after `gutter`; an
+    answer on stdout then stays byte for byte what the model wrote (control characters
+    shown, not obeyed, only when a terminal reads it). On stdout when `stdout`, else stderr."""
+    file = sys.stdout if stdout else sys.stderr
+    tty = file.isatty()
+    if tty or not stdout:
+        text = sanitize(text)  # the model's text must not drive a terminal (links, titles, ...)
+    if not tty or no_color() or os.environ.get("TERM") == "dumb":
+        lines = text.split("\n") if gutter else [text]
+        file.write("".join(f"{gutter}{line}\n" for line in lines))
+        file.flush()
+        return
+    import io
+
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    width = Console(file=file).width
+    buf = io.StringIO()
+    inner = Console(file=buf, width=max(20, width - cell_len(gutter)), force_terminal=True, highlight=False,
+                    emoji=False, color_system=console().color_system or "standard")
+    inner.print(Markdown(text, hyperlinks=False))  # a link shows its address: no hidden targets
+    lines = buf.getvalue().rstrip("\n").split("\n")
+    file.write("".join(f"{gutter}{line.rstrip()}\n" for line in lines))
+    file.flush()
 
 
 def escape(text: str) -> str:

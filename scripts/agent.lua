@@ -55,8 +55,9 @@ Options:
 
 Exit status: 0 answered (and validation, when configured, passes on the tree as it is),
 1 no answer or not a success (turn limit, loop, cycle limit, budget, error, unvalidated),
-2 usage or configuration error, 3 blocked (needs you; non-interactive). docs/agent.md has
-the whole outcome table.
+2 usage or configuration error, 3 blocked, stopped or paused (needs you), 130 interrupted
+(Ctrl-C; moss @agent --resume ID goes on), 141 the reader of the output went away (| head).
+docs/agent.md has the whole outcome table.
 
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
 .moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,
@@ -134,8 +135,9 @@ end
 
 --- The roles to run, in order, why they were chosen, and the config key that chose them.
 local function choose_roles(opts, cfg, task)
-  local spec = opts.role or (opts.audit and "auditor") or (opts.refactor and "refactorer")
-  if spec then return spec, "--role" end
+  if opts.role then return opts.role, "--role" end
+  if opts.audit then return "auditor", "--audit" end
+  if opts.refactor then return "refactorer", "--refactor" end
   if opts.auto or cfg.dispatch == "auto" then
     local choices = {}
     for _, e in ipairs(moss.scripts.list("roles")) do
@@ -176,7 +178,8 @@ local function run_stage(o)
   S.access = access
   if o.spawn then S.spawn = true end -- a resumed session keeps its children's commands
   o.spawn = o.spawn or S.spawn
-  moss.session.bind(S.id, { role = role.name })
+  -- `resume`: Ctrl-C stops every script at once, so the host says how to go on
+  moss.session.bind(S.id, { role = role.name, resume = output.RESUME and (output.RESUME .. " " .. S.id) or nil })
   S.parent = me.parent
   if S.turn == 0 and o.cfg.recall ~= false then
     -- long-term memory relevant to the task starts out as notes
@@ -368,7 +371,14 @@ run_main = function(opts, cfg, rest, out, format)
   if opts.resume then return resume(opts, cfg, base, rest) end
 
   local task = table.concat(rest, " ")
-  if opts.task_file then task = moss.fs.read(opts.task_file) end
+  if opts.task_file then
+    local ok, text = pcall(moss.fs.read, opts.task_file)
+    if not ok then -- the host's reason, named after the flag, without a position in this file
+      local why = tostring(type(text) == "table" and text.message or text):gsub("^.-moss%.fs%.read: ", "")
+      moss.error(type(text) == "table" and text.kind or "usage", "--task-file: " .. why, 0)
+    end
+    task = text
+  end
   if task:match("^%s*$") then
     moss.ui.print('no task given: moss @agent "what does this project do?" (see --help)', { style = "red" })
     return 2

@@ -58,6 +58,25 @@ def test_config_get_and_set_keep_other_keys(project):
     assert project.moss("@seen").stdout.strip() == "43"
 
 
+def test_config_get_of_an_unset_key_shows_its_default(project):
+    """The README's own example on a fresh project: `moss config get agent.max_turns` shows
+    the turn limit a run would use (the default machine's), says it is the default, exits 0;
+    choosing another machine changes the default shown."""
+    r = project.moss("config", "get", "agent.max_turns")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "15\n"
+    assert "agent.max_turns is not set in any config file; 15 is its default" in r.stderr
+    assert project.moss("config", "get", "agent.role").stdout == "explorer\n"
+    project.moss("config", "set", "agent.machine", "v2")
+    r = project.moss("config", "get", "agent.max_turns")
+    assert r.stdout == "16\n" and "v2 machine" in r.stderr
+    project.moss("config", "set", "agent.max_turns", "9")
+    r = project.moss("config", "get", "agent.max_turns")
+    assert (r.stdout, r.stderr) == ("9\n", "")
+    r = project.moss("config", "get", "agent.no_such_setting")
+    assert r.returncode == 1 and "agent.no_such_setting is not set, and has no default" in r.stderr
+
+
 def test_config_set_keeps_comments_and_refuses_to_replace_a_table(project):
     cwd = project.root.parent / "fresh"
     cwd.mkdir()

@@ -242,4 +242,4 @@ def test_a_trusted_projects_role_gets_no_more_access_than_the_user_allows(crate,
     r = crate.moss("@agent", "--provider", "anthropic", "-n", "--refactor", "--v2",
                    "How many variants does Provider have?", env=api.env())
     assert r.returncode == 0 and r.stdout.strip() == "13", r.stderr
-    assert "role: refactorer (--role)" in r.stderr
+    assert "role: refactorer (--refactor)" in r.stderr

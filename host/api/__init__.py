@@ -16,6 +16,7 @@ import pkgutil
 import traceback
 
 from ..errors import MossError
+from ..ui import is_broken_pipe
 from . import declare
 
 # every module here is a namespace, but declare.py (the declaration's reader and generator)
@@ -35,6 +36,8 @@ def _guarded(ctx, name: str, fn, check):
         except (MossError, KeyboardInterrupt):
             raise
         except Exception as e:  # a bug in moss, not the script's mistake
+            if is_broken_pipe(e):  # not a bug: `| head` stopped reading (Runtime ends quietly)
+                raise
             ctx.log("internal_error", {"primitive": f"moss.{name}", "error": f"{type(e).__name__}: {e}",
                                        "traceback": traceback.format_exc(limit=20)})
             raise MossError(f"internal error: {type(e).__name__}: {e}", kind="internal") from e

@@ -93,6 +93,13 @@ moss.ui = {}
 ---@param opts? {style?: string}  # a rich style such as "bold red"
 function moss.ui.print(text, opts) end
 
+--- markdown for a person (a reply, an answer): on a terminal rendered by rich and wrapped to fit
+--- after `gutter`, which starts every line; elsewhere (a pipe, NO_COLOR) the text as it is, each
+--- line after `gutter`. On stderr, or on stdout with `stdout = true` (an answer)
+---@param text string
+---@param opts? {gutter?: string, stdout?: boolean}  # `gutter`: e.g. "  │ "
+function moss.ui.markdown(text, opts) end
+
 --- a one-line progress message on stderr (`› text`)
 ---@param text string
 function moss.ui.status(text) end
@@ -324,9 +331,10 @@ function moss.session.list() end
 ---@param data? table
 function moss.session.log(id, event, data) end
 --- host-side events (LLM attempts, retries, snapshots, edits) go to this session's log from now on;
---- `role` names the agent to others waiting for its locks
+--- `role` names the agent to others waiting for its locks; `resume` is the command that goes on
+--- with the session, which the host prints when Ctrl-C stops it (no script runs then)
 ---@param id string
----@param opts? {role?: string}  the agent's role, shown to agents waiting for its locks
+---@param opts? {role?: string, resume?: string}  the agent's role; the command that resumes the session
 function moss.session.bind(id, opts) end
 --- the logs; one log's events
 ---@return {id: string, path: string, events: integer, mtime: number}[]

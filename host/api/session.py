@@ -611,6 +611,8 @@ def functions(ctx):
         ctx.session_id = check_id(sid)
         if isinstance(opts, dict) and isinstance(opts.get("role"), str):
             ctx.role = opts["role"]
+        if isinstance(opts, dict) and isinstance(opts.get("resume"), str):
+            ctx.resume = opts["resume"]  # what run.py prints when Ctrl-C stops the session
         if ctx.tree is not None and ctx.tree.root_id is None and ctx.parent_id is None:
             ctx.tree.root_id = ctx.session_id
         return True

@@ -13,6 +13,11 @@ def functions(ctx):
         style = opts.get("style") if isinstance(opts, dict) else None
         ui.console().print(ui.escape(ui.sanitize(str(text))), style=style)
 
+    def markdown(text, opts=None):
+        opts = opts if isinstance(opts, dict) else {}
+        ui.markdown(str(text), gutter=ui.sanitize(str(opts.get("gutter") or "")), stdout=bool(opts.get("stdout")))
+        return True
+
     def status(text):
         text = ui.sanitize(str(text))
         if (not ui.stderr_is_tty() and "\t" not in text and text.count(":") < 2
@@ -100,7 +105,7 @@ def functions(ctx):
     def live_stop():
         return ui.live_stop()
 
-    return {"ui.live": live, "ui.live_stop": live_stop, "ui.table": table, "ui.print": print_, "ui.status": status, "ui.is_terminal": is_terminal, "ui.ask": ask,
+    return {"ui.live": live, "ui.live_stop": live_stop, "ui.table": table, "ui.print": print_, "ui.markdown": markdown, "ui.status": status, "ui.is_terminal": is_terminal, "ui.ask": ask,
             "ui.confirm": confirm, "ui.interactive": interactive, "ui.event": event}
 
 

@@ -13,6 +13,7 @@ trust like any moss run: nothing here passes --trust or --allow-full. `view` and
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -341,12 +342,29 @@ def _stop_children(signum=None, frame=None) -> None:
         os.kill(os.getpid(), signum)
 
 
+def _check_port(port: int) -> None:
+    """A port moss cannot listen on is the user's to change: one line naming it (exit 2),
+    not uvicorn's errno and its start-up failure status."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            why = "is in use" if e.errno == errno.EADDRINUSE else f"cannot be used ({e.strerror})"
+            raise MossError(f"port {port} on 127.0.0.1 {why}: choose another with --http PORT",
+                            kind="usage") from None
+
+
 def serve(root: Path, http_port: int | None = None) -> None:
     """Serve over stdio (default) or streamable HTTP on 127.0.0.1:PORT at /mcp."""
     import atexit
 
     from mcp.server.transport_security import TransportSecuritySettings
 
+    if http_port is not None:
+        _check_port(http_port)
     server = build(root)
     atexit.register(_stop_children)
     signal.signal(signal.SIGTERM, _stop_children)

@@ -83,6 +83,18 @@ def _trim(line: str, start: int | None) -> str:
     return ("…" if begin > 0 else "") + piece + ("…" if begin + MAX_LINE_CHARS < len(line) else "")
 
 
+def _rg_reason(stderr: str) -> str:
+    """ripgrep's complaint about a pattern, as one line about the pattern the user wrote. A
+    parse error quotes ripgrep's own wrapping of it (`(?:foo()`) with a caret under that, and
+    ends with the reason (`error: unclosed group`): the reason is what is kept."""
+    detail = stderr[4:] if stderr.startswith("rg: ") else stderr
+    if "regex parse error" in detail:
+        reasons = [ln[len("error: "):].strip() for ln in detail.splitlines() if ln.startswith("error: ")]
+        if reasons:
+            return f"{reasons[-1]} (a regex: put \\ before ( [ {{ . * + ? | to match them as text)"
+    return " ".join(detail.split()) or "ripgrep failed"
+
+
 def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: int = 100,
            ignore_case: bool = False, max_chars: int = 20000, keep: bool = True) -> str:
     """Search the project for `pattern` (a regex) and return hits grouped by file.
@@ -172,9 +184,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     stderr = b"".join(errbuf).decode("utf-8", "replace").strip()
     timed_out = killed.is_set()
     if proc.returncode == 2 and not total and stderr:
-        detail = stderr[4:] if stderr.startswith("rg: ") else stderr
-        raise MossError(f"bad search pattern {pattern!r}: {detail or 'ripgrep failed'}",
-                        kind="usage")
+        raise MossError(f"bad search pattern {pattern!r}: {_rg_reason(stderr)}", kind="usage")
     if not total:
         where = f" in {', '.join(only)}" if only else ""
         note = " (search timed out)" if timed_out else ""

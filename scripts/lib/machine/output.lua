@@ -89,14 +89,14 @@ function Text:llm(S, state, text)
     local lines = {}
     for line in ((text or ""):gsub("%s+$", "") .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
     local n = #lines
+    if n > M.SHOWN_LINES then lines = { table.unpack(lines, 1, M.SHOWN_LINES) } end
+    moss.ui.markdown(table.concat(lines, "\n"), { gutter = "  │ " }) -- rendered, wrapped after the gutter
     if n > M.SHOWN_LINES then
-      lines = { table.unpack(lines, 1, M.SHOWN_LINES) }
-      lines[#lines + 1] = ("… %d more lines (moss sessions show %s has them all)"):format(n - M.SHOWN_LINES, S.id)
+      moss.ui.print(("  │ … %d more lines (moss sessions show %s has them all)"):format(n - M.SHOWN_LINES, S.id),
+        { style = "dim" })
     end
-    for _, line in ipairs(lines) do moss.ui.print("  │ " .. line, { style = "italic" }) end
-    return
   end
-  if self.verbose and not moss.ui.is_terminal() then moss.ui.print(text, { style = "dim" }) end
+  -- elsewhere, --verbose has the host stream the reply to stderr as it comes: it is shown
 end
 
 function Text:command(S, out)
@@ -130,12 +130,13 @@ end
 
 function Text:finish(S)
   moss.ui.live_stop()
+  -- the answer on stdout: markdown rendered when a terminal shows it, else exactly as written
   if S.reason == "answered" then
-    print(S.answer)
+    moss.ui.markdown(S.answer, { stdout = true })
     M.closing(S, self.machine)
     return
   end
-  if S.reason == "unvalidated" and S.answer then print(S.answer) end
+  if S.reason == "unvalidated" and S.answer then moss.ui.markdown(S.answer, { stdout = true }) end
   moss.ui.print(M.reason(S.reason, self.machine).text, { style = "yellow" })
   if S.detail then moss.ui.print(tostring(S.detail), { style = "dim" }) end
   if S.questions and S.questions ~= "" then moss.ui.print("Open questions: " .. S.questions) end
@@ -266,7 +267,7 @@ function Text:pipeline(stages, n)
   local last = stages[#stages]
   local closing = { reason = r.reason, turn = r.turns, usage = r.usage, id = last.id }
   if r.success then
-    print(r.answer)
+    moss.ui.markdown(r.answer, { stdout = true })
     M.closing(closing, self.machine)
   else
     if r.answer ~= "" then moss.ui.print(r.answer) end
