@@ -177,3 +177,57 @@ def test_the_order_of_access_levels_is_written_once():
               if p.suffix in (".py", ".lua") and "types" not in p.parts and p.name != "declarations.lua"
               and literal.search(p.read_text(encoding="utf-8"))]
     assert places == ["host/tools/sandbox.py"], places
+
+
+# ---- error kinds per primitive ----------------------------------------------------------
+
+from errorreach import reachable_kinds  # noqa: E402
+
+REACH = reachable_kinds(REPO / "host")
+# Any primitive can meet these, so no list names them: a Ctrl-C (not catchable) and a bug.
+EVERYWHERE = {"interrupted", "internal"}
+# Kinds the source analysis finds on a path no call takes, and why not.
+NOT_RAISED = {
+    ("locks.acquire", "locked"): "a lock still held after the timeout comes back as nil and the holder",
+    ("inbox.read", "usage"): "the session id was checked by moss.inbox.open",
+    ("memory.all", "usage"): "it reads the kinds moss knows, never a bad one",
+    ("memory.files", "usage"): "it reads the kinds moss knows, never a bad one",
+    ("runs.list", "usage"): "a run's executor name is checked before it is looked up",
+    ("shadow.list", "usage"): "[shadow] sizes are checked first, as config",
+}
+
+
+def test_the_source_analysis_follows_calls_into_the_tools():
+    """The floor below is real: the analysis finds kinds several calls deep (an edit that
+    waits for a lock, a shell command that cannot start, a git failure in the shadow
+    repository) and sees that moss.fs.exists catches every error."""
+    assert {"locked", "conflict", "ambiguous"} <= set(REACH["edit.apply"])
+    assert {"io", "locked", "denied"} <= set(REACH["shell.run"])
+    assert "io" in REACH["shadow.snapshot"] and "locked" in REACH["shadow.restore"]
+    assert REACH["fs.exists"] == {}
+    assert len(REACH) == len([n for n in NAMES if n != "parallel"])
+
+
+@pytest.mark.parametrize("name", sorted(REACH))
+def test_a_primitive_declares_every_error_kind_its_code_can_raise(name):
+    """Each kind the host's code can raise on a call of the primitive (followed through
+    host/tools, the storage layer, the lock manager, ...) is in its `---@errors` list, so the
+    reference table in docs/lua-api.md tells a script what to catch."""
+    declared = set(DECL.functions[name].errors)
+    missing = {k: " > ".join(path) for k, path in REACH[name].items()
+               if k not in declared | EVERYWHERE and (name, k) not in NOT_RAISED}
+    assert not missing, f"moss.{name}: add to its ---@errors in host/api/declarations.lua: {missing}"
+    for key in NOT_RAISED:
+        if key[0] == name:
+            assert key[1] in REACH[name] and key[1] not in declared, f"NOT_RAISED{key} is stale"
+
+
+def test_a_primitive_that_takes_arguments_declares_usage():
+    """An argument that does not fit its declaration is a `usage` error, so every primitive
+    with a parameter lists `usage`; every listed kind is one moss.ErrorKind names."""
+    kinds = {k for k, _ in DECL.error_kinds}
+    for name, fn in DECL.functions.items():
+        assert set(fn.errors) <= kinds, f"moss.{name} lists an unknown kind: {set(fn.errors) - kinds}"
+        checked = name in REACH or name == "parallel"
+        if checked and fn.params:
+            assert "usage" in fn.errors, f"moss.{name} takes arguments but does not list usage"
