@@ -231,3 +231,90 @@ def test_a_primitive_that_takes_arguments_declares_usage():
         checked = name in REACH or name == "parallel"
         if checked and fn.params:
             assert "usage" in fn.errors, f"moss.{name} takes arguments but does not list usage"
+
+
+# ---- options and fields the code reads ----------------------------------------------------
+
+def test_the_host_options_are_the_declared_moss_options():
+    """Every option the host takes out of a script's arguments (host/run.py) is a field of
+    moss.Options, with its flag, and a type that matches how it is parsed; nothing is
+    declared that the host does not parse; `--help` lists each one."""
+    from moss.run import HOST_FLAGS, HOST_OPTIONS, HOST_OPTIONS_HELP, NUMERIC
+
+    fields = {f.name: f for f in DECL.classes["moss.Options"]}
+    parsed = {**{key: flag for flag, key in HOST_OPTIONS.items()}, **{key: flag for flag, key in HOST_FLAGS.items()}}
+    assert set(fields) == set(parsed), f"host/run.py parses {sorted(set(parsed) - set(fields))}, " \
+                                       f"moss.Options declares {sorted(set(fields) - set(parsed))}"
+    for key, flag in parsed.items():
+        f = fields[key]
+        assert f.optional and f.note.startswith(flag + (":" if flag in HOST_FLAGS else " ")), (key, f.note)
+        want = "boolean" if flag in HOST_FLAGS else {int: "integer", float: "number"}.get(NUMERIC.get(key), "string")
+        assert f.type == want or (want == "string" and f.type.startswith('"')), (key, f.type)
+        assert flag in HOST_OPTIONS_HELP, f"{flag} is missing from the host options' --help"
+
+
+def _opts_read(fn, param: str) -> set[str]:
+    """The keys a primitive's body reads from its parameter `param` (`param.get("k")`,
+    `param["k"]`, and the same through a local name assigned from it)."""
+    import ast
+
+    names = {param}
+
+    def same(value) -> bool:  # `param`, `param or {}`, `param if ... else {}`
+        if isinstance(value, ast.BoolOp):
+            value = value.values[0]
+        if isinstance(value, ast.IfExp):
+            value = value.body
+        return isinstance(value, ast.Name) and value.id in names
+
+    for node in ast.walk(fn.node):
+        if isinstance(node, ast.Assign) and same(node.value):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    keys = set()
+    for node in ast.walk(fn.node):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in names \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            keys.add(node.args[0].value)
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+                and node.value.id in names and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            keys.add(node.slice.value)
+    return keys
+
+
+def _declared_keys(type_: str) -> set[str] | None:
+    """The fields a parameter's declared type names: an inline `{a?: T, b: T}` (also among
+    alternatives, `string|{cmd: string}`), or a declared class; None for anything else."""
+    import re
+
+    keys: set[str] = set()
+    for part in declare._split(type_, "|"):
+        part = part.strip().rstrip("?")
+        if part.startswith("{") and part.endswith("}"):
+            keys |= {re.match(r"\s*(\w+)", f)[1] for f in declare._split(part[1:-1], ",") if f.strip()}
+        elif part in DECL.classes:
+            keys |= {f.name for f in DECL.classes[part]}
+        elif part.endswith("[]") and part[:-2] in DECL.classes:
+            keys |= {f.name for f in DECL.classes[part[:-2]]}
+    return keys or None
+
+
+def test_every_option_a_primitive_reads_is_declared():
+    """A key a primitive reads from its options table (`opts.get("locks")`) is a field of
+    that parameter's declared type, so the stubs and docs/lua-api.md show every option."""
+    from errorreach import Graph
+
+    g = Graph(REPO / "host")
+    checked, missing = 0, {}
+    for name, fn in g.primitives().items():
+        spec = DECL.functions.get(name)
+        for arg, param in zip(fn.node.args.args, spec.params if spec else []):
+            declared = _declared_keys(param.type)
+            if declared is None:
+                continue
+            checked += 1
+            read = _opts_read(fn, arg.arg) - declared
+            if read:
+                missing[f"moss.{name}({param.name})"] = sorted(read)
+    assert checked > 15
+    assert not missing, f"read but not declared in host/api/declarations.lua: {missing}"

@@ -35,35 +35,43 @@
 ---@field where string     # "file.lua:LINE: " of the caller, or ""
 
 ---@class moss
----@field args string[]            # words after `moss @NAME` (host options removed)
----@field root string              # the project root (nearest .moss/ or .git/ above cwd)
----@field config table             # merged .moss/config.toml over ~/.config/moss/config.toml; every field
----@field options moss.Options     # host options given on the command line
----@field trust moss.Trust         # whether the project's .moss/ content is in use (a copy)
----@field script string            # the name of the running script
+---@field args string[]            # the words after `moss @NAME`, host options removed
+---@field root string              # the project root (the nearest .moss/ or .git/ above the working directory)
+---@field config table             # merged config: `.moss/config.toml` over `~/.config/moss/config.toml` (tables merge key by key, the project wins); every field, including ones only your scripts know
+---@field options moss.Options     # the host options given on the command line (below)
+---@field trust moss.Trust         # whether the project's `.moss/` content is in use, and what came from it (a copy: changing it changes nothing)
+---@field script string            # the running script's name
 ---@field version string           # moss's version
 moss = {}
 
 ---@class moss.Trust
----@field trusted boolean          # the project's scripts, commands, endpoints, widening settings are in use
----@field needed boolean           # the project's .moss/ holds anything that needs trust
----@field how string               # "nothing to trust" | "recorded" | "--trust" | "answered yes" | ""
----@field max_access string        # the user's [trust] max_access (default "edit"): cap for a project-chosen role
----@field project_keys string[]    # dotted config keys whose value came from .moss/config.toml
----@field ignored string[]         # what the project set that this run does not use, one line each
+---@field trusted boolean          # the project's trust-needing content (scripts, commands, endpoints, settings that widen access) is in use (also `true` when it has none)
+---@field needed boolean           # the project's `.moss/` holds anything that needs trust
+---@field how string               # `"nothing to trust"`, `"recorded"` (`moss trust`), `"--trust"` (this run), `"answered yes"`, or `""`
+---@field max_access string        # the user's `[trust] max_access` (default `"edit"`): the most access a role the *project* chose should get
+---@field project_keys string[]    # dotted config keys whose value in `moss.config` came from `.moss/config.toml` (`"agent.role"`, `"agent.max_turns"`, ...)
+---@field ignored string[]         # one line per thing the project set that this run does not use (also shown on stderr)
 
+--- The host options: taken out of any script's arguments (`--max-cost 0.5` or `--max-cost=0.5`;
+--- a flag takes no value) before the script sees them, and given to it as `moss.options`.
+--- tests/test_api_docs.py checks this list against the options the host parses (host/run.py).
 ---@class moss.Options
----@field provider? string
----@field model? string
----@field record? string
----@field replay? string
----@field script? string
----@field max_cost? number
----@field max_tokens? integer
----@field memory_mb? integer
----@field timeout? number
----@field allow_full? boolean
----@field verbose? boolean
+---@field provider? string         # --provider NAME: the LLM provider (anthropic, openai, ollama, ..., replay, script)
+---@field model? string            # --model NAME: the model name
+---@field base_url? string         # --base-url URL: send the LLM requests (and your key) to this endpoint instead
+---@field record? string           # --record FILE: append every LLM request and response to a JSONL cassette
+---@field replay? string           # --replay FILE: with --provider replay, answer from a cassette
+---@field script? string           # --script FILE: with --provider script, answer a list of responses in order
+---@field max_cost? number         # --max-cost USD: end cleanly once this much was spent
+---@field max_tokens? integer      # --max-tokens N: end cleanly once this many tokens were used
+---@field memory_mb? integer       # --memory-mb N: the Lua memory cap (default 256)
+---@field timeout? number          # --timeout SECONDS: the LLM request timeout
+---@field seed? integer            # --seed N: seed Lua's math.random (--record, replay and script imply 0)
+---@field input_format? "text"|"stream-json"  # --input-format F: stream-json reads user, control and answer lines on stdin while the agent works (docs/events.md)
+---@field allow_full? boolean      # --allow-full: permit the unrestricted `full` tool access level
+---@field trust? boolean           # --trust: trust this project's .moss/ for this run only (e.g. CI on a checkout you vouch for)
+---@field verbose? boolean         # --verbose: stream model output and show more detail
+---@field include_partial? boolean # --include-partial: also write the model's text as it streams, as `partial` events (with --output-format stream-json)
 
 --- mark a table as an object so it converts to `{}` even when empty
 ---@param t? table
@@ -110,10 +118,11 @@ function moss.ui.is_terminal() end
 ---@return boolean
 function moss.ui.interactive() end
 
---- ask the user; returns the answer line, or `nil` when nobody can answer
+--- ask the user; returns the answer line, or `nil` when nobody can answer (or no answer came
+--- within `timeout` seconds); `silent` asks without printing the question again
 ---@errors usage
 ---@param question string
----@param opts? {choices?: string[]}
+---@param opts? {choices?: string[], timeout?: number, silent?: boolean}
 ---@return string|nil
 function moss.ui.ask(question, opts) end
 
@@ -249,9 +258,11 @@ function moss.code.search(pattern, opts) end
 moss.shell = {}
 
 --- sh -c CMD under the session's access level, with a scrubbed environment (env adds to it; LD_* refused).
+--- At access `edit` or `full` the command holds a lock on the project root while it runs, or on
+--- `locks` (a path or a list: `{"src/"}`); waiting for it longer than `[agent] lock_timeout` is kind `locked`
 ---@errors usage, not_found, denied, conflict, config, io, locked
 ---@param cmd string
----@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string, env?: table<string, string>}
+---@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string, env?: table<string, string>, locks?: string|string[]}
 ---@return moss.RunResult
 function moss.shell.run(cmd, opts) end
 
@@ -350,7 +361,7 @@ function moss.session.log(id, event, data) end
 --- `role` names the agent to others waiting for its locks
 ---@errors usage
 ---@param id string
----@param opts? {role?: string}  the agent's role, shown to agents waiting for its locks
+---@param opts? {role?: string}  # the agent's role, shown to agents waiting for its locks
 function moss.session.bind(id, opts) end
 --- the logs; one log's events
 ---@errors denied

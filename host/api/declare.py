@@ -9,7 +9,8 @@ classes and aliases they use and `moss.ErrorKind`, the table of error kinds. Fro
   `usage` error naming the argument; nothing else a primitive raises is called `usage`;
 - `scripts/types/moss.lua`, the editor stubs (`types_file`);
 - the reference tables of docs/lua-api.md, between `<!-- api: NAMESPACE -->` and
-  `<!-- /api -->` markers, and its table of error kinds (`update_doc`).
+  `<!-- /api -->` markers, its table of error kinds, and the fields of `moss`,
+  `moss.options` and `moss.trust` (`<!-- fields: PATH -->`) (`update_doc`).
 
 `events.lua` (beside it) declares the events moss writes the same way, one `---@class` per
 event: the stream-json lines (`moss.stream.NAME`) and the session-log records
@@ -63,12 +64,15 @@ class Declarations:
     functions: dict[str, Function] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     error_kinds: list[tuple[str, str]] = field(default_factory=list)
+    classes: dict[str, list[Param]] = field(default_factory=dict)  # each `---@class`'s `---@field`s
 
 
 _FUNCTION = re.compile(r"^function (?:moss\.)?([\w.:]+)\((.*)\) end$")
 _PARAM = re.compile(r"^---@param (\.\.\.|\w+)(\??) (.+?)(?:\s+#\s*(.*))?$")
 _RETURN = re.compile(r"^---@return (.+?)(?:\s+#.*)?$")
 _ALIAS = re.compile(r"^---@alias ([\w.]+)(?: (.+))?$")
+_CLASS = re.compile(r"^---@class ([\w.]+)")
+_FIELD = re.compile(r"^---@field (\w+)(\??) (.+?)(?:\s+#\s*(.*))?$")
 _MEMBER = re.compile(r'^---\| "([\w-]+)"\s*#\s*(.*)$')
 
 
@@ -80,6 +84,7 @@ def parse(text: str) -> Declarations:
     returns: list[str] = []
     errors: list[str] = []
     alias = None
+    cls: str | None = None
     for line in text.splitlines():
         if alias and line.startswith("---|"):
             m = _MEMBER.match(line)
@@ -89,7 +94,12 @@ def parse(text: str) -> Declarations:
                     out.error_kinds.append((m[1], m[2].strip()))
             continue
         alias = None
-        if m := _ALIAS.match(line):
+        if m := _CLASS.match(line):
+            cls = m[1]
+            out.classes[cls] = []
+        elif (m := _FIELD.match(line)) and cls:
+            out.classes[cls].append(Param(m[1], m[3].strip(), m[2] == "?", (m[4] or "").strip()))
+        elif m := _ALIAS.match(line):
             alias = m[1]
             out.aliases[alias] = (m[2] or "").strip()
         elif m := _PARAM.match(line):
@@ -103,7 +113,7 @@ def parse(text: str) -> Declarations:
         elif m := _FUNCTION.match(line):
             out.functions[m[1]] = Function(m[1], doc, params, returns, errors)
         if not line.startswith("---"):  # a declaration's comment block ends here
-            doc, params, returns, errors = [], [], [], []
+            doc, params, returns, errors, cls = [], [], [], [], None
     return out
 
 
@@ -266,14 +276,28 @@ def error_table(decl: Declarations) -> str:
     return "\n".join(rows)
 
 
-_BLOCK = re.compile(r"(<!-- (api: ?([\w.]*)|error-kinds) -->\n)(.*?)(\n<!-- /(?:api|error-kinds) -->)", re.S)
+def fields_table(decl: Declarations, path: str) -> str:
+    """The fields of the value at `path` ("moss", "moss.options", ...) as markdown: its
+    class is `moss`'s, then each field's declared type."""
+    cls = "moss"
+    for part in path.split(".")[1:]:
+        cls = next(f.type for f in decl.classes[cls] if f.name == part)
+    rows = ["| field | type | what |", "|---|---|---|"]
+    rows += [f"| `{path}.{f.name}` | `{_cell(f.type)}` | {_cell(f.note)} |" for f in decl.classes[cls]]
+    return "\n".join(rows)
+
+
+# a generated block: its opening marker, what it holds (empty in a fresh one), its closing marker
+_BLOCK = re.compile(r"(<!-- (api: ?([\w.]*)|error-kinds|fields: ([\w.]+)) -->\n)(.*?)(<!-- /(?:api|error-kinds|fields) -->)",
+                    re.S)
 
 
 def update_doc(doc: str, decl: Declarations) -> str:
     """docs/lua-api.md with every generated block made anew from the declaration."""
     def block(m: re.Match) -> str:
-        body = error_table(decl) if m[2] == "error-kinds" else api_table(decl, m[3] or "")
-        return m[1] + body + m[5]
+        body = (error_table(decl) if m[2] == "error-kinds" else fields_table(decl, m[4]) if m[4]
+                else api_table(decl, m[3] or ""))
+        return m[1] + body + "\n" + m[6]
     return _BLOCK.sub(block, doc)
 
 
