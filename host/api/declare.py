@@ -15,7 +15,8 @@ classes and aliases they use and `moss.ErrorKind`, the table of error kinds. Fro
 `events.lua` (beside it) declares the events moss writes the same way, one `---@class` per
 event: the stream-json lines (`moss.stream.NAME`) and the session-log records
 (`moss.log.NAME`). From it: docs/events.schema.json (`events_schema`) and the tables of
-docs/events.md between `<!-- events: stream|log -->` and `<!-- /events -->` (`update_events_doc`).
+docs/events.md (and the LLM client's in docs/llm.md) between `<!-- events: stream|log [PREFIX] -->`
+and `<!-- /events -->` (`update_events_doc`).
 
 `python -m moss.api` rewrites the generated files; tests/test_api_docs.py fails when
 they differ from what the declarations make.
@@ -443,42 +444,46 @@ def _fields(ev: EventType, events: dict[tuple[str, str], EventType]) -> list[Eve
     return list(merged.values())
 
 
-def events_table(events: dict[tuple[str, str], EventType], group: str) -> str:
+def events_table(events: dict[tuple[str, str], EventType], group: str, prefix: str = "") -> str:
+    """The events of `group` (those whose name starts with `prefix`) as markdown: name,
+    when, and each field with its type (and its note)."""
     rows = ["| event | when | fields |", "|---|---|---|"]
     for (g, name), ev in events.items():
-        if g != group:
+        if g != group or not name.startswith(prefix):
             continue
         fields = ", ".join(f"`{f.name}{'?' if f.optional else ''}: {_cell(f.type.replace('moss.events.', ''))}`"
-                           for f in _fields(ev, events)) or "—"
+                           + (f" ({_cell(f.note)})" if f.note else "") for f in _fields(ev, events)) or "—"
         rows.append(f"| `{name}` | {_cell(ev.doc)} | {fields} |")
     return "\n".join(rows)
 
 
-_EVENTS_BLOCK = re.compile(r"(<!-- events: (stream|log) -->\n)(.*?)(<!-- /events -->)", re.S)
+_EVENTS_BLOCK = re.compile(r"(<!-- events: (stream|log) ?(\w*) -->\n)(.*?)(<!-- /events -->)", re.S)
 
 
 def update_events_doc(doc: str, events: dict[tuple[str, str], EventType]) -> str:
-    """docs/events.md with its generated tables made anew from events.lua."""
-    return _EVENTS_BLOCK.sub(lambda m: m[1] + events_table(events, m[2]) + "\n" + m[4], doc)
+    """A doc with its generated event tables (`<!-- events: stream|log [PREFIX] -->`) made
+    anew from events.lua."""
+    return _EVENTS_BLOCK.sub(lambda m: m[1] + events_table(events, m[2], m[3]) + "\n" + m[5], doc)
 
 
 def outputs(root: Path) -> dict[Path, str]:
     """Every generated file under the repository `root`, with the text it should have."""
     decl = parse((root / "host/api/declarations.lua").read_text(encoding="utf-8"))
     events = parse_events((root / "host/api/events.lua").read_text(encoding="utf-8"))
-    doc_path, events_doc = root / "docs/lua-api.md", root / "docs/events.md"
+    doc_path, events_doc, llm_doc = root / "docs/lua-api.md", root / "docs/events.md", root / "docs/llm.md"
     return {root / "scripts/types/moss.lua": types_file(decl),
             doc_path: update_doc(doc_path.read_text(encoding="utf-8"), decl),
             root / "docs/events.schema.json": events_schema(events),
-            events_doc: update_events_doc(events_doc.read_text(encoding="utf-8"), events)}
+            events_doc: update_events_doc(events_doc.read_text(encoding="utf-8"), events),
+            llm_doc: update_events_doc(llm_doc.read_text(encoding="utf-8"), events)}
 
 
 USAGE = """usage: python -m moss.api [--check]
 
 Make scripts/types/moss.lua and the reference tables of docs/lua-api.md from
-host/api/declarations.lua, and docs/events.schema.json and the tables of docs/events.md
-from host/api/events.lua (run it after editing either). --check writes nothing and exits 1
-when a generated file is stale."""
+host/api/declarations.lua, and docs/events.schema.json and the event tables of
+docs/events.md and docs/llm.md from host/api/events.lua (run it after editing either).
+--check writes nothing and exits 1 when a generated file is stale."""
 
 
 def main(argv: list[str] | None = None) -> int:

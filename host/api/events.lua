@@ -656,19 +656,19 @@
 ---@field dead_session? string
 ---@field why string
 
---- an LLM request is sent (docs/llm.md)
+--- an LLM request is sent
 ---@class moss.log.llm_request
 ---@field provider string
 ---@field model string
 ---@field base_url? string
----@field messages integer
+---@field messages integer             # how many
 ---@field chars integer
----@field max_tokens integer
+---@field max_tokens integer           # as sent, after the caps
 ---@field stream boolean
----@field window? integer
----@field system? string
----@field messages_sent? table[]
----@field base_url_source? string
+---@field window? integer              # the server's context window, when known
+---@field system? string               # with --verbose
+---@field messages_sent? table[]       # with --verbose
+---@field base_url_source? string      # for an endpoint other than the provider's own: where it came from
 
 --- an attempt of an LLM call
 ---@class moss.log.llm_attempt
@@ -697,7 +697,7 @@
 ---@field usage table
 ---@field attempts integer
 ---@field duration number
----@field chars integer
+---@field chars integer                # the reply's length; its text is logged once, in the agent's `response` event
 
 --- an LLM call failed
 ---@class moss.log.llm_error
