@@ -189,9 +189,8 @@ EVERYWHERE = {"interrupted", "internal"}
 # Kinds the source analysis finds on a path no call takes, and why not.
 NOT_RAISED = {
     ("locks.acquire", "locked"): "a lock still held after the timeout comes back as nil and the holder",
-    ("inbox.read", "usage"): "the session id was checked by moss.inbox.open",
-    ("memory.all", "usage"): "it reads the kinds moss knows, never a bad one",
-    ("memory.files", "usage"): "it reads the kinds moss knows, never a bad one",
+    ("memory.all", "usage"): "it reads only the files whose names are valid kinds",
+    ("memory.files", "usage"): "it reads only the files whose names are valid kinds",
     ("runs.list", "usage"): "a run's executor name is checked before it is looked up",
     ("shadow.list", "usage"): "[shadow] sizes are checked first, as config",
 }

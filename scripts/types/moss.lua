@@ -352,7 +352,8 @@ function moss.session.load(id) end
 ---@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
 function moss.session.list() end
 --- append one event line `{event, ts, ...data, session, parent}` (every line names its agent and
---- that agent's parent, `null` for a root)
+--- that agent's parent, `null` for a root); moss's own events are listed in
+--- [events.md](events.md#the-session-log)
 --- Errors: `usage`, `denied`.
 ---@param id string
 ---@param event string
@@ -919,9 +920,9 @@ function moss.inbox.open(session_id, opts) end
 --- `stopped`, a shell command is stopped
 ---@param handler fun(records: table[], offset: integer): string|nil  # "interrupt" ends the wait
 function moss.inbox.watch(handler) end
---- `{records, offset}`: what arrived since the last read. A record is `{id, ts, source, type =
+--- `{records, offset}`: what arrived since the last read (kind `usage` before `moss.inbox.open`). A record is `{id, ts, source, type =
 --- "user", text}` or `{..., type = "control", action = "pause"\|"stop"\|"resume"}`
---- Errors: `denied`.
+--- Errors: `usage`, `denied`.
 ---@return {records: table[], offset: integer}
 function moss.inbox.read() end
 --- put a message in a session's inbox (e.g. to a child agent)
