@@ -169,6 +169,7 @@ def test_every_child_event_a_child_reports_is_declared():
     assert {"session_start", "turn", "assistant", "command"} <= reported
     in_schema = {ref["$ref"].rsplit("/", 1)[1] for ref in SCHEMA["oneOf"]}
     assert {f"child_{t}" for t in reported} <= in_schema
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)  # the generated schema is itself valid
 
 
 def test_a_session_with_a_child_streams_and_logs_only_declared_events(project, api):

@@ -79,7 +79,7 @@
 ---@class moss.events.result_fields
 ---@field answer string|nil
 ---@field success boolean
----@field reason string                # an outcome of docs/agent.md (answered, max_turns, ...) or a machine's own
+---@field reason string                # an outcome of docs/agent.md: answered, max_turns, ..., or a machine's own
 ---@field turns? moss.events.count
 ---@field session_id? string
 ---@field usage? moss.events.usage
@@ -103,7 +103,7 @@
 ---@field machine string
 ---@field role string
 ---@field resumed boolean
----@field turn moss.events.count       # the turn it goes on from (0 for a new session)
+---@field turn moss.events.count       # the turn it goes on from, 0 for a new session
 
 --- before each LLM call
 ---@class moss.stream.turn
@@ -130,7 +130,7 @@
 ---@field cmd string
 ---@field ok boolean
 ---@field refused? boolean             # the access level or the approval gate refused it
----@field output? string               # what the model sees next (capped)
+---@field output? string               # what the model sees next, capped
 
 --- a notice for the user (e.g. what snapshots protect)
 ---@class moss.stream.info
