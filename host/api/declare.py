@@ -240,6 +240,8 @@ def types_file(decl: Declarations) -> str:
     for line in decl.text.splitlines():
         if line.startswith("---@errors "):
             kinds = ", ".join(f"`{k.strip()}`" for k in line[len("---@errors "):].split(","))
+            if lines and lines[-1].startswith("--- "):
+                lines.append("---")  # its own paragraph in an editor's hover
             lines.append(f"--- Errors: {kinds}.")
         else:
             lines.append(line)

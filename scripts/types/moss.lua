@@ -100,12 +100,14 @@ function moss.fmt(fmt, ...) end
 moss.ui = {}
 
 --- a message on stderr (any value, shown as text); `style` is a rich style such as `"bold red"`
+---
 --- Errors: `usage`.
 ---@param text any
 ---@param opts? {style?: string}  # a rich style such as "bold red"
 function moss.ui.print(text, opts) end
 
 --- a one-line progress message on stderr (`› text`)
+---
 --- Errors: `usage`.
 ---@param text string
 function moss.ui.status(text) end
@@ -121,6 +123,7 @@ function moss.ui.interactive() end
 
 --- ask the user; returns the answer line, or `nil` when nobody can answer (or no answer came
 --- within `timeout` seconds); `silent` asks without printing the question again
+---
 --- Errors: `usage`.
 ---@param question string
 ---@param opts? {choices?: string[], timeout?: number, silent?: boolean}
@@ -128,6 +131,7 @@ function moss.ui.interactive() end
 function moss.ui.ask(question, opts) end
 
 --- y/N question; `false` when nobody can answer
+---
 --- Errors: `usage`.
 ---@param question string
 ---@return boolean
@@ -135,12 +139,14 @@ function moss.ui.confirm(question) end
 
 --- rows (tables) on stdout: a rich table on a terminal (a row's `_style` field, e.g. `"bold blue"`,
 --- styles it), tab-separated otherwise
+---
 --- Errors: `usage`.
 ---@param rows table[]
 ---@param opts? {columns?: string[], title?: string}
 function moss.ui.table(rows, opts) end
 
 --- one JSON line on stdout (the `stream-json` format)
+---
 --- Errors: `usage`.
 ---@param event table
 function moss.ui.event(event) end
@@ -151,6 +157,7 @@ function moss.ui.event(event) end
 --- instead of printed. Calling it again retitles it and restarts its clock. `false`, and nothing
 --- shown, when stderr is not a terminal or `NO_COLOR` is set (it redraws itself with escape
 --- sequences); never on stdout
+---
 --- Errors: `usage`.
 ---@param text string
 ---@return boolean
@@ -195,6 +202,7 @@ moss.llm = {}
 --- `messages` is a list of `{role=, content=}`; `prompt="..."` is a shorthand for one user message;
 --- `label="explorer/evaluator"` is sent as the `X-Moss-Label` header (the runner labels each turn
 --- `ROLE/STATE`; it never changes the prompt, so caching is unaffected)
+---
 --- Errors: `usage`, `config`, `budget`, `llm`, `timeout`, `stopped`.
 ---@param request moss.ChatRequest
 ---@return moss.ChatResult
@@ -215,6 +223,7 @@ function moss.llm.budget() end
 --- no provider chosen by flag, config or key, a local OpenAI-compatible server found running is
 --- used (`detected` names it: Ollama, llama.cpp, LM Studio, vLLM) and stderr says so; with none,
 --- kind `config` naming the ports tried. `@agent` calls it before its first turn
+---
 --- Errors: `config`.
 ---@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?, context_window: integer?}
 function moss.llm.provider() end
@@ -230,6 +239,7 @@ moss.code = {}
 --- (kind `ambiguous`). Binary and huge files get a one-line message. A file name with a control,
 --- bidi or separator character shows it escaped (`\x0a`, `\u202e`), in every tool's output, so each
 --- name stays one line
+---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`.
 ---@param target string
 ---@param opts? {depth?: integer, max_chars?: integer}
@@ -238,6 +248,7 @@ function moss.code.view(target, opts) end
 
 --- ripgrep: hits grouped by file, each with its line number and enclosing symbol, then a total; a
 --- bad regex is kind `usage`
+---
 --- Errors: `usage`, `not_found`, `config`.
 ---@param pattern string
 ---@param opts? {only?: string|string[], limit?: integer, ignore_case?: boolean, max_chars?: integer}
@@ -261,6 +272,7 @@ moss.shell = {}
 --- sh -c CMD under the session's access level, with a scrubbed environment (env adds to it; LD_* refused).
 --- At access `edit` or `full` the command holds a lock on the project root while it runs, or on
 --- `locks` (a path or a list: `{"src/"}`); waiting for it longer than `[agent] lock_timeout` is kind `locked`
+---
 --- Errors: `usage`, `not_found`, `denied`, `conflict`, `config`, `io`, `locked`.
 ---@param cmd string
 ---@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string, env?: table<string, string>, locks?: string|string[]}
@@ -273,6 +285,7 @@ function moss.shell.run(cmd, opts) end
 moss.access = {}
 --- Set the session's tool access level; a level above what this run may have (trust,
 --- `--allow-full`) is refused (kind `denied`).
+---
 --- Errors: `usage`, `denied`.
 ---@param level moss.AccessLevel
 ---@return moss.AccessLevel
@@ -288,17 +301,20 @@ function moss.access.levels() end
 moss.fs = {}
 --- a text file inside the project (relative to the root); binary and files over 2 MB refused, and
 --- so are pipes, sockets, devices and symlink loops (kind `usage`)
+---
 --- Errors: `usage`, `not_found`, `denied`, `conflict`, `io`.
 ---@param path string
 ---@return string
 function moss.fs.read(path) end
 --- atomic write inside the project; needs access `edit` or `full`; the root, a directory, a pipe,
 --- socket, device or symlink loop is refused (kind `usage`)
+---
 --- Errors: `usage`, `not_found`, `denied`, `conflict`.
 ---@param path string
 ---@param text string
 function moss.fs.write(path, text) end
 --- whether a path inside the project exists
+---
 --- Errors: `usage`.
 ---@param path string
 ---@return boolean
@@ -321,11 +337,13 @@ function moss.fs.exists(path) end
 moss.edit = {}
 --- Compute what `moss.edit.apply` would do, without writing: `{files, changes, diff,
 --- syntax_warning?}`.
+---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `conflict`, `config`.
 ---@param specs moss.EditSpec|moss.EditSpec[]
 ---@return moss.EditResult
 function moss.edit.preview(specs) end
 --- All or nothing; needs access edit or full.
+---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `conflict`, `locked`, `config`.
 ---@param specs moss.EditSpec|moss.EditSpec[]
 ---@return moss.EditResult
@@ -334,6 +352,7 @@ function moss.edit.apply(specs) end
 ---@class moss.session
 moss.session = {}
 --- write the checkpoint (any table; written through a JSON encoder, temp file + rename)
+---
 --- Errors: `usage`, `denied`.
 ---@param id string
 ---@param state table
@@ -342,18 +361,21 @@ function moss.session.save(id, state) end
 --- a checkpoint as a table (its `session_id` set to the id it was loaded under); no id = the
 --- latest. A file that is not a JSON object, or whose `task`, `state`, `turn`, ... have the wrong
 --- type, is kind `config`, naming the file and how to start fresh
+---
 --- Errors: `usage`, `not_found`, `denied`, `config`.
 ---@param id? string   # nil = the latest
 ---@return table
 function moss.session.load(id) end
 --- `{id, mtime, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest first;
 --- an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
+---
 --- Errors: `denied`, `config`.
 ---@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
 function moss.session.list() end
 --- append one event line `{event, ts, ...data, session, parent}` (every line names its agent and
 --- that agent's parent, `null` for a root); moss's own events are listed in
 --- [events.md](events.md#the-session-log)
+---
 --- Errors: `usage`, `denied`.
 ---@param id string
 ---@param event string
@@ -361,15 +383,18 @@ function moss.session.list() end
 function moss.session.log(id, event, data) end
 --- host-side events (LLM attempts, retries, snapshots, edits) go to this session's log from now on;
 --- `role` names the agent to others waiting for its locks
+---
 --- Errors: `usage`.
 ---@param id string
 ---@param opts? {role?: string}  # the agent's role, shown to agents waiting for its locks
 function moss.session.bind(id, opts) end
 --- the logs; one log's events
+---
 --- Errors: `denied`.
 ---@return {id: string, path: string, events: integer, mtime: number}[]
 function moss.session.logs() end
 --- A session's log records, oldest first.
+---
 --- Errors: `usage`, `not_found`, `denied`.
 ---@param id string
 ---@return table[]
@@ -393,12 +418,14 @@ function moss.session.events(id) end
 ---@class moss.shadow
 moss.shadow = {}
 --- capture the tree now; returns its id
+---
 --- Errors: `usage`, `not_found`, `denied`, `config`, `io`, `timeout`.
 ---@param label string
 ---@return string id
 function moss.shadow.snapshot(label) end
 --- capture before something that may write (an edit, a `moss.shell.run`); returns the write id,
 --- itself a snapshot id. The bound session (`moss.session.bind`) owns what the write changes
+---
 --- Errors: `usage`, `not_found`, `denied`, `config`, `io`, `timeout`.
 ---@param label string
 ---@return string write_id  # also a snapshot id
@@ -407,6 +434,7 @@ function moss.shadow.begin_write(label) end
 --- changed = {paths}, not_captured = {{path, reason, detail}}}`: `not_captured` are changed paths a
 --- rollback cannot put back. Calling it twice returns the first result; a write never ended is
 --- closed by the session's next `begin_write` or `restore`
+---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `timeout`.
 ---@param write_id string
 ---@return {id: string, post: string, changed: string[], not_captured: moss.ShadowNotCaptured[]}
@@ -419,22 +447,26 @@ function moss.shadow.end_write(write_id) end
 --- skipped = {{path, reason, detail}}, conflicts = {{path, session, reason}}, backup, scope =
 --- "session"\|"all"}`. A child agent's writes count as its tree root's, so a parent's rollback
 --- covers what its children changed and never another tree's
+---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `locked`, `timeout`.
 ---@param id string
 ---@return {reverted: string[], removed: string[], restored: string[], skipped: moss.ShadowSkipped[], conflicts: moss.ShadowConflict[], backup: string, scope: "session"|"all"}
 function moss.shadow.restore(id) end
 --- snapshots (and write starts) oldest first; a unified diff / `{modified, added, deleted}` from a
 --- capture to now
+---
 --- Errors: `not_found`, `denied`, `config`, `io`, `timeout`.
 ---@return {id: string, label: string, time: number, files: integer}[]
 function moss.shadow.list() end
 --- A unified diff of the tree (or `paths`) against snapshot `id`.
+---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `timeout`.
 ---@param id string
 ---@param paths? string[]
 ---@return string
 function moss.shadow.diff(id, paths) end
 --- The paths changed since snapshot `id`, by kind.
+---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `timeout`.
 ---@param id string
 ---@return {modified: string[], added: string[], deleted: string[]}
@@ -444,6 +476,7 @@ function moss.shadow.changed(id) end
 ---@field null table   # encodes as JSON null (nil cannot sit in a table)
 moss.json = {}
 --- A Lua value as JSON text (`moss.dict()` for an empty object).
+---
 --- Errors: `usage`.
 ---@param value any
 ---@param opts? {indent?: integer, sort_keys?: boolean}
@@ -451,6 +484,7 @@ moss.json = {}
 function moss.json.encode(value, opts) end
 --- JSON text to Lua values (`null` as `moss.json.null`); invalid JSON or nesting deeper than 512
 --- levels is kind `usage` naming the line and column.
+---
 --- Errors: `usage`.
 ---@param text string
 ---@param opts? {ordered?: boolean}  # ordered: objects remember key order (moss.json.keys)
@@ -469,18 +503,21 @@ function moss.json.is_object(t) end
 moss.scripts = {}
 --- The scripts under `folder` (e.g. "commands") in every root, project first: name, module, origin,
 --- path, and what each overrides.
+---
 --- Errors: `usage`.
 ---@param folder string
 ---@return {name: string, module: string, origin: string, path: string, overrides: string[]}[]
 function moss.scripts.list(folder) end
 
 --- Run read-only primitives side by side: { {"code.view", "src"}, ... }.
+---
 --- Errors: `usage`.
 ---@param calls table[]
 ---@return {ok: boolean, value?: any, error?: string, kind?: string}[]
 function moss.parallel(calls) end
 
 --- a fresh unique session id (8 characters without look-alikes)
+---
 --- Errors: `denied`.
 ---@return string
 function moss.session.new_id() end
@@ -495,6 +532,7 @@ function moss.session.new_id() end
 moss.memory = {}
 
 --- append `- text (YYYY-MM-DD)` to the kind's file; `{kind, text, duplicate}`
+---
 --- Errors: `usage`, `denied`.
 ---@param text string
 ---@param opts? {kind?: "facts"|"preferences"|"decisions"}
@@ -502,6 +540,7 @@ moss.memory = {}
 function moss.memory.memorize(text, opts) end
 
 --- entries `{kind, text, line, file}` sharing words with the query, best first
+---
 --- Errors: `usage`, `denied`.
 ---@param query string
 ---@param opts? {limit?: integer}
@@ -509,18 +548,21 @@ function moss.memory.memorize(text, opts) end
 function moss.memory.recall(query, opts) end
 
 --- remove the lines containing `text`; how many
+---
 --- Errors: `usage`, `denied`.
 ---@param text string
 ---@return integer
 function moss.memory.forget(text) end
 
 --- every entry
+---
 --- Errors: `denied`.
 ---@return moss.MemoryEntry[]
 function moss.memory.all() end
 
 --- every memory file whole, headings included: `{kind, file, text}` (what `moss memory organize`
 --- rewrites)
+---
 --- Errors: `denied`.
 ---@return {kind: string, file: string, text: string}[]
 function moss.memory.files() end
@@ -528,6 +570,7 @@ function moss.memory.files() end
 --- replace the kind's whole file atomically; `{file, changed, diff}` (a unified diff); `dry_run =
 --- true` writes nothing. Allowed at every access level, like `memorize`: `.moss/memory/` is the
 --- agent's own
+---
 --- Errors: `usage`, `denied`.
 ---@param kind string
 ---@param text string
@@ -539,12 +582,14 @@ function moss.memory.write(kind, text, opts) end
 moss.store = {}
 
 --- the document saved under `name`, or an empty table if there is none
+---
 --- Errors: `usage`, `denied`, `io`.
 ---@param name string   # 1-64 letters, digits, '-' and '_'
 ---@return table
 function moss.store.load(name) end
 
 --- replace the whole document atomically (temp file, fsync, rename); the file's path
+---
 --- Errors: `usage`, `denied`.
 ---@param name string
 ---@param data table
@@ -581,6 +626,7 @@ function moss.mcp.servers() end
 
 --- `{name, description, input_schema, params}` per tool; starts the server on first use. `params`
 --- is a one-line summary (`{"path": string, "limit"?: integer}`)
+---
 --- Errors: `usage`, `not_found`, `denied`, `config`.
 ---@param server string
 ---@return moss.McpTool[]
@@ -589,6 +635,7 @@ function moss.mcp.tools(server) end
 --- `{text, is_error, chars, timed_out?}`: the result's content as text, capped (head and tail). A
 --- tool that fails returns `is_error = true` with its message; a call with no answer within
 --- `timeout` is cancelled and returns `timed_out = true`
+---
 --- Errors: `usage`, `not_found`, `denied`, `config`.
 ---@param server string
 ---@param tool string
@@ -672,6 +719,7 @@ moss.runs = {}
 --- scrubbed environment, inside the sandbox (`MOSS_RUN_ID` and `PYTHONUNBUFFERED=1` are set; `LD_*`
 --- is refused, kind `denied`). `git` (record and terminal event) lists git metadata the run
 --- created, which moss undid
+---
 --- Errors: `usage`, `not_found`, `denied`, `conflict`, `config`, `io`.
 ---@param spec string|{cmd: string, name?: string, workdir?: string, alerts?: moss.AlertRule[], detach?: boolean, timeout?: number, meta?: any, env?: table<string, string>, executor?: "local"|"ray", address?: string, resources?: {num_cpus?: number, num_gpus?: number}, results?: string}
 ---@return moss.Run
@@ -682,12 +730,14 @@ function moss.runs.start(spec) end
 function moss.runs.list() end
 
 --- one run's record (kind `not_found` for an unknown id)
+---
 --- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return moss.Run
 function moss.runs.status(id) end
 
 --- the last `chars` characters of its log
+---
 --- Errors: `usage`, `not_found`.
 ---@param id string
 ---@param chars? integer
@@ -695,6 +745,7 @@ function moss.runs.status(id) end
 function moss.runs.log_tail(id, chars) end
 
 --- SIGTERM to its process group, SIGKILL after 2 s; returns the record once it ended
+---
 --- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return moss.Run
@@ -704,6 +755,7 @@ function moss.runs.stop(id) end
 --- polling the CPU; Ctrl-C ends it at once (exit 130). Events: `{type="run", id, name, status,
 --- previous, code?, error?}` for every status change, `{type="alert", id, alert_id, run_id,
 --- run_name, severity, message, choices, status, line}`; pending alert events come first
+---
 --- Errors: `usage`, `stopped`.
 ---@param timeout? number
 ---@return moss.RunEvent|nil
@@ -711,6 +763,7 @@ function moss.runs.wait(timeout) end
 
 --- alerts, oldest first: `{id, run_id, run_name, rule, severity, message, choices, status, line,
 --- created_at, choice?, resolved_at?}`; `status` is `pending` or `resolved`
+---
 --- Errors: `usage`.
 ---@param filter? {status?: "pending"|"resolved", run_id?: string}
 ---@return moss.Alert[]
@@ -719,6 +772,7 @@ function moss.runs.alerts(filter) end
 --- resolve a pending alert with one of its choices (case-insensitive; another is kind `usage`); a
 --- choice starting with `stop`, `kill` or `terminate` stops the run. Returns the alert plus
 --- `run_status`
+---
 --- Errors: `usage`, `not_found`.
 ---@param alert_id string
 ---@param choice string
@@ -729,6 +783,7 @@ function moss.runs.resolve(alert_id, choice) end
 --- or `manual`. The same message already pending on the run is not raised twice: that alert comes
 --- back with `duplicate=true`. A run another live moss process watches gets it through its trigger
 --- file (returns `{queued=true, run_id, message, severity}`)
+---
 --- Errors: `usage`, `not_found`.
 ---@param run_id string
 ---@param spec string|{message: string, severity?: "info"|"warning"|"critical", choices?: string[], source?: "script"|"judge"|"manual"}
@@ -766,6 +821,7 @@ function moss.runs.alert(run_id, spec) end
 ---@field id string
 local AgentHandle = {}
 --- The result once the child ended; nil after `timeout` seconds.
+---
 --- Errors: `usage`, `not_found`.
 ---@param timeout? number
 ---@return moss.ChildResult|nil
@@ -774,23 +830,28 @@ function AgentHandle:wait(timeout) end
 ---@return "running"|"paused"|"done"|"failed"|"cancelled"
 function AgentHandle:status() end
 --- Stop at the next turn boundary (after its checkpoint) until resumed.
+---
 --- Errors: `not_found`.
 function AgentHandle:pause() end
 --- Go on (a paused child; a finished one with a message starts again from its checkpoint).
+---
 --- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param message? string
 function AgentHandle:resume(message) end
 --- Stop it (at once, or at its next turn boundary); its result says "cancelled".
+---
 --- Errors: `not_found`.
 function AgentHandle:cancel() end
 
 --- Start a child agent in its own thread and Lua runtime; returns at once.
+---
 --- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param spec moss.SpawnSpec
 ---@return moss.AgentHandle
 function moss.spawn(spec) end
 
 --- The first of `handles` to end, and its result; nil after `timeout` seconds.
+---
 --- Errors: `usage`, `not_found`.
 ---@param handles moss.AgentHandle[]
 ---@param timeout? number
@@ -798,6 +859,7 @@ function moss.spawn(spec) end
 function moss.wait_any(handles, timeout) end
 
 --- Every handle's result, in order.
+---
 --- Errors: `usage`, `not_found`.
 ---@param handles moss.AgentHandle[]
 ---@param timeout? number
@@ -807,56 +869,66 @@ function moss.wait_all(handles, timeout) end
 ---@class moss.agents
 moss.agents = {}
 --- Start a child (what moss.spawn calls): its id.
+---
 --- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param spec moss.SpawnSpec
 ---@return string
 function moss.agents.start(spec) end
 --- Wait up to `timeout` seconds (none: until it ends) for a child; its result, or nil when it is
 --- still running.
+---
 --- Errors: `usage`, `not_found`.
 ---@param id string
 ---@param timeout? number
 ---@return moss.ChildResult|nil
 function moss.agents.wait(id, timeout) end
 --- Index (1-based) and result of the first of `ids` to end; nil after `timeout`.
+---
 --- Errors: `usage`, `not_found`.
 ---@param ids string[]
 ---@param timeout? number
 ---@return integer|nil, moss.ChildResult|nil
 function moss.agents.wait_any(ids, timeout) end
 --- A child's state: running, paused, done, failed or cancelled.
+---
 --- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return string
 function moss.agents.status(id) end
 --- One child's {id, parent, role, status, task, turn, state, waiting, result}, or all of this tree's.
+---
 --- Errors: `usage`, `not_found`.
 ---@param id? string
 ---@return table
 function moss.agents.info(id) end
 --- Pause a child agent at its next turn boundary (it waits there until resumed).
+---
 --- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return boolean
 function moss.agents.pause(id) end
 --- Let a paused child go on; `message` reaches it as a note from its parent.
+---
 --- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param id string
 ---@param message? string
 ---@return boolean
 function moss.agents.resume(id, message) end
 --- Cancel a child agent: it stops at its next turn boundary, its checkpoint says `cancelled`.
+---
 --- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return boolean
 function moss.agents.cancel(id) end
 --- For a child's runner between turns: {} to go on, {message=} from its parent, {cancel=true}; blocks while paused.
+---
 --- Errors: `usage`.
 ---@param turn integer
 ---@param state string
 ---@return {message?: string, cancel?: boolean}
 function moss.agents.boundary(turn, state) end
 --- A child's progress event (live panel; child_* events in stream-json).
+---
 --- Errors: `usage`.
 ---@param event table
 function moss.agents.progress(event) end
@@ -864,6 +936,7 @@ function moss.agents.progress(event) end
 ---@return table
 function moss.agents.self() end
 --- The saved direct children of a session (this one by default), from their checkpoints.
+---
 --- Errors: `usage`, `config`, `denied`.
 ---@param id? string
 ---@return table[]
@@ -881,6 +954,7 @@ function LockHandle:release() end
 
 --- Lock a directory (`src/`), a file (`src/main.rs`) or a symbol (`src/main.rs/Cli/run`).
 --- Waiters queue in order; after `timeout` seconds (default 30): nil, "locked by ID (role) since TIME".
+---
 --- Errors: `usage`, `denied`.
 ---@param target string
 ---@param opts? {timeout?: number}
@@ -890,12 +964,14 @@ function moss.lock(target, opts) end
 ---@class moss.locks
 moss.locks = {}
 --- What moss.lock calls: a lock id, or nil and the holder.
+---
 --- Errors: `usage`, `denied`.
 ---@param target string|string[]
 ---@param opts? {timeout?: number}
 ---@return integer|nil, string|nil
 function moss.locks.acquire(target, opts) end
 --- Let go of a lock taken with `moss.locks.acquire`; false when it was not held.
+---
 --- Errors: `usage`.
 ---@param id integer
 ---@return boolean
@@ -910,6 +986,7 @@ moss.inbox = {}
 --- listen for the session: it counts as running (`moss say` without an id finds the latest),
 --- reading starts at `offset` (keep it in the checkpoint), and a terminal stdin is read in the
 --- background. Returns `{offset, listening, channels}`
+---
 --- Errors: `usage`, `denied`.
 ---@param session_id string
 ---@param opts? {offset?: integer, task?: string, terminal?: boolean}
@@ -922,10 +999,12 @@ function moss.inbox.open(session_id, opts) end
 function moss.inbox.watch(handler) end
 --- `{records, offset}`: what arrived since the last read (kind `usage` before `moss.inbox.open`). A record is `{id, ts, source, type =
 --- "user", text}` or `{..., type = "control", action = "pause"\|"stop"\|"resume"}`
+---
 --- Errors: `usage`, `denied`.
 ---@return {records: table[], offset: integer}
 function moss.inbox.read() end
 --- put a message in a session's inbox (e.g. to a child agent)
+---
 --- Errors: `usage`, `denied`.
 ---@param session_id string
 ---@param text string
@@ -936,6 +1015,7 @@ function moss.inbox.post(session_id, text, opts) end
 ---@return boolean
 function moss.inbox.close() end
 --- internal: how `moss.inbox.watch` tells the host a handler is registered
+---
 --- Errors: `usage`.
 ---@param on boolean
 function moss.inbox._watched(on) end
