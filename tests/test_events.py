@@ -141,12 +141,15 @@ def logged_in_code() -> dict[str, str]:
 
 
 def check_log_records(records: list[dict]) -> set[str]:
-    """Each record's event is declared and carries only declared fields; the events seen."""
+    """Each record's event is declared, carries only declared fields, each of its declared
+    type, and every field declared as always there; the events seen."""
     for rec in records:
         ev = DECLARED.get(("log", rec["event"]))
         assert ev is not None, f"undeclared log event in a real session: {rec}"
         extra = set(rec) - BASE - {f.name for f in ev.fields}
         assert not extra, f"{rec['event']} has fields host/api/events.lua does not declare: {sorted(extra)}"
+        errors = list(jsonschema.Draft202012Validator(declare.log_schema(DECLARED, rec["event"])).iter_errors(rec))
+        assert not errors, f"{rec['event']}: {errors[0].message} (host/api/events.lua)\n{rec}"
     return {r["event"] for r in records}
 
 

@@ -236,7 +236,7 @@ def checker(fn: Function, aliases: dict[str, str]) -> Callable[[tuple], None]:
 
 def types_file(decl: Declarations) -> str:
     """scripts/types/moss.lua: the declaration as editors read it."""
-    lines = []
+    lines: list[str] = []
     for line in decl.text.splitlines():
         if line.startswith("---@errors "):
             kinds = ", ".join(f"`{k.strip()}`" for k in line[len("---@errors "):].split(","))
@@ -411,16 +411,25 @@ def _object(ev: EventType, implied: dict[str, dict]) -> dict:
     return out
 
 
+def _helper_defs(events: dict[tuple[str, str], EventType]) -> dict[str, dict]:
+    return {name: ({"description": ev.doc} if ev.doc else {}) | (ev.schema if ev.schema is not None else _object(ev, {}))
+            for (group, name), ev in events.items() if group == "events"}
+
+
+def log_schema(events: dict[tuple[str, str], EventType], name: str) -> dict:
+    """The JSON schema of one session-log record (`moss.log.NAME`), for checking real logs."""
+    record = _object(events[("log", name)], {"event": {"const": name}, "ts": {"type": "number"}})
+    record["properties"] |= {"session": {"type": ["string", "null"]}, "parent": {"type": ["string", "null"]}}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **record, "$defs": _helper_defs(events)}
+
+
 def events_schema(events: dict[tuple[str, str], EventType]) -> str:
     """docs/events.schema.json: the stream-json events and the helper types they use."""
     import json
 
-    defs: dict[str, dict] = {}
+    defs: dict[str, dict] = _helper_defs(events)
     for (group, name), ev in events.items():
-        if group == "events":
-            defs[name] = ({"description": ev.doc} if ev.doc else {}) | (ev.schema if ev.schema is not None
-                                                                          else _object(ev, {}))
-        elif group == "stream":
+        if group == "stream":
             if name in defs:
                 raise ValueError(f"events.lua: moss.stream.{name} and moss.events.{name} share a name in the schema")
             defs[name] = _object(ev, {"type": {"const": name}})
