@@ -418,7 +418,11 @@ def _helper_defs(events: dict[tuple[str, str], EventType]) -> dict[str, dict]:
 
 def log_schema(events: dict[tuple[str, str], EventType], name: str) -> dict:
     """The JSON schema of one session-log record (`moss.log.NAME`), for checking real logs."""
-    record = _object(events[("log", name)], {"event": {"const": name}, "ts": {"type": "number"}})
+    ev = events[("log", name)]
+    record = _object(ev, {"event": {"const": name}, "ts": {"type": "number"}})
+    for f in ev.fields:  # the host writes a field it does not know as null
+        if f.optional:
+            record["properties"][f.name] = {"anyOf": [record["properties"][f.name], {"type": "null"}]}
     record["properties"] |= {"session": {"type": ["string", "null"]}, "parent": {"type": ["string", "null"]}}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **record, "$defs": _helper_defs(events)}
 

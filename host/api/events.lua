@@ -20,7 +20,8 @@
 -- Types: string, integer, number, boolean, any, table, a literal (`1`, `"stop"`), a choice
 -- (`"a"|"b"`), `T|nil` (may be null), `T[]`, and the helper types declared just below
 -- (`moss.events.NAME`). A stream-json event's `type` field and a log record's `event`, `ts`,
--- `session` and `parent` are implied.
+-- `session` and `parent` are implied. In a log record a `?` field may also be null (the
+-- host writes what it does not know as null).
 
 -- ---- helper types ------------------------------------------------------------------------
 
@@ -405,7 +406,7 @@
 --- what validation runs, and where that came from
 ---@class moss.log.validation_config
 ---@field steps table[]
----@field source string
+---@field source? string               # where the steps came from (none: no validation)
 ---@field on string                    # validate_on: edit, answer, never
 
 --- a validation run
@@ -426,9 +427,9 @@
 ---@field command string
 ---@field turn integer
 
---- a failing validation step the user waived
+--- the user went on past a failing validation (waived it)
 ---@class moss.log.validation_waived
----@field step string
+---@field step? string                 # the failing step, when one failed
 ---@field turn integer
 
 --- a write action begins (a snapshot before it)
