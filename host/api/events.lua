@@ -355,10 +355,10 @@
 ---@field found boolean
 ---@field turn integer
 
---- $(ask): a question answered by the user
+--- $(ask), or an escalation: a question put to the user
 ---@class moss.log.ask
 ---@field question string
----@field answer string
+---@field answer? string               # absent when no answer came
 ---@field turn integer
 
 --- $(ask) with nobody to answer: the session is blocked
@@ -660,7 +660,7 @@
 --- an LLM request is sent
 ---@class moss.log.llm_request
 ---@field provider string
----@field model string
+---@field model string|nil            # null when the provider names none (script, replay)
 ---@field base_url? string
 ---@field messages integer             # how many
 ---@field chars integer
@@ -674,14 +674,14 @@
 --- an attempt of an LLM call
 ---@class moss.log.llm_attempt
 ---@field provider string
----@field model string
+---@field model string|nil            # null when the provider names none (script, replay)
 ---@field attempt integer
 ---@field max_attempts integer
 
 --- an LLM attempt failed and is retried
 ---@class moss.log.llm_retry
 ---@field provider string
----@field model string
+---@field model string|nil            # null when the provider names none (script, replay)
 ---@field attempt integer
 ---@field reason string                # status, timeout, connection, cut
 ---@field status? integer
@@ -693,7 +693,7 @@
 --- an LLM call answered
 ---@class moss.log.llm_response
 ---@field provider string
----@field model string
+---@field model string|nil            # null when the provider names none (script, replay)
 ---@field stop_reason string
 ---@field usage table
 ---@field attempts integer
@@ -703,7 +703,7 @@
 --- an LLM call failed
 ---@class moss.log.llm_error
 ---@field provider string
----@field model string
+---@field model string|nil            # null when the provider names none (script, replay)
 ---@field kind string
 ---@field message string
 ---@field status? integer
@@ -713,7 +713,7 @@
 --- a warning about an LLM call
 ---@class moss.log.llm_warning
 ---@field provider string
----@field model string
+---@field model string|nil            # null when the provider names none (script, replay)
 ---@field message string
 
 --- an MCP server started
