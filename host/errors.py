@@ -9,8 +9,8 @@ exit status. `kind` is a short stable word scripts may branch on.
 class MossError(Exception):
     """A failure with a readable message and a stable `kind`.
 
-    Kinds in use: usage, config, not_found, ambiguous, denied, budget, llm, timeout,
-    interrupted, lua, io.
+    The kinds, each with its meaning, are `moss.ErrorKind` in host/api/declarations.lua; a
+    new kind goes there first (tests/test_api_docs.py fails on one raised but not declared).
     """
 
     def __init__(self, message: str, kind: str = "error", **data):

@@ -177,3 +177,143 @@ def test_the_order_of_access_levels_is_written_once():
               if p.suffix in (".py", ".lua") and "types" not in p.parts and p.name != "declarations.lua"
               and literal.search(p.read_text(encoding="utf-8"))]
     assert places == ["host/tools/sandbox.py"], places
+
+
+# ---- error kinds per primitive ----------------------------------------------------------
+
+from errorreach import reachable_kinds  # noqa: E402
+
+REACH = reachable_kinds(REPO / "host")
+# Any primitive can meet these, so no list names them: a Ctrl-C (not catchable) and a bug.
+EVERYWHERE = {"interrupted", "internal"}
+# Kinds the source analysis finds on a path no call takes, and why not.
+NOT_RAISED = {
+    ("locks.acquire", "locked"): "a lock still held after the timeout comes back as nil and the holder",
+    ("memory.all", "usage"): "it reads only the files whose names are valid kinds",
+    ("memory.files", "usage"): "it reads only the files whose names are valid kinds",
+    ("runs.list", "usage"): "a run's executor name is checked before it is looked up",
+}
+
+
+def test_the_source_analysis_follows_calls_into_the_tools():
+    """The floor below is real: the analysis finds kinds several calls deep (an edit that
+    waits for a lock, a shell command that cannot start, a git failure in the shadow
+    repository) and sees that moss.fs.exists catches every error."""
+    assert {"locked", "conflict", "ambiguous"} <= set(REACH["edit.apply"])
+    assert {"io", "locked", "denied"} <= set(REACH["shell.run"])
+    assert "io" in REACH["shadow.snapshot"] and "locked" in REACH["shadow.restore"]
+    assert REACH["fs.exists"] == {}
+    unseen = set(NAMES) - {"parallel"} - set(REACH)
+    assert not unseen, f"tests/errorreach.py finds no function behind {sorted(unseen)} (registered another way?)"
+
+
+@pytest.mark.parametrize("name", sorted(REACH))
+def test_a_primitive_declares_every_error_kind_its_code_can_raise(name):
+    """Each kind the host's code can raise on a call of the primitive (followed through
+    host/tools, the storage layer, the lock manager, ...) is in its `---@errors` list, so the
+    reference table in docs/lua-api.md tells a script what to catch."""
+    declared = set(DECL.functions[name].errors)
+    missing = {k: " > ".join(path) for k, path in REACH[name].items()
+               if k not in declared | EVERYWHERE and (name, k) not in NOT_RAISED}
+    assert not missing, f"moss.{name}: add to its ---@errors in host/api/declarations.lua: {missing}"
+    for key in NOT_RAISED:
+        if key[0] == name:
+            assert key[1] in REACH[name] and key[1] not in declared, f"NOT_RAISED{key} is stale"
+
+
+def test_a_primitive_that_takes_arguments_declares_usage():
+    """An argument that does not fit its declaration is a `usage` error, so every primitive
+    with a parameter lists `usage`; every listed kind is one moss.ErrorKind names."""
+    kinds = {k for k, _ in DECL.error_kinds}
+    for name, fn in DECL.functions.items():
+        assert set(fn.errors) <= kinds, f"moss.{name} lists an unknown kind: {set(fn.errors) - kinds}"
+        checked = name in REACH or name == "parallel"
+        if checked and fn.params:
+            assert "usage" in fn.errors, f"moss.{name} takes arguments but does not list usage"
+
+
+# ---- options and fields the code reads ----------------------------------------------------
+
+def test_the_host_options_are_the_declared_moss_options():
+    """Every option the host takes out of a script's arguments (host/run.py) is a field of
+    moss.Options, with its flag, and a type that matches how it is parsed; nothing is
+    declared that the host does not parse; `--help` lists each one."""
+    from moss.run import HOST_FLAGS, HOST_OPTIONS, HOST_OPTIONS_HELP, NUMERIC
+
+    fields = {f.name: f for f in DECL.classes["moss.Options"]}
+    parsed = {**{key: flag for flag, key in HOST_OPTIONS.items()}, **{key: flag for flag, key in HOST_FLAGS.items()}}
+    assert set(fields) == set(parsed), f"host/run.py parses {sorted(set(parsed) - set(fields))}, " \
+                                       f"moss.Options declares {sorted(set(fields) - set(parsed))}"
+    for key, flag in parsed.items():
+        f = fields[key]
+        assert f.optional and f.note.startswith(flag + (":" if flag in HOST_FLAGS else " ")), (key, f.note)
+        want = "boolean" if flag in HOST_FLAGS else {int: "integer", float: "number"}.get(NUMERIC.get(key), "string")
+        assert f.type == want or (want == "string" and f.type.startswith('"')), (key, f.type)
+        assert flag in HOST_OPTIONS_HELP, f"{flag} is missing from the host options' --help"
+
+
+def _opts_read(fn, param: str) -> set[str]:
+    """The keys a primitive's body reads from its parameter `param` (`param.get("k")`,
+    `param["k"]`, and the same through a local name assigned from it)."""
+    import ast
+
+    names = {param}
+
+    def same(value) -> bool:  # `param`, `param or {}`, `param if ... else {}`
+        if isinstance(value, ast.BoolOp):
+            value = value.values[0]
+        if isinstance(value, ast.IfExp):
+            value = value.body
+        return isinstance(value, ast.Name) and value.id in names
+
+    for node in ast.walk(fn.node):
+        if isinstance(node, ast.Assign) and same(node.value):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    keys = set()
+    for node in ast.walk(fn.node):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in names \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            keys.add(node.args[0].value)
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+                and node.value.id in names and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            keys.add(node.slice.value)
+    return keys
+
+
+def _declared_keys(type_: str) -> set[str] | None:
+    """The fields a parameter's declared type names: an inline `{a?: T, b: T}` (also among
+    alternatives, `string|{cmd: string}`), or a declared class; None for anything else."""
+    import re
+
+    keys: set[str] = set()
+    for part in declare._split(type_, "|"):
+        part = part.strip().rstrip("?")
+        if part.startswith("{") and part.endswith("}"):
+            keys |= {re.match(r"\s*(\w+)", f)[1] for f in declare._split(part[1:-1], ",") if f.strip()}
+        elif part in DECL.classes:
+            keys |= {f.name for f in DECL.classes[part]}
+        elif part.endswith("[]") and part[:-2] in DECL.classes:
+            keys |= {f.name for f in DECL.classes[part[:-2]]}
+    return keys or None
+
+
+def test_every_option_a_primitive_reads_is_declared():
+    """A key a primitive reads from its options table (`opts.get("locks")`) is a field of
+    that parameter's declared type, so the stubs and docs/lua-api.md show every option."""
+    from errorreach import Graph
+
+    g = Graph(REPO / "host")
+    checked, missing = 0, {}
+    for name, fn in g.primitives().items():
+        spec = DECL.functions.get(name)
+        for arg, param in zip(fn.node.args.args, spec.params if spec else []):
+            declared = _declared_keys(param.type)
+            if declared is None:
+                continue
+            checked += 1
+            read = _opts_read(fn, arg.arg) - declared
+            if read:
+                missing[f"moss.{name}({param.name})"] = sorted(read)
+    assert checked > 15
+    assert not missing, f"read but not declared in host/api/declarations.lua: {missing}"

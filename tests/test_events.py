@@ -89,6 +89,11 @@ def test_pipeline_failure_and_resume_events_match_the_schema(crate, api):
     r = stream(crate, api, "--resume", first[0]["session_id"], "--max-turns", "8", model=Model("provider"))
     events = events_of(r)
     assert events[0]["resumed"] is True and events[-1]["answer"] == "13"
+    # Every record these sessions logged is a declared event with declared fields.
+    seen: set[str] = set()
+    for log in (crate.root / ".moss" / "agent" / "logs").glob("*.jsonl"):
+        seen |= check_log_records([json.loads(line) for line in log.read_text().splitlines()])
+    assert {"session_start", "session_resume", "max_turns", "done", "session_end"} <= seen
 
 
 def test_the_doc_and_schema_cover_every_event_moss_emits():
@@ -105,3 +110,88 @@ def test_the_doc_and_schema_cover_every_event_moss_emits():
     assert {e["type"] for e in examples} == in_schema
     for name in in_schema:
         assert f"### `{name}`" in DOC
+
+
+# ---- the one declaration (host/api/events.lua) ------------------------------------------
+
+from moss.api import declare  # noqa: E402
+
+DECLARED = declare.parse_events((REPO / "host" / "api" / "events.lua").read_text(encoding="utf-8"))
+LOGGED = {name for (group, name) in DECLARED if group == "log"}
+BASE = {"event", "ts", "session", "parent"}  # what moss.session.log and ctx.log add to every record
+
+# Where code names the event it logs: `ctx.log("name", ...)` (Python and Lua), the LLM
+# client's `_emit("name", ...)`, a module's `log(S, "name", ...)` and `moss.session.log(id, "name", ...)`.
+_LOG_CALLS = [re.compile(r'\.(?:_?log)\(\s*"([a-z_]+)"'), re.compile(r'\b_?emit\(\s*"([a-z_]+)"'),
+              re.compile(r'(?<![.\w])_?log\(\s*"([a-z_]+)"'), re.compile(r'\blog\(\s*[\w.]+\s*,\s*"([a-z_]+)"'),
+              re.compile(r'moss\.session\.log\(\s*[^,()]+(?:\([^()]*\))?\s*,\s*"([a-z_]+)"')]
+
+
+def logged_in_code() -> dict[str, str]:
+    """Every event name the code under host/ and scripts/ logs, with one place that does."""
+    found: dict[str, str] = {}
+    files = [*(REPO / "host").rglob("*.py"),
+             *(p for p in (REPO / "scripts").rglob("*.lua") if "types" not in p.parts)]
+    for path in sorted(files):
+        text = path.read_text(encoding="utf-8")
+        for pattern in _LOG_CALLS:
+            for m in pattern.finditer(text):
+                found.setdefault(m[1], f"{path.relative_to(REPO)}:{text.count(chr(10), 0, m.start()) + 1}")
+    return found
+
+
+def check_log_records(records: list[dict]) -> set[str]:
+    """Each record's event is declared, carries only declared fields, each of its declared
+    type, and every field declared as always there; the events seen."""
+    for rec in records:
+        ev = DECLARED.get(("log", rec["event"]))
+        assert ev is not None, f"undeclared log event in a real session: {rec}"
+        extra = set(rec) - BASE - {f.name for f in ev.fields}
+        assert not extra, f"{rec['event']} has fields host/api/events.lua does not declare: {sorted(extra)}"
+        errors = list(jsonschema.Draft202012Validator(declare.log_schema(DECLARED, rec["event"])).iter_errors(rec))
+        assert not errors, f"{rec['event']}: {errors[0].message} (host/api/events.lua)\n{rec}"
+    return {r["event"] for r in records}
+
+
+def test_every_event_the_code_logs_is_declared_and_every_declared_one_is_logged():
+    """A new `ctx.log("name", ...)` or `log(S, "name", ...)` anywhere in host/ or scripts/
+    needs its block in host/api/events.lua (and so a row in docs/events.md); a block whose
+    event no code logs any more is stale."""
+    found = logged_in_code()
+    assert {"child_start", "child_end", "llm_request", "turn_start", "spawn", "wild_sweep", "session_end"} <= set(found)
+    undeclared = {name: where for name, where in found.items() if name not in LOGGED}
+    assert not undeclared, f"declare these in host/api/events.lua, then run python -m moss.api: {undeclared}"
+    assert LOGGED - set(found) == set(), f"declared but never logged: {sorted(LOGGED - set(found))}"
+
+
+def test_every_child_event_a_child_reports_is_declared():
+    """A child's runner reports its events through moss.agents.progress; the host renames
+    each `child_TYPE` on the parent's stream, so each has its schema."""
+    source = (REPO / "scripts" / "lib" / "machine" / "output.lua").read_text()
+    reported = set(re.findall(r'moss\.agents\.progress \{ type = "(\w+)"', source)) | {"result"}
+    assert {"session_start", "turn", "assistant", "command"} <= reported
+    in_schema = {ref["$ref"].rsplit("/", 1)[1] for ref in SCHEMA["oneOf"]}
+    assert {f"child_{t}" for t in reported} <= in_schema
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)  # the generated schema is itself valid
+
+
+def test_a_session_with_a_child_streams_and_logs_only_declared_events(project, api):
+    """A parent that spawns a child and awaits it: every stdout line, the child's
+    `child_*` lines included, fits the schema, and every record of both session logs is a
+    declared event with declared fields."""
+    from test_spawn import ARGS, calc_py, parent_model
+
+    project.write("calc.py", calc_py(3))
+    api.push(*[parent_model()] * 20)
+    r = project.moss("@agent", "--spawn", "-n", "--output-format", "stream-json", "how many functions?",
+                     *ARGS, env=api.env())
+    assert r.returncode == 0, r.stderr
+    events = events_of(r)
+    types = {e["type"] for e in events}
+    assert {"child_session_start", "child_turn", "child_assistant", "child_command", "child_result"} <= types
+    logs = sorted((project.root / ".moss" / "agent" / "logs").glob("*.jsonl"))
+    assert len(logs) == 2  # the parent's and its child's
+    seen: set[str] = set()
+    for log in logs:
+        seen |= check_log_records([json.loads(line) for line in log.read_text().splitlines()])
+    assert {"session_start", "turn_start", "spawn", "child_start", "child_end", "session_end", "llm_request"} <= seen

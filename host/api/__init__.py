@@ -1,10 +1,12 @@
 """The Lua-facing API: one module per `moss.<namespace>`, each a `functions(ctx)` table.
 
 Adding a primitive: write it in host/api/NAME.py (`functions(ctx) -> {"NAME.fn": callable}`;
-every module here is picked up), declare it in host/api/declarations.lua, and run
+every module here is picked up), declare it in host/api/declarations.lua (its `---@errors`
+too: tests/test_api_docs.py names any kind its code can raise that the list lacks), and run
 `python -m moss.api` to make the editor stubs and the docs' tables from the
 declaration (tests/test_api_docs.py checks that each primitive is declared and that the
-generated files are current). Every primitive runs behind `_guarded`: its arguments are
+generated files are current). An event it logs (`ctx.log(EVENT, {...})`) is declared in
+host/api/events.lua. Every primitive runs behind `_guarded`: its arguments are
 checked against the declaration first (a misfit is kind `usage`), and anything its body
 raises that is not a moss error is kind `internal`, with the traceback in the session log.
 """

@@ -9,10 +9,17 @@ classes and aliases they use and `moss.ErrorKind`, the table of error kinds. Fro
   `usage` error naming the argument; nothing else a primitive raises is called `usage`;
 - `scripts/types/moss.lua`, the editor stubs (`types_file`);
 - the reference tables of docs/lua-api.md, between `<!-- api: NAMESPACE -->` and
-  `<!-- /api -->` markers, and its table of error kinds (`update_doc`).
+  `<!-- /api -->` markers, its table of error kinds, and the fields of `moss`,
+  `moss.options` and `moss.trust` (`<!-- fields: PATH -->`) (`update_doc`).
+
+`events.lua` (beside it) declares the events moss writes the same way, one `---@class` per
+event: the stream-json lines (`moss.stream.NAME`) and the session-log records
+(`moss.log.NAME`). From it: docs/events.schema.json (`events_schema`) and the tables of
+docs/events.md (and the LLM client's in docs/llm.md) between `<!-- events: stream|log [PREFIX] -->`
+and `<!-- /events -->` (`update_events_doc`).
 
 `python -m moss.api` rewrites the generated files; tests/test_api_docs.py fails when
-they differ from what the declaration makes.
+they differ from what the declarations make.
 """
 
 from __future__ import annotations
@@ -58,12 +65,15 @@ class Declarations:
     functions: dict[str, Function] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     error_kinds: list[tuple[str, str]] = field(default_factory=list)
+    classes: dict[str, list[Param]] = field(default_factory=dict)  # each `---@class`'s `---@field`s
 
 
 _FUNCTION = re.compile(r"^function (?:moss\.)?([\w.:]+)\((.*)\) end$")
 _PARAM = re.compile(r"^---@param (\.\.\.|\w+)(\??) (.+?)(?:\s+#\s*(.*))?$")
 _RETURN = re.compile(r"^---@return (.+?)(?:\s+#.*)?$")
 _ALIAS = re.compile(r"^---@alias ([\w.]+)(?: (.+))?$")
+_CLASS = re.compile(r"^---@class ([\w.]+)")
+_FIELD = re.compile(r"^---@field (\w+)(\??) (.+?)(?:\s+#\s*(.*))?$")
 _MEMBER = re.compile(r'^---\| "([\w-]+)"\s*#\s*(.*)$')
 
 
@@ -75,6 +85,7 @@ def parse(text: str) -> Declarations:
     returns: list[str] = []
     errors: list[str] = []
     alias = None
+    cls: str | None = None
     for line in text.splitlines():
         if alias and line.startswith("---|"):
             m = _MEMBER.match(line)
@@ -84,7 +95,12 @@ def parse(text: str) -> Declarations:
                     out.error_kinds.append((m[1], m[2].strip()))
             continue
         alias = None
-        if m := _ALIAS.match(line):
+        if m := _CLASS.match(line):
+            cls = m[1]
+            out.classes[cls] = []
+        elif (m := _FIELD.match(line)) and cls:
+            out.classes[cls].append(Param(m[1], m[3].strip(), m[2] == "?", (m[4] or "").strip()))
+        elif m := _ALIAS.match(line):
             alias = m[1]
             out.aliases[alias] = (m[2] or "").strip()
         elif m := _PARAM.match(line):
@@ -98,7 +114,7 @@ def parse(text: str) -> Declarations:
         elif m := _FUNCTION.match(line):
             out.functions[m[1]] = Function(m[1], doc, params, returns, errors)
         if not line.startswith("---"):  # a declaration's comment block ends here
-            doc, params, returns, errors = [], [], [], []
+            doc, params, returns, errors, cls = [], [], [], [], None
     return out
 
 
@@ -220,10 +236,12 @@ def checker(fn: Function, aliases: dict[str, str]) -> Callable[[tuple], None]:
 
 def types_file(decl: Declarations) -> str:
     """scripts/types/moss.lua: the declaration as editors read it."""
-    lines = []
+    lines: list[str] = []
     for line in decl.text.splitlines():
         if line.startswith("---@errors "):
             kinds = ", ".join(f"`{k.strip()}`" for k in line[len("---@errors "):].split(","))
+            if lines and lines[-1].startswith("--- "):
+                lines.append("---")  # its own paragraph in an editor's hover
             lines.append(f"--- Errors: {kinds}.")
         else:
             lines.append(line)
@@ -261,30 +279,226 @@ def error_table(decl: Declarations) -> str:
     return "\n".join(rows)
 
 
-_BLOCK = re.compile(r"(<!-- (api: ?([\w.]*)|error-kinds) -->\n)(.*?)(\n<!-- /(?:api|error-kinds) -->)", re.S)
+def fields_table(decl: Declarations, path: str) -> str:
+    """The fields of the value at `path` ("moss", "moss.options", ...) as markdown: its
+    class is `moss`'s, then each field's declared type."""
+    cls = "moss"
+    for part in path.split(".")[1:]:
+        cls = next(f.type for f in decl.classes[cls] if f.name == part)
+    rows = ["| field | type | what |", "|---|---|---|"]
+    rows += [f"| `{path}.{f.name}` | `{_cell(f.type)}` | {_cell(f.note)} |" for f in decl.classes[cls]]
+    return "\n".join(rows)
+
+
+# a generated block: its opening marker, what it holds (empty in a fresh one), its closing marker
+_BLOCK = re.compile(r"(<!-- (api: ?([\w.]*)|error-kinds|fields: ([\w.]+)) -->\n)(.*?)(<!-- /(?:api|error-kinds|fields) -->)",
+                    re.S)
 
 
 def update_doc(doc: str, decl: Declarations) -> str:
     """docs/lua-api.md with every generated block made anew from the declaration."""
     def block(m: re.Match) -> str:
-        body = error_table(decl) if m[2] == "error-kinds" else api_table(decl, m[3] or "")
-        return m[1] + body + m[5]
+        body = (error_table(decl) if m[2] == "error-kinds" else fields_table(decl, m[4]) if m[4]
+                else api_table(decl, m[3] or ""))
+        return m[1] + body + "\n" + m[6]
     return _BLOCK.sub(block, doc)
+
+
+# ---- events ---------------------------------------------------------------------------------
+
+@dataclass
+class EventField:
+    name: str
+    type: str
+    optional: bool
+    note: str = ""
+    schema: dict = field(default_factory=dict)  # a `---@schema` line after it: more constraints
+
+
+@dataclass
+class EventType:
+    """One block of events.lua: an event (`moss.stream.NAME`, `moss.log.NAME`) or a helper
+    type (`moss.events.NAME`: a class, or an alias with its JSON schema)."""
+    group: str                     # "stream", "log" or "events"
+    name: str
+    doc: str
+    parent: str = ""               # "moss.events.result_fields" for `---@class X : Y`
+    fields: list[EventField] = field(default_factory=list)
+    schema: dict | None = None     # an alias's
+
+
+_EVENT_CLASS = re.compile(r"^---@class moss\.(stream|log|events)\.(\w+)(?:\s*:\s*([\w.]+))?$")
+_EVENT_ALIAS = re.compile(r"^---@alias moss\.events\.(\w+) .+$")
+_EVENT_FIELD = re.compile(r"^---@field (\w+)(\??) (.+?)(?:\s+#\s*(.*))?$")
+
+
+def parse_events(text: str) -> dict[tuple[str, str], EventType]:
+    """The blocks of events.lua, keyed by (group, name), in the order written."""
+    import json
+
+    out: dict[tuple[str, str], EventType] = {}
+    doc: list[str] = []
+    current: EventType | None = None
+    for line in text.splitlines():
+        if not line.startswith("---"):
+            doc, current = [], None
+            continue
+        if m := _EVENT_CLASS.match(line):
+            current = out[(m[1], m[2])] = EventType(m[1], m[2], " ".join(doc), m[3] or "")
+        elif m := _EVENT_ALIAS.match(line):
+            current = out[("events", m[1])] = EventType("events", m[1], " ".join(doc), schema={})
+        elif (m := _EVENT_FIELD.match(line)) and current is not None:
+            current.fields.append(EventField(m[1], m[3].strip(), m[2] == "?", (m[4] or "").strip()))
+        elif line.startswith("---@schema ") and current is not None:
+            extra = json.loads(line[len("---@schema "):])
+            if current.fields:
+                current.fields[-1].schema.update(extra)
+            else:
+                current.schema = {**(current.schema or {}), **extra}
+        elif line.startswith("--- ") and current is None:
+            doc.append(line[4:])
+    return out
+
+
+def _type_schema(expr: str) -> dict:
+    """The JSON schema of a type written in events.lua."""
+    parts = _split(expr.strip(), "|")
+    nullable = "nil" in parts
+    parts = [p for p in parts if p != "nil"]
+    if all(p.startswith('"') and p.endswith('"') for p in parts):
+        words = [p[1:-1] for p in parts]
+        out: dict = {"const": words[0]} if len(words) == 1 else {"enum": words}
+    elif len(parts) > 1:
+        out = {"anyOf": [_type_schema(p) for p in parts]}
+    else:
+        t = parts[0]
+        simple = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+        if t in simple:
+            out = {"type": simple[t]}
+        elif t == "any":
+            out = {}
+        elif t == "table":
+            out = {"type": ["object", "array"]}
+        elif t.endswith("[]"):
+            out = {"type": "array", "items": _type_schema(t[:-2])}
+        elif t.startswith("moss.events."):
+            out = {"$ref": f"#/$defs/{t[len('moss.events.'):]}"}
+        elif re.fullmatch(r"-?\d+", t):
+            out = {"const": int(t)}
+        else:
+            raise ValueError(f"events.lua: unknown type {t!r}")
+    if nullable:
+        if isinstance(out.get("type"), str):
+            out = {**out, "type": [out["type"], "null"]}
+        else:
+            out = {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+def _object(ev: EventType, implied: dict[str, dict]) -> dict:
+    props = dict(implied)
+    for f in ev.fields:
+        props[f.name] = {**_type_schema(f.type), **f.schema, **({"description": f.note} if f.note else {})}
+    required = [*implied, *(f.name for f in ev.fields if not f.optional)]
+    out: dict = {"description": ev.doc} if ev.doc else {}
+    if ev.parent:
+        out["allOf"] = [_type_schema(ev.parent)]
+    else:
+        out["type"] = "object"
+    if required:
+        out["required"] = required
+    out["properties"] = props
+    return out
+
+
+def _helper_defs(events: dict[tuple[str, str], EventType]) -> dict[str, dict]:
+    return {name: ({"description": ev.doc} if ev.doc else {}) | (ev.schema if ev.schema is not None else _object(ev, {}))
+            for (group, name), ev in events.items() if group == "events"}
+
+
+def log_schema(events: dict[tuple[str, str], EventType], name: str) -> dict:
+    """The JSON schema of one session-log record (`moss.log.NAME`), for checking real logs."""
+    ev = events[("log", name)]
+    record = _object(ev, {"event": {"const": name}, "ts": {"type": "number"}})
+    for f in ev.fields:  # the host writes a field it does not know as null
+        if f.optional:
+            record["properties"][f.name] = {"anyOf": [record["properties"][f.name], {"type": "null"}]}
+    record["properties"] |= {"session": {"type": ["string", "null"]}, "parent": {"type": ["string", "null"]}}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **record, "$defs": _helper_defs(events)}
+
+
+def events_schema(events: dict[tuple[str, str], EventType]) -> str:
+    """docs/events.schema.json: the stream-json events and the helper types they use."""
+    import json
+
+    defs: dict[str, dict] = _helper_defs(events)
+    for (group, name), ev in events.items():
+        if group == "stream":
+            if name in defs:
+                raise ValueError(f"events.lua: moss.stream.{name} and moss.events.{name} share a name in the schema")
+            defs[name] = _object(ev, {"type": {"const": name}})
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/moss-agent/moss/docs/events.schema.json",
+        "title": "moss stream-json events, schema version 1",
+        "description": "One JSON object per line on stdout of `moss @agent --output-format stream-json` "
+                       "(docs/events.md). Consumers must ignore fields and event types they do not know. "
+                       "GENERATED from host/api/events.lua by `python -m moss.api`.",
+        "type": "object",
+        "required": ["type"],
+        "oneOf": [{"$ref": f"#/$defs/{name}"} for (group, name) in events if group == "stream"],
+        "$defs": defs,
+    }
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def _fields(ev: EventType, events: dict[tuple[str, str], EventType]) -> list[EventField]:
+    inherited = events.get(("events", ev.parent.removeprefix("moss.events."))) if ev.parent else None
+    merged = {f.name: f for f in (inherited.fields if inherited else [])}
+    merged.update((f.name, f) for f in ev.fields)  # a field of its own overrides the inherited one
+    return list(merged.values())
+
+
+def events_table(events: dict[tuple[str, str], EventType], group: str, prefix: str = "") -> str:
+    """The events of `group` (those whose name starts with `prefix`) as markdown: name,
+    when, and each field with its type (and its note)."""
+    rows = ["| event | when | fields |", "|---|---|---|"]
+    for (g, name), ev in events.items():
+        if g != group or not name.startswith(prefix):
+            continue
+        fields = ", ".join(f"`{f.name}{'?' if f.optional else ''}: {_cell(f.type.replace('moss.events.', ''))}`"
+                           + (f" ({_cell(f.note)})" if f.note else "") for f in _fields(ev, events)) or "—"
+        rows.append(f"| `{name}` | {_cell(ev.doc)} | {fields} |")
+    return "\n".join(rows)
+
+
+_EVENTS_BLOCK = re.compile(r"(<!-- events: (stream|log) ?(\w*) -->\n)(.*?)(<!-- /events -->)", re.S)
+
+
+def update_events_doc(doc: str, events: dict[tuple[str, str], EventType]) -> str:
+    """A doc with its generated event tables (`<!-- events: stream|log [PREFIX] -->`) made
+    anew from events.lua."""
+    return _EVENTS_BLOCK.sub(lambda m: m[1] + events_table(events, m[2], m[3]) + "\n" + m[5], doc)
 
 
 def outputs(root: Path) -> dict[Path, str]:
     """Every generated file under the repository `root`, with the text it should have."""
     decl = parse((root / "host/api/declarations.lua").read_text(encoding="utf-8"))
-    doc_path = root / "docs/lua-api.md"
+    events = parse_events((root / "host/api/events.lua").read_text(encoding="utf-8"))
+    doc_path, events_doc, llm_doc = root / "docs/lua-api.md", root / "docs/events.md", root / "docs/llm.md"
     return {root / "scripts/types/moss.lua": types_file(decl),
-            doc_path: update_doc(doc_path.read_text(encoding="utf-8"), decl)}
+            doc_path: update_doc(doc_path.read_text(encoding="utf-8"), decl),
+            root / "docs/events.schema.json": events_schema(events),
+            events_doc: update_events_doc(events_doc.read_text(encoding="utf-8"), events),
+            llm_doc: update_events_doc(llm_doc.read_text(encoding="utf-8"), events)}
 
 
 USAGE = """usage: python -m moss.api [--check]
 
 Make scripts/types/moss.lua and the reference tables of docs/lua-api.md from
-host/api/declarations.lua (run it after editing a declaration). --check writes nothing and
-exits 1 when a generated file is stale."""
+host/api/declarations.lua, and docs/events.schema.json and the event tables of
+docs/events.md and docs/llm.md from host/api/events.lua (run it after editing either).
+--check writes nothing and exits 1 when a generated file is stale."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,9 @@
 -- .luarc.json) and the reference tables of docs/lua-api.md are made from this file:
 -- `python -m moss.api` after an edit. An argument that does not fit its `---@param`
 -- is a `usage` error naming it. Only the types at the top of a parameter are checked (that
--- a table came, not its fields).
+-- a table came, not its fields). `---@errors` lists every kind the primitive can raise but
+-- `interrupted` and `internal` (any primitive can): tests/test_api_docs.py follows its Python
+-- through host/ (tests/errorreach.py) and fails on a kind it can raise that the list lacks.
 
 --- Every kind of error a primitive or the runtime raises (`err.kind`, `moss.error_kind(err)`).
 ---@alias moss.ErrorKind
@@ -34,35 +36,43 @@
 ---@field where string     # "file.lua:LINE: " of the caller, or ""
 
 ---@class moss
----@field args string[]            # words after `moss @NAME` (host options removed)
----@field root string              # the project root (nearest .moss/ or .git/ above cwd)
----@field config table             # merged .moss/config.toml over ~/.config/moss/config.toml; every field
----@field options moss.Options     # host options given on the command line
----@field trust moss.Trust         # whether the project's .moss/ content is in use (a copy)
----@field script string            # the name of the running script
+---@field args string[]            # the words after `moss @NAME`, host options removed
+---@field root string              # the project root (the nearest .moss/ or .git/ above the working directory)
+---@field config table             # merged config: `.moss/config.toml` over `~/.config/moss/config.toml` (tables merge key by key, the project wins); every field, including ones only your scripts know
+---@field options moss.Options     # the host options given on the command line (below)
+---@field trust moss.Trust         # whether the project's `.moss/` content is in use, and what came from it (a copy: changing it changes nothing)
+---@field script string            # the running script's name
 ---@field version string           # moss's version
 moss = {}
 
 ---@class moss.Trust
----@field trusted boolean          # the project's scripts, commands, endpoints, widening settings are in use
----@field needed boolean           # the project's .moss/ holds anything that needs trust
----@field how string               # "nothing to trust" | "recorded" | "--trust" | "answered yes" | ""
----@field max_access string        # the user's [trust] max_access (default "edit"): cap for a project-chosen role
----@field project_keys string[]    # dotted config keys whose value came from .moss/config.toml
----@field ignored string[]         # what the project set that this run does not use, one line each
+---@field trusted boolean          # the project's trust-needing content (scripts, commands, endpoints, settings that widen access) is in use (also `true` when it has none)
+---@field needed boolean           # the project's `.moss/` holds anything that needs trust
+---@field how string               # `"nothing to trust"`, `"recorded"` (`moss trust`), `"--trust"` (this run), `"answered yes"`, or `""`
+---@field max_access string        # the user's `[trust] max_access` (default `"edit"`): the most access a role the *project* chose should get
+---@field project_keys string[]    # dotted config keys whose value in `moss.config` came from `.moss/config.toml` (`"agent.role"`, `"agent.max_turns"`, ...)
+---@field ignored string[]         # one line per thing the project set that this run does not use (also shown on stderr)
 
+--- The host options: taken out of any script's arguments (`--max-cost 0.5` or `--max-cost=0.5`;
+--- a flag takes no value) before the script sees them, and given to it as `moss.options`.
+--- tests/test_api_docs.py checks this list against the options the host parses (host/run.py).
 ---@class moss.Options
----@field provider? string
----@field model? string
----@field record? string
----@field replay? string
----@field script? string
----@field max_cost? number
----@field max_tokens? integer
----@field memory_mb? integer
----@field timeout? number
----@field allow_full? boolean
----@field verbose? boolean
+---@field provider? string         # --provider NAME: the LLM provider (anthropic, openai, ollama, ..., replay, script)
+---@field model? string            # --model NAME: the model name
+---@field base_url? string         # --base-url URL: send the LLM requests (and your key) to this endpoint instead
+---@field record? string           # --record FILE: append every LLM request and response to a JSONL cassette
+---@field replay? string           # --replay FILE: with --provider replay, answer from a cassette
+---@field script? string           # --script FILE: with --provider script, answer a list of responses in order
+---@field max_cost? number         # --max-cost USD: end cleanly once this much was spent
+---@field max_tokens? integer      # --max-tokens N: end cleanly once this many tokens were used
+---@field memory_mb? integer       # --memory-mb N: the Lua memory cap (default 256)
+---@field timeout? number          # --timeout SECONDS: the LLM request timeout
+---@field seed? integer            # --seed N: seed Lua's math.random (--record, replay and script imply 0)
+---@field input_format? "text"|"stream-json"  # --input-format F: stream-json reads user, control and answer lines on stdin while the agent works (docs/events.md)
+---@field allow_full? boolean      # --allow-full: permit the unrestricted `full` tool access level
+---@field trust? boolean           # --trust: trust this project's .moss/ for this run only (e.g. CI on a checkout you vouch for)
+---@field verbose? boolean         # --verbose: stream model output and show more detail
+---@field include_partial? boolean # --include-partial: also write the model's text as it streams, as `partial` events (with --output-format stream-json)
 
 --- mark a table as an object so it converts to `{}` even when empty
 ---@param t? table
@@ -90,6 +100,8 @@ function moss.fmt(fmt, ...) end
 moss.ui = {}
 
 --- a message on stderr (any value, shown as text); `style` is a rich style such as `"bold red"`
+---
+--- Errors: `usage`.
 ---@param text any
 ---@param opts? {style?: string}  # a rich style such as "bold red"
 function moss.ui.print(text, opts) end
@@ -97,11 +109,15 @@ function moss.ui.print(text, opts) end
 --- markdown for a person (a reply, an answer): on a terminal rendered by rich and wrapped to fit
 --- after `gutter`, which starts every line; elsewhere (a pipe, NO_COLOR) the text as it is, each
 --- line after `gutter`. On stderr, or on stdout with `stdout = true` (an answer)
+---
+--- Errors: `usage`.
 ---@param text string
 ---@param opts? {gutter?: string, stdout?: boolean}  # `gutter`: e.g. "  │ "
 function moss.ui.markdown(text, opts) end
 
 --- a one-line progress message on stderr (`› text`)
+---
+--- Errors: `usage`.
 ---@param text string
 function moss.ui.status(text) end
 
@@ -114,24 +130,33 @@ function moss.ui.is_terminal() end
 ---@return boolean
 function moss.ui.interactive() end
 
---- ask the user; returns the answer line, or `nil` when nobody can answer
+--- ask the user; returns the answer line, or `nil` when nobody can answer (or no answer came
+--- within `timeout` seconds); `silent` asks without printing the question again
+---
+--- Errors: `usage`.
 ---@param question string
----@param opts? {choices?: string[]}
+---@param opts? {choices?: string[], timeout?: number, silent?: boolean}
 ---@return string|nil
 function moss.ui.ask(question, opts) end
 
 --- y/N question; `false` when nobody can answer
+---
+--- Errors: `usage`.
 ---@param question string
 ---@return boolean
 function moss.ui.confirm(question) end
 
 --- rows (tables) on stdout: a rich table on a terminal (a row's `_style` field, e.g. `"bold blue"`,
 --- styles it), tab-separated otherwise
+---
+--- Errors: `usage`.
 ---@param rows table[]
 ---@param opts? {columns?: string[], title?: string}
 function moss.ui.table(rows, opts) end
 
 --- one JSON line on stdout (the `stream-json` format)
+---
+--- Errors: `usage`.
 ---@param event table
 function moss.ui.event(event) end
 
@@ -141,6 +166,8 @@ function moss.ui.event(event) end
 --- instead of printed. Calling it again retitles it and restarts its clock. `false`, and nothing
 --- shown, when stderr is not a terminal or `NO_COLOR` is set (it redraws itself with escape
 --- sequences); never on stdout
+---
+--- Errors: `usage`.
 ---@param text string
 ---@return boolean
 function moss.ui.live(text) end
@@ -184,7 +211,8 @@ moss.llm = {}
 --- `messages` is a list of `{role=, content=}`; `prompt="..."` is a shorthand for one user message;
 --- `label="explorer/evaluator"` is sent as the `X-Moss-Label` header (the runner labels each turn
 --- `ROLE/STATE`; it never changes the prompt, so caching is unaffected)
---- Errors: `config`, `budget`, `llm`, `timeout`, `stopped`.
+---
+--- Errors: `usage`, `config`, `budget`, `llm`, `timeout`, `stopped`.
 ---@param request moss.ChatRequest
 ---@return moss.ChatResult
 function moss.llm.chat(request) end
@@ -204,6 +232,8 @@ function moss.llm.budget() end
 --- no provider chosen by flag, config or key, a local OpenAI-compatible server found running is
 --- used (`detected` names it: Ollama, llama.cpp, LM Studio, vLLM) and stderr says so; with none,
 --- kind `config` naming the ports tried. `@agent` calls it before its first turn
+---
+--- Errors: `config`.
 ---@return {name: string, model: string?, base_url: string?, is_local: boolean, detected: string?, context_window: integer?}
 function moss.llm.provider() end
 
@@ -218,6 +248,8 @@ moss.code = {}
 --- (kind `ambiguous`). Binary and huge files get a one-line message. A file name with a control,
 --- bidi or separator character shows it escaped (`\x0a`, `\u202e`), in every tool's output, so each
 --- name stays one line
+---
+--- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`.
 ---@param target string
 ---@param opts? {depth?: integer, max_chars?: integer}
 ---@return string
@@ -225,6 +257,8 @@ function moss.code.view(target, opts) end
 
 --- ripgrep: hits grouped by file, each with its line number and enclosing symbol, then a total; a
 --- bad regex is kind `usage`
+---
+--- Errors: `usage`, `not_found`, `config`.
 ---@param pattern string
 ---@param opts? {only?: string|string[], limit?: integer, ignore_case?: boolean, max_chars?: integer}
 ---@return string
@@ -245,8 +279,12 @@ function moss.code.search(pattern, opts) end
 moss.shell = {}
 
 --- sh -c CMD under the session's access level, with a scrubbed environment (env adds to it; LD_* refused).
+--- At access `edit` or `full` the command holds a lock on the project root while it runs, or on
+--- `locks` (a path or a list: `{"src/"}`); waiting for it longer than `[agent] lock_timeout` is kind `locked`
+---
+--- Errors: `usage`, `not_found`, `denied`, `conflict`, `config`, `io`, `locked`.
 ---@param cmd string
----@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string, env?: table<string, string>}
+---@param opts? {timeout?: number, cwd?: string, max_chars?: integer, stdin?: string, env?: table<string, string>, locks?: string|string[]}
 ---@return moss.RunResult
 function moss.shell.run(cmd, opts) end
 
@@ -256,6 +294,8 @@ function moss.shell.run(cmd, opts) end
 moss.access = {}
 --- Set the session's tool access level; a level above what this run may have (trust,
 --- `--allow-full`) is refused (kind `denied`).
+---
+--- Errors: `usage`, `denied`.
 ---@param level moss.AccessLevel
 ---@return moss.AccessLevel
 function moss.access.set(level) end
@@ -270,15 +310,21 @@ function moss.access.levels() end
 moss.fs = {}
 --- a text file inside the project (relative to the root); binary and files over 2 MB refused, and
 --- so are pipes, sockets, devices and symlink loops (kind `usage`)
+---
+--- Errors: `usage`, `not_found`, `denied`, `conflict`, `io`.
 ---@param path string
 ---@return string
 function moss.fs.read(path) end
 --- atomic write inside the project; needs access `edit` or `full`; the root, a directory, a pipe,
 --- socket, device or symlink loop is refused (kind `usage`)
+---
+--- Errors: `usage`, `not_found`, `denied`, `conflict`.
 ---@param path string
 ---@param text string
 function moss.fs.write(path, text) end
 --- whether a path inside the project exists
+---
+--- Errors: `usage`.
 ---@param path string
 ---@return boolean
 function moss.fs.exists(path) end
@@ -300,10 +346,14 @@ function moss.fs.exists(path) end
 moss.edit = {}
 --- Compute what `moss.edit.apply` would do, without writing: `{files, changes, diff,
 --- syntax_warning?}`.
+---
+--- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `conflict`, `config`.
 ---@param specs moss.EditSpec|moss.EditSpec[]
 ---@return moss.EditResult
 function moss.edit.preview(specs) end
 --- All or nothing; needs access edit or full.
+---
+--- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `conflict`, `locked`, `config`.
 ---@param specs moss.EditSpec|moss.EditSpec[]
 ---@return moss.EditResult
 function moss.edit.apply(specs) end
@@ -311,6 +361,8 @@ function moss.edit.apply(specs) end
 ---@class moss.session
 moss.session = {}
 --- write the checkpoint (any table; written through a JSON encoder, temp file + rename)
+---
+--- Errors: `usage`, `denied`.
 ---@param id string
 ---@param state table
 ---@return string path
@@ -318,15 +370,22 @@ function moss.session.save(id, state) end
 --- a checkpoint as a table (its `session_id` set to the id it was loaded under); no id = the
 --- latest. A file that is not a JSON object, or whose `task`, `state`, `turn`, ... have the wrong
 --- type, is kind `config`, naming the file and how to start fresh
+---
+--- Errors: `usage`, `not_found`, `denied`, `config`.
 ---@param id? string   # nil = the latest
 ---@return table
 function moss.session.load(id) end
 --- `{id, mtime, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest first;
 --- an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
+---
+--- Errors: `denied`, `config`.
 ---@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
 function moss.session.list() end
 --- append one event line `{event, ts, ...data, session, parent}` (every line names its agent and
---- that agent's parent, `null` for a root)
+--- that agent's parent, `null` for a root); moss's own events are listed in
+--- [events.md](events.md#the-session-log)
+---
+--- Errors: `usage`, `denied`.
 ---@param id string
 ---@param event string
 ---@param data? table
@@ -334,13 +393,19 @@ function moss.session.log(id, event, data) end
 --- host-side events (LLM attempts, retries, snapshots, edits) go to this session's log from now on;
 --- `role` names the agent to others waiting for its locks; `resume` is the command that goes on
 --- with the session, which the host prints when Ctrl-C stops it (no script runs then)
+---
+--- Errors: `usage`.
 ---@param id string
----@param opts? {role?: string, resume?: string}  the agent's role; the command that resumes the session
+---@param opts? {role?: string, resume?: string}  # the agent's role; the command that resumes the session
 function moss.session.bind(id, opts) end
 --- the logs; one log's events
+---
+--- Errors: `denied`.
 ---@return {id: string, path: string, events: integer, mtime: number}[]
 function moss.session.logs() end
 --- A session's log records, oldest first.
+---
+--- Errors: `usage`, `not_found`, `denied`.
 ---@param id string
 ---@return table[]
 function moss.session.events(id) end
@@ -363,11 +428,15 @@ function moss.session.events(id) end
 ---@class moss.shadow
 moss.shadow = {}
 --- capture the tree now; returns its id
+---
+--- Errors: `usage`, `not_found`, `denied`, `config`, `io`, `timeout`.
 ---@param label string
 ---@return string id
 function moss.shadow.snapshot(label) end
 --- capture before something that may write (an edit, a `moss.shell.run`); returns the write id,
 --- itself a snapshot id. The bound session (`moss.session.bind`) owns what the write changes
+---
+--- Errors: `usage`, `not_found`, `denied`, `config`, `io`, `timeout`.
 ---@param label string
 ---@return string write_id  # also a snapshot id
 function moss.shadow.begin_write(label) end
@@ -375,6 +444,8 @@ function moss.shadow.begin_write(label) end
 --- changed = {paths}, not_captured = {{path, reason, detail}}}`: `not_captured` are changed paths a
 --- rollback cannot put back. Calling it twice returns the first result; a write never ended is
 --- closed by the session's next `begin_write` or `restore`
+---
+--- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `timeout`.
 ---@param write_id string
 ---@return {id: string, post: string, changed: string[], not_captured: moss.ShadowNotCaptured[]}
 function moss.shadow.end_write(write_id) end
@@ -386,19 +457,27 @@ function moss.shadow.end_write(write_id) end
 --- skipped = {{path, reason, detail}}, conflicts = {{path, session, reason}}, backup, scope =
 --- "session"\|"all"}`. A child agent's writes count as its tree root's, so a parent's rollback
 --- covers what its children changed and never another tree's
+---
+--- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `locked`, `timeout`.
 ---@param id string
 ---@return {reverted: string[], removed: string[], restored: string[], skipped: moss.ShadowSkipped[], conflicts: moss.ShadowConflict[], backup: string, scope: "session"|"all"}
 function moss.shadow.restore(id) end
 --- snapshots (and write starts) oldest first; a unified diff / `{modified, added, deleted}` from a
 --- capture to now
+---
+--- Errors: `not_found`, `denied`, `config`, `io`, `timeout`.
 ---@return {id: string, label: string, time: number, files: integer}[]
 function moss.shadow.list() end
 --- A unified diff of the tree (or `paths`) against snapshot `id`.
+---
+--- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `timeout`.
 ---@param id string
 ---@param paths? string[]
 ---@return string
 function moss.shadow.diff(id, paths) end
 --- The paths changed since snapshot `id`, by kind.
+---
+--- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `config`, `io`, `timeout`.
 ---@param id string
 ---@return {modified: string[], added: string[], deleted: string[]}
 function moss.shadow.changed(id) end
@@ -407,12 +486,16 @@ function moss.shadow.changed(id) end
 ---@field null table   # encodes as JSON null (nil cannot sit in a table)
 moss.json = {}
 --- A Lua value as JSON text (`moss.dict()` for an empty object).
+---
+--- Errors: `usage`.
 ---@param value any
 ---@param opts? {indent?: integer, sort_keys?: boolean}
 ---@return string
 function moss.json.encode(value, opts) end
 --- JSON text to Lua values (`null` as `moss.json.null`); invalid JSON or nesting deeper than 512
 --- levels is kind `usage` naming the line and column.
+---
+--- Errors: `usage`.
 ---@param text string
 ---@param opts? {ordered?: boolean}  # ordered: objects remember key order (moss.json.keys)
 ---@return any
@@ -430,6 +513,8 @@ function moss.json.is_object(t) end
 moss.scripts = {}
 --- The scripts under `folder` (e.g. "commands") in every root, project first: name, module, origin,
 --- path, and what each overrides.
+---
+--- Errors: `usage`.
 ---@param folder string
 ---@return {name: string, module: string, origin: string, path: string, overrides: string[]}[]
 function moss.scripts.list(folder) end
@@ -438,17 +523,23 @@ function moss.scripts.list(folder) end
 --- loads it from) has it: its compiled chunk, to call for the module, and that root's name; nil
 --- when no lower root has it. How a project role or machine that `extends` the one of the same
 --- name it overrides finds it (lib/machine/extend.lua).
+---
+--- Errors: `usage`, `denied`, `syntax`.
 ---@param module string
 ---@param below? string
 ---@return function? chunk, string? origin
 function moss.scripts.below(module, below) end
 
 --- Run read-only primitives side by side: { {"code.view", "src"}, ... }.
+---
+--- Errors: `usage`.
 ---@param calls table[]
 ---@return {ok: boolean, value?: any, error?: string, kind?: string}[]
 function moss.parallel(calls) end
 
 --- a fresh unique session id (8 characters without look-alikes)
+---
+--- Errors: `denied`.
 ---@return string
 function moss.session.new_id() end
 
@@ -462,34 +553,46 @@ function moss.session.new_id() end
 moss.memory = {}
 
 --- append `- text (YYYY-MM-DD)` to the kind's file; `{kind, text, duplicate}`
+---
+--- Errors: `usage`, `denied`.
 ---@param text string
 ---@param opts? {kind?: "facts"|"preferences"|"decisions"}
 ---@return {kind: string, text: string, duplicate: boolean}
 function moss.memory.memorize(text, opts) end
 
 --- entries `{kind, text, line, file}` sharing words with the query, best first
+---
+--- Errors: `usage`, `denied`.
 ---@param query string
 ---@param opts? {limit?: integer}
 ---@return moss.MemoryEntry[]
 function moss.memory.recall(query, opts) end
 
 --- remove the lines containing `text`; how many
+---
+--- Errors: `usage`, `denied`.
 ---@param text string
 ---@return integer
 function moss.memory.forget(text) end
 
 --- every entry
+---
+--- Errors: `denied`.
 ---@return moss.MemoryEntry[]
 function moss.memory.all() end
 
 --- every memory file whole, headings included: `{kind, file, text}` (what `moss memory organize`
 --- rewrites)
+---
+--- Errors: `denied`.
 ---@return {kind: string, file: string, text: string}[]
 function moss.memory.files() end
 
 --- replace the kind's whole file atomically; `{file, changed, diff}` (a unified diff); `dry_run =
 --- true` writes nothing. Allowed at every access level, like `memorize`: `.moss/memory/` is the
 --- agent's own
+---
+--- Errors: `usage`, `denied`.
 ---@param kind string
 ---@param text string
 ---@param opts? {dry_run?: boolean}
@@ -500,11 +603,15 @@ function moss.memory.write(kind, text, opts) end
 moss.store = {}
 
 --- the document saved under `name`, or an empty table if there is none
+---
+--- Errors: `usage`, `denied`, `io`.
 ---@param name string   # 1-64 letters, digits, '-' and '_'
 ---@return table
 function moss.store.load(name) end
 
 --- replace the whole document atomically (temp file, fsync, rename); the file's path
+---
+--- Errors: `usage`, `denied`.
 ---@param name string
 ---@param data table
 ---@return string
@@ -540,6 +647,8 @@ function moss.mcp.servers() end
 
 --- `{name, description, input_schema, params}` per tool; starts the server on first use. `params`
 --- is a one-line summary (`{"path": string, "limit"?: integer}`)
+---
+--- Errors: `usage`, `not_found`, `denied`, `config`.
 ---@param server string
 ---@return moss.McpTool[]
 function moss.mcp.tools(server) end
@@ -547,6 +656,8 @@ function moss.mcp.tools(server) end
 --- `{text, is_error, chars, timed_out?}`: the result's content as text, capped (head and tail). A
 --- tool that fails returns `is_error = true` with its message; a call with no answer within
 --- `timeout` is cancelled and returns `timed_out = true`
+---
+--- Errors: `usage`, `not_found`, `denied`, `config`.
 ---@param server string
 ---@param tool string
 ---@param args? table
@@ -629,6 +740,8 @@ moss.runs = {}
 --- scrubbed environment, inside the sandbox (`MOSS_RUN_ID` and `PYTHONUNBUFFERED=1` are set; `LD_*`
 --- is refused, kind `denied`). `git` (record and terminal event) lists git metadata the run
 --- created, which moss undid
+---
+--- Errors: `usage`, `not_found`, `denied`, `conflict`, `config`, `io`.
 ---@param spec string|{cmd: string, name?: string, workdir?: string, alerts?: moss.AlertRule[], detach?: boolean, timeout?: number, meta?: any, env?: table<string, string>, executor?: "local"|"ray", address?: string, resources?: {num_cpus?: number, num_gpus?: number}, results?: string}
 ---@return moss.Run
 function moss.runs.start(spec) end
@@ -638,17 +751,23 @@ function moss.runs.start(spec) end
 function moss.runs.list() end
 
 --- one run's record (kind `not_found` for an unknown id)
+---
+--- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return moss.Run
 function moss.runs.status(id) end
 
 --- the last `chars` characters of its log
+---
+--- Errors: `usage`, `not_found`.
 ---@param id string
 ---@param chars? integer
 ---@return string
 function moss.runs.log_tail(id, chars) end
 
 --- SIGTERM to its process group, SIGKILL after 2 s; returns the record once it ended
+---
+--- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return moss.Run
 function moss.runs.stop(id) end
@@ -657,12 +776,16 @@ function moss.runs.stop(id) end
 --- polling the CPU; Ctrl-C ends it at once (exit 130). Events: `{type="run", id, name, status,
 --- previous, code?, error?}` for every status change, `{type="alert", id, alert_id, run_id,
 --- run_name, severity, message, choices, status, line}`; pending alert events come first
+---
+--- Errors: `usage`, `stopped`.
 ---@param timeout? number
 ---@return moss.RunEvent|nil
 function moss.runs.wait(timeout) end
 
 --- alerts, oldest first: `{id, run_id, run_name, rule, severity, message, choices, status, line,
 --- created_at, choice?, resolved_at?}`; `status` is `pending` or `resolved`
+---
+--- Errors: `usage`.
 ---@param filter? {status?: "pending"|"resolved", run_id?: string}
 ---@return moss.Alert[]
 function moss.runs.alerts(filter) end
@@ -670,6 +793,8 @@ function moss.runs.alerts(filter) end
 --- resolve a pending alert with one of its choices (case-insensitive; another is kind `usage`); a
 --- choice starting with `stop`, `kill` or `terminate` stops the run. Returns the alert plus
 --- `run_status`
+---
+--- Errors: `usage`, `not_found`.
 ---@param alert_id string
 ---@param choice string
 ---@return moss.Alert
@@ -679,6 +804,8 @@ function moss.runs.resolve(alert_id, choice) end
 --- or `manual`. The same message already pending on the run is not raised twice: that alert comes
 --- back with `duplicate=true`. A run another live moss process watches gets it through its trigger
 --- file (returns `{queued=true, run_id, message, severity}`)
+---
+--- Errors: `usage`, `not_found`.
 ---@param run_id string
 ---@param spec string|{message: string, severity?: "info"|"warning"|"critical", choices?: string[], source?: "script"|"judge"|"manual"}
 ---@return moss.Alert|{queued: true, run_id: string, message: string, severity: string}
@@ -715,31 +842,46 @@ function moss.runs.alert(run_id, spec) end
 ---@field id string
 local AgentHandle = {}
 --- The result once the child ended; nil after `timeout` seconds.
+---
+--- Errors: `usage`, `not_found`.
 ---@param timeout? number
 ---@return moss.ChildResult|nil
 function AgentHandle:wait(timeout) end
+--- Errors: `not_found`.
 ---@return "running"|"paused"|"done"|"failed"|"cancelled"
 function AgentHandle:status() end
 --- Stop at the next turn boundary (after its checkpoint) until resumed.
+---
+--- Errors: `not_found`.
 function AgentHandle:pause() end
 --- Go on (a paused child; a finished one with a message starts again from its checkpoint).
+---
+--- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param message? string
 function AgentHandle:resume(message) end
 --- Stop it (at once, or at its next turn boundary); its result says "cancelled".
+---
+--- Errors: `not_found`.
 function AgentHandle:cancel() end
 
 --- Start a child agent in its own thread and Lua runtime; returns at once.
+---
+--- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param spec moss.SpawnSpec
 ---@return moss.AgentHandle
 function moss.spawn(spec) end
 
 --- The first of `handles` to end, and its result; nil after `timeout` seconds.
+---
+--- Errors: `usage`, `not_found`.
 ---@param handles moss.AgentHandle[]
 ---@param timeout? number
 ---@return moss.AgentHandle|nil, moss.ChildResult|nil
 function moss.wait_any(handles, timeout) end
 
 --- Every handle's result, in order.
+---
+--- Errors: `usage`, `not_found`.
 ---@param handles moss.AgentHandle[]
 ---@param timeout? number
 ---@return moss.ChildResult[]
@@ -748,53 +890,75 @@ function moss.wait_all(handles, timeout) end
 ---@class moss.agents
 moss.agents = {}
 --- Start a child (what moss.spawn calls): its id.
+---
+--- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param spec moss.SpawnSpec
 ---@return string
 function moss.agents.start(spec) end
 --- Wait up to `timeout` seconds (none: until it ends) for a child; its result, or nil when it is
 --- still running.
+---
+--- Errors: `usage`, `not_found`.
 ---@param id string
 ---@param timeout? number
 ---@return moss.ChildResult|nil
 function moss.agents.wait(id, timeout) end
 --- Index (1-based) and result of the first of `ids` to end; nil after `timeout`.
+---
+--- Errors: `usage`, `not_found`.
 ---@param ids string[]
 ---@param timeout? number
 ---@return integer|nil, moss.ChildResult|nil
 function moss.agents.wait_any(ids, timeout) end
 --- A child's state: running, paused, done, failed or cancelled.
+---
+--- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return string
 function moss.agents.status(id) end
 --- One child's {id, parent, role, status, task, turn, state, waiting, result}, or all of this tree's.
+---
+--- Errors: `usage`, `not_found`.
 ---@param id? string
 ---@return table
 function moss.agents.info(id) end
 --- Pause a child agent at its next turn boundary (it waits there until resumed).
+---
+--- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return boolean
 function moss.agents.pause(id) end
 --- Let a paused child go on; `message` reaches it as a note from its parent.
+---
+--- Errors: `usage`, `config`, `denied`, `not_found`.
 ---@param id string
 ---@param message? string
 ---@return boolean
 function moss.agents.resume(id, message) end
 --- Cancel a child agent: it stops at its next turn boundary, its checkpoint says `cancelled`.
+---
+--- Errors: `usage`, `not_found`.
 ---@param id string
 ---@return boolean
 function moss.agents.cancel(id) end
 --- For a child's runner between turns: {} to go on, {message=} from its parent, {cancel=true}; blocks while paused.
+---
+--- Errors: `usage`.
 ---@param turn integer
 ---@param state string
 ---@return {message?: string, cancel?: boolean}
 function moss.agents.boundary(turn, state) end
 --- A child's progress event (live panel; child_* events in stream-json).
+---
+--- Errors: `usage`.
 ---@param event table
 function moss.agents.progress(event) end
 --- This agent: {id, parent, tree, role, max_access, child}.
 ---@return table
 function moss.agents.self() end
 --- The saved direct children of a session (this one by default), from their checkpoints.
+---
+--- Errors: `usage`, `config`, `denied`.
 ---@param id? string
 ---@return table[]
 function moss.agents.children(id) end
@@ -811,6 +975,8 @@ function LockHandle:release() end
 
 --- Lock a directory (`src/`), a file (`src/main.rs`) or a symbol (`src/main.rs/Cli/run`).
 --- Waiters queue in order; after `timeout` seconds (default 30): nil, "locked by ID (role) since TIME".
+---
+--- Errors: `usage`, `denied`.
 ---@param target string
 ---@param opts? {timeout?: number}
 ---@return moss.LockHandle|nil, string|nil
@@ -819,11 +985,15 @@ function moss.lock(target, opts) end
 ---@class moss.locks
 moss.locks = {}
 --- What moss.lock calls: a lock id, or nil and the holder.
+---
+--- Errors: `usage`, `denied`.
 ---@param target string|string[]
 ---@param opts? {timeout?: number}
 ---@return integer|nil, string|nil
 function moss.locks.acquire(target, opts) end
 --- Let go of a lock taken with `moss.locks.acquire`; false when it was not held.
+---
+--- Errors: `usage`.
 ---@param id integer
 ---@return boolean
 function moss.locks.release(id) end
@@ -838,6 +1008,8 @@ moss.inbox = {}
 --- reading starts at `offset` (keep it in the checkpoint), and a terminal stdin is read in the
 --- background (a typed line is acknowledged on the terminal when Enter is pressed). Returns
 --- `{offset, listening, channels}`
+---
+--- Errors: `usage`, `denied`.
 ---@param session_id string
 ---@param opts? {offset?: integer, task?: string, terminal?: boolean}
 ---@return {offset: integer, listening: boolean, channels: string[]}
@@ -848,12 +1020,16 @@ function moss.inbox.open(session_id, opts) end
 --- stopped. A `moss.llm.chat` the handler makes is not streamed to the screen
 ---@param handler fun(records: table[], offset: integer): string|nil  # "interrupt" ends the wait
 function moss.inbox.watch(handler) end
---- `{records, offset}`: what arrived since the last read. A record is `{id, ts, source, type =
+--- `{records, offset}`: what arrived since the last read (kind `usage` before `moss.inbox.open`). A record is `{id, ts, source, type =
 --- "user", text, acked?}` (`acked`: the terminal already said "got it" when it was typed) or
 --- `{..., type = "control", action = "pause"\|"stop"\|"resume"}`
+---
+--- Errors: `usage`, `denied`.
 ---@return {records: table[], offset: integer}
 function moss.inbox.read() end
 --- put a message in a session's inbox (e.g. to a child agent)
+---
+--- Errors: `usage`, `denied`.
 ---@param session_id string
 ---@param text string
 ---@param opts? {source?: string}
@@ -863,5 +1039,7 @@ function moss.inbox.post(session_id, text, opts) end
 ---@return boolean
 function moss.inbox.close() end
 --- internal: how `moss.inbox.watch` tells the host a handler is registered
+---
+--- Errors: `usage`.
 ---@param on boolean
 function moss.inbox._watched(on) end
