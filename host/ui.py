@@ -136,10 +136,24 @@ def markdown(text: str, *, gutter: str = "", stdout: bool = False) -> None:
     buf = io.StringIO()
     inner = Console(file=buf, width=max(20, width - cell_len(gutter)), force_terminal=True, highlight=False,
                     emoji=False, color_system=console().color_system or "standard")
-    inner.print(Markdown(text, hyperlinks=False))  # a link shows its address: no hidden targets
+    inner.print(Markdown(_hard_breaks(text), hyperlinks=False))  # a link shows its address: no hidden targets
     lines = buf.getvalue().rstrip("\n").split("\n")
     file.write("".join(f"{gutter}{line.rstrip()}\n" for line in lines))
     file.flush()
+
+
+def _hard_breaks(text: str) -> str:
+    """The model's line breaks kept: markdown would join "Thinking.\n$(answer ...)" into one
+    line (a soft break); outside fenced code each line followed by another ends in a hard break."""
+    out, fenced = [], False
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and line.strip() and i + 1 < len(lines) and lines[i + 1].strip():
+            line = line.rstrip() + "  "
+        out.append(line)
+    return "\n".join(out)
 
 
 def escape(text: str) -> str:
