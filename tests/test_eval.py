@@ -1,0 +1,241 @@
+"""`moss eval`: a suite of tasks across a matrix of cells, each attempt in its own copy.
+
+Each story runs the real CLI against the fake API server. The scripted model answers from the
+task text (it knows the fixture's calculator) when the request names model "good", and does
+nothing useful when it names "lazy": which model a cell uses comes from the project's config or
+from a `--variant` folder laid over it, as a user evaluating a change would do it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, needs_bwrap, sigkill_when
+from fakeapi import state_of
+
+SUITE = FIXTURES / "evalsuite"
+PLAN = "1. Look at the code.\n2. Change it.\nReady to refactor."
+REPLIES = {  # what a good model writes for each task of the fixture suite
+    "How many functions": "$(answer 3)",
+    "Which VERSION": "$(answer 1.4.2)",
+    "add() returns": '$(edit calc.py --old "a - b" --new "a + b") $(answer add adds now)',
+    "mul() returns": '$(edit calc.py --old "a + b" --new "a * b") $(answer mul multiplies now)',
+}
+TASK_OF = {"How many functions": "count-functions", "Which VERSION": "version", "add() returns": "fix-add",
+           "mul() returns": "fix-mul"}
+
+
+def task_of(body) -> str | None:
+    text = json.dumps(body)
+    return next((TASK_OF[m] for m in TASK_OF if m in text), None)
+
+
+def model(body) -> str:
+    """Good: the right answer or fix for the task in the request. Lazy: answers without looking."""
+    if state_of(body) == "planner":
+        return PLAN
+    if body.get("model") == "lazy":
+        return "$(answer I did not look)"
+    text = json.dumps(body)
+    return next((reply for marker, reply in REPLIES.items() if marker in text), "$(answer ?)")
+
+
+def eval_project(project, *, model_name="good"):
+    """The project holds the suite (copied from the fixture) and picks the model in its config."""
+    shutil.copytree(SUITE, project.root / "suite")
+    project.write(".moss/config.toml", f'[llm]\nprovider = "anthropic"\nmodel = "{model_name}"\n')
+    return project
+
+
+def rows_of(out: Path) -> list[dict]:
+    f = out / "attempts.jsonl"
+    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file of the user's tree but the eval's own results, with a hash of its bytes."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and not rel.startswith((".moss/eval/", ".moss/agent/")):
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+class Overlap:
+    """Wraps a model: the first `n` requests are answered only once all `n` are in flight at the
+    same time (a barrier, no timing), so an eval that runs attempts one by one cannot pass."""
+
+    def __init__(self, inner, n: int = 2):
+        self.inner, self.n = inner, n
+        self.barrier = threading.Barrier(n, timeout=90)
+        self.calls = 0
+        self.met = False
+        self.lock = threading.Lock()
+
+    def __call__(self, body):
+        with self.lock:
+            self.calls += 1
+            first = self.calls <= self.n
+        if first:
+            self.barrier.wait()
+            self.met = True
+        return self.inner(body)
+
+
+@needs_bwrap
+def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the_tree_is_untouched(
+        project, api, tmp_path):
+    """Two cells, the project as it is (model good) and a variant folder that switches the model
+    to a lazy one: the good cell passes both questions and both fixes (their test commands pass
+    in the copies), the lazy cell passes none. `-j 2` ran two attempts at once (the first two
+    requests met at a barrier). The user's files, the suite's repository included, are
+    byte-for-byte what they were: every edit happened in a temp copy, removed afterwards."""
+    eval_project(project)
+    lazy = project.write("variants/lazy/config.toml", '[llm]\nmodel = "lazy"\n').parent
+    overlap = Overlap(model)
+    api.push(*[overlap] * 200)
+    before = tree_digest(project.root)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    r = project.moss("eval", "suite", "--machine", "v1", "--variant", "base=", "--variant", f"lazy={lazy}",
+                     "-j", "2", "--json", env={**api.env(), "TMPDIR": str(temp)}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    cells = {c["cell"]: c for c in summary["cells"]}
+    assert set(cells) == {"machine=v1 variant=base", "machine=v1 variant=lazy"}
+    good, bad = cells["machine=v1 variant=base"], cells["machine=v1 variant=lazy"]
+    assert (good["passed"], good["n"]) == (4, 4), r.stderr
+    assert (bad["passed"], bad["n"]) == (0, 4), r.stderr
+    assert 0.5 < good["ci_low"] < 1.0 and good["ci_high"] == 1.0
+    assert overlap.met
+    rows = rows_of(Path(summary["out"]))
+    assert len(rows) == 8 and all(row["kept"] is None for row in rows)
+    fixes = [row for row in rows if row["task"] == "fix-add"]
+    assert {row["variant"]: row["check"]["passed"] for row in fixes} == {"base": True, "lazy": False}
+    assert all(Path(row["log"]).is_file() for row in rows)  # each session's log outlives its copy
+    assert list(temp.iterdir()) == []  # the copies are gone
+    assert tree_digest(project.root) == before
+    assert "def add(a, b):\n    return a - b" in (project.root / "suite/repos/pycalc/calc.py").read_text()
+
+
+@needs_bwrap
+def test_the_budget_stops_the_eval_and_the_running_attempt_cleanly(project, api):
+    """One budget for the whole eval: the first attempt to end spends more than `--max-tokens`,
+    so the attempt still waiting for the model is stopped (SIGINT, it exits 130) and recorded as
+    `budget`, and the two attempts never started are not run. Exit 1 says the eval stopped early."""
+    eval_project(project)
+    release = threading.Event()
+    order = {"n": 0}
+    lock = threading.Lock()
+
+    def held(body):
+        with lock:
+            order["n"] += 1
+            n = order["n"]
+        if n == 2:  # the second attempt's request waits (until the test ends)
+            release.wait(120)
+        return model(body)
+
+    overlap = Overlap(held)
+    api.push(*[overlap] * 50)
+    out = project.root / "results"
+    try:
+        r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--max-tokens", "50", "--out", str(out),
+                         env=api.env(), timeout=300)
+    finally:
+        release.set()
+    assert r.returncode == 1, r.stderr
+    assert "budget reached: 2 attempts not run" in r.stderr
+    rows = rows_of(out)
+    assert len(rows) == 2
+    stopped = [row for row in rows if row.get("exit") == 130]
+    assert len(stopped) == 1 and stopped[0]["reason"] == "budget" and stopped[0]["passed"] is None
+
+
+@needs_bwrap
+def test_resume_after_the_eval_was_killed_skips_finished_attempts_and_runs_the_rest_once(project, api):
+    """The eval is SIGKILLed once its first attempt is recorded. `--resume DIR` runs the
+    others and not the finished one again (the model is never asked about it), and every
+    attempt ends with exactly one line."""
+    eval_project(project)
+    asked: dict[str, int] = {}
+
+    def counting(body):
+        t = task_of(body)
+        asked[t or "?"] = asked.get(t or "?", 0) + 1
+        return model(body)
+
+    api.push(*[counting] * 200)
+    out = project.root / "results"
+    p = project.popen("eval", "suite", "--machine", "v1", "-j", "1", "--out", str(out), env=api.env())
+    sigkill_when(p, lambda: len(rows_of(out)) >= 1, timeout=300)
+    finished = {row["task"] for row in rows_of(out)}
+    assert finished
+    asked.clear()
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "1", "--resume", str(out), "--json",
+                     env=api.env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f"{len(finished)} of 4 attempts finished before" in r.stderr
+    assert not finished & set(asked), asked
+    rows = rows_of(out)
+    assert sorted(row["task"] for row in rows) == sorted(TASK_OF.values())
+    assert all(row["passed"] is True for row in rows)
+
+
+def test_a_project_suite_with_commands_is_refused_while_the_project_is_untrusted(project, api):
+    """A cloned repository's suite is its content: its check commands would run on this machine.
+    Until the project is trusted, `moss eval` refuses it before any attempt (exit 2, naming
+    `moss trust`), and no model is asked anything."""
+    eval_project(project)
+    project.script("hello", "print('hi')")  # something that needs trust
+    project.trusted = False
+    api.push(*[model] * 20)
+    r = project.moss("eval", "suite", "--machine", "v1", "--out", str(project.root / "results"),
+                     env=api.env(), timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "moss trust" in r.stderr and "check commands" in r.stderr
+    assert not [q for q in api.requests if q.body is not None]
+    assert not (project.root / "results" / "attempts.jsonl").exists()
+
+
+@needs_bwrap
+def test_a_task_whose_check_already_passes_is_a_suite_error_not_a_pass(project, api):
+    """`fail_before = true`: the check runs on the untouched copy first; a task that is already
+    solved is reported as a suite error (exit 1), the agent never starts, and it counts neither
+    way."""
+    shutil.copytree(SUITE / "repos", project.root / "suite" / "repos")
+    project.write("suite/suite.toml", """
+        [[task]]
+        id = "solved"
+        repo = "repos/pycalc"
+        prompt = "neg() is wrong; fix it."
+        [task.check]
+        run = ["python3 -c 'from calc import neg; assert neg(2) == -2'"]
+        fail_before = true
+    """)
+    api.push(*[model] * 5)
+    out = project.root / "results"
+    r = project.moss("eval", "suite", "--out", str(out), env=api.env(), timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "suite error: task solved" in r.stderr
+    [row] = rows_of(out)
+    assert row["reason"] == "suite_error" and row["passed"] is None
+    assert not [q for q in api.requests if q.body is not None]
+
+
+@pytest.mark.parametrize("words, message", [
+    (["suite", "--variant", "nope"], "--variant takes NAME=PATH"),
+    (["suite", "--trials", "0"], "--trials must be a whole number"),
+    (["nosuchsuite"], "no suite 'nosuchsuite'"),
+])
+def test_bad_input_is_one_clear_line(project, words, message):
+    """A mistake on the command line is named, exit 2, before anything runs."""
+    eval_project(project)
+    r = project.moss("eval", *words, timeout=60)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
