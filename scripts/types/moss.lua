@@ -518,7 +518,7 @@ moss.eval = {}
 --- (project, user, then built-in folder, like any script)
 ---@param spec string
 ---@return moss.EvalSuite
---- Errors: `not_found config`.
+--- Errors: `not_found`, `config`.
 function moss.eval.suite(spec) end
 
 --- start the attempts (in parallel, `jobs` at once, under one budget): each in a fresh copy of its
@@ -527,7 +527,7 @@ function moss.eval.suite(spec) end
 --- commands are refused (`denied`) while the project is untrusted.
 ---@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, jobs?: integer, max_cost?: number, max_tokens?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, title?: string, meta?: table}
 ---@return {out: string, total: integer, skipped: integer, to_run: integer}
---- Errors: `usage denied`.
+--- Errors: `usage`, `denied`.
 function moss.eval.start(opts) end
 
 --- wait for the next attempt to end; its raw row (`key, task, cell, trial, kind, reason, exit,
