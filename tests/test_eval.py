@@ -239,3 +239,32 @@ def test_bad_input_is_one_clear_line(project, words, message):
     eval_project(project)
     r = project.moss("eval", *words, timeout=60)
     assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def _results(path: Path, passes: dict[str, bool | None], cell: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"key": f"{t}|{cell}|1", "task": t, "cell": cell, "trial": 1, "passed": p,
+                                        "reason": "answered" if p else "max_turns"}) + "\n"
+                            for t, p in passes.items()))
+    return path
+
+
+def test_compare_names_the_flipped_tasks_and_gives_one_verdict(project):
+    """Eight tasks: A passed one, B passed all eight. compare names the seven B fixed, runs the
+    exact McNemar test on the paired tasks (p = 2/128) and says B is better; the same files the
+    other way round say worse, and `--fail-if worse` turns that into exit 1 for CI. An
+    attempt that does not count (null) is left out of the pairs."""
+    tasks = [f"t{i}" for i in range(1, 9)]
+    a = _results(project.root / "a.jsonl", {t: t == "t1" for t in tasks} | {"t9": None}, "base")
+    b = _results(project.root / "b.jsonl", {t: True for t in tasks} | {"t9": True}, "terse")
+    r = project.moss("eval", "compare", str(a), str(b), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert [ln for ln in r.stdout.splitlines() if ln.startswith("fixed in B")] == [
+        f"fixed in B:  {t} trial 1" for t in tasks[1:]]
+    assert "B is better than A (exact McNemar on 8 paired attempts: 7 fixed, 0 broken, p = 0.0156)" in r.stdout
+    r = project.moss("eval", "compare", str(b), str(a), "--fail-if", "worse", "--json", timeout=60)
+    assert r.returncode == 1
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "worse" and out["broke"] == [f"{t} trial 1" for t in tasks[1:]]
+    same = project.moss("eval", "compare", str(a), str(a), "--fail-if", "worse", timeout=60)
+    assert same.returncode == 0 and "no detectable difference between A and B" in same.stdout
