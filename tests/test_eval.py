@@ -268,3 +268,30 @@ def test_compare_names_the_flipped_tasks_and_gives_one_verdict(project):
     assert out["verdict"] == "worse" and out["broke"] == [f"{t} trial 1" for t in tasks[1:]]
     same = project.moss("eval", "compare", str(a), str(a), "--fail-if", "worse", timeout=60)
     assert same.returncode == 0 and "no detectable difference between A and B" in same.stdout
+
+
+def test_a_repositorys_own_moss_folder_never_reaches_an_attempt(project, api, tmp_path):
+    """An untrusted project, and a task repository that brings its own `.moss/` (a config that
+    picks another model, an agent.lua that would take over): the attempt's copy holds neither.
+    The agent runs moss's built-in scripts with the user's own config (model good), says so on
+    stderr, and passes; no request ever names the model those folders chose."""
+    suite = tmp_path / "outside"
+    shutil.copytree(SUITE / "repos", suite / "repos")
+    (suite / "repos/pycalc/.moss/scripts").mkdir(parents=True)
+    (suite / "repos/pycalc/.moss/config.toml").write_text('[llm]\nmodel = "lazy"\n')
+    (suite / "repos/pycalc/.moss/scripts/agent.lua").write_text('error("the repository took over")\n')
+    (suite / "suite.toml").write_text('[[task]]\nid = "count"\nrepo = "repos/pycalc"\n'
+                                      'prompt = "How many functions does calc.py define?"\n'
+                                      '[task.check]\nanswer = "3"\n')
+    project.write(".moss/config.toml", '[llm]\nmodel = "lazy"\n')
+    project.script("hello", "print('hi')")
+    project.trusted = False
+    project.user_file("config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    api.push(*[model] * 20)
+    r = project.moss("eval", str(suite), "--machine", "v1", "--json", env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "this project is not trusted" in r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert (cell["passed"], cell["n"]) == (1, 1)
+    models = {q.body.get("model") for q in api.requests if q.body}
+    assert models == {"good"}
