@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -295,3 +297,31 @@ def test_a_repositorys_own_moss_folder_never_reaches_an_attempt(project, api, tm
     assert (cell["passed"], cell["n"]) == (1, 1)
     models = {q.body.get("model") for q in api.requests if q.body}
     assert models == {"good"}
+
+
+@needs_bwrap
+def test_ctrl_c_stops_the_running_attempts_exits_130_and_leaves_only_finished_lines(project, api, tmp_path):
+    """Ctrl-C (SIGINT to `moss eval`) once the first attempt is recorded: the attempt running
+    then is stopped and its copy removed, nothing is written for it (a resume runs it again),
+    and the eval exits 130."""
+    eval_project(project)
+    api.push(*[model] * 200)
+    out = project.root / "results"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    p = project.popen("eval", "suite", "--machine", "v1", "-j", "1", "--out", str(out),
+                      env={**api.env(), "TMPDIR": str(temp)})
+    try:
+        start = time.monotonic()
+        while not rows_of(out) and time.monotonic() - start < 300 and p.poll() is None:
+            time.sleep(0.05)  # polling for the first line, as sigkill_when does
+        assert rows_of(out), p.stderr.read() if p.poll() is not None else "no attempt ended"
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    rows = rows_of(out)
+    assert len(rows) < 4 and all(row["reason"] == "answered" for row in rows)
+    assert list(temp.iterdir()) == []
