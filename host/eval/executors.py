@@ -13,19 +13,23 @@ a copy made there) is a subclass with a ``name``, made known with ``@register``;
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from ..errors import MossError
 from ..llm.usage import total_tokens
-from ..tools import safefs
+from ..tools import procs, safefs
 from . import attempt as att
 from . import copies
+
+KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
 
 __all__ = ["AttemptExecutor", "LocalAttempts", "executor", "names", "register"]
 
@@ -72,14 +76,19 @@ def executor(name: str) -> type[AttemptExecutor]:
     return cls
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """The agent ends when the eval that started it is killed (SIGKILL leaves no one to stop it)."""
-    try:
-        import ctypes
+_LIBC: ctypes.CDLL | None
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: nothing is imported between fork and exec
+except OSError:  # pragma: no cover
+    _LIBC = None
+PR_SET_PDEATHSIG = 1
 
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """The agent ends when the thread that started it ends (the eval killed: SIGKILL leaves no
+    one to stop it): the kernel sends it SIGTERM."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @register
@@ -149,7 +158,15 @@ class LocalAttempts(AttemptExecutor):
                 try:
                     os.kill(proc.pid, signal.SIGINT)
                 except ProcessLookupError:
-                    pass
+                    return
+                # an agent that does not end after SIGINT (stuck where Ctrl-C cannot reach) is killed
+                def kill() -> None:
+                    if proc.poll() is None:
+                        procs.signal_group(proc.pid, signal.SIGKILL)
+
+                timer = threading.Timer(KILL_AFTER, kill)
+                timer.daemon = True
+                timer.start()
 
             control.on_stop(interrupt)
             result, sid = None, None
