@@ -97,7 +97,8 @@ def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the
     to a lazy one: the good cell passes both questions and both fixes (their test commands pass
     in the copies), the lazy cell passes none. `-j 2` ran two attempts at once (the first two
     requests met at a barrier). The user's files, the suite's repository included, are
-    byte-for-byte what they were: every edit happened in a temp copy, removed afterwards."""
+    byte-for-byte what they were: every edit happened in a temp copy, removed afterwards but
+    for the failed attempts' (`--keep-failed`)."""
     eval_project(project)
     lazy = project.write("variants/lazy/config.toml", '[llm]\nmodel = "lazy"\n').parent
     overlap = Overlap(model)
@@ -106,7 +107,7 @@ def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the
     temp = tmp_path / "temp"
     temp.mkdir()
     r = project.moss("eval", "suite", "--machine", "v1", "--variant", "base=", "--variant", f"lazy={lazy}",
-                     "-j", "2", "--json", env={**api.env(), "TMPDIR": str(temp)}, timeout=600)
+                     "-j", "2", "--keep-failed", "--json", env={**api.env(), "TMPDIR": str(temp)}, timeout=600)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     cells = {c["cell"]: c for c in summary["cells"]}
@@ -117,11 +118,15 @@ def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the
     assert 0.5 < good["ci_low"] < 1.0 and good["ci_high"] == 1.0
     assert overlap.met
     rows = rows_of(Path(summary["out"]))
-    assert len(rows) == 8 and all(row["kept"] is None for row in rows)
+    assert len(rows) == 8
     fixes = [row for row in rows if row["task"] == "fix-add"]
     assert {row["variant"]: row["check"]["passed"] for row in fixes} == {"base": True, "lazy": False}
     assert all(Path(row["log"]).is_file() for row in rows)  # each session's log outlives its copy
-    assert list(temp.iterdir()) == []  # the copies are gone
+    # --keep-failed: the lazy cell's copies stay for a look (untouched), the passing ones are gone
+    kept = {row["task"]: Path(row["kept"]) for row in rows if row["kept"]}
+    assert sorted(kept) == sorted(TASK_OF.values()) and all(row["variant"] == "lazy" for row in rows if row["kept"])
+    assert set(temp.iterdir()) == {p.parent for p in kept.values()}
+    assert "return a - b" in (kept["fix-add"] / "calc.py").read_text()
     assert tree_digest(project.root) == before
     assert "def add(a, b):\n    return a - b" in (project.root / "suite/repos/pycalc/calc.py").read_text()
 

@@ -22,7 +22,8 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
                    "moss/scripts/machines/v2.lua", "moss/scripts/roles/auditor.lua", "moss/scripts/types/moss.lua",
                    "moss/scripts/commands/answer.lua", "moss/scripts/init/config.toml",
                    "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py", "moss/tools/runs/manager.py",
-                   "moss/tools/runs/executors/local.py", "moss/tools/runs/executors/ray.py"):
+                   "moss/tools/runs/executors/local.py", "moss/tools/runs/executors/ray.py",
+                   "moss/scripts/eval.lua", "moss/eval/runner.py", "moss/eval/executors.py", "moss/api/eval.py"):
         assert needed in names, needed
 
     # A fresh venv with only the wheel installed; its dependencies come from this
