@@ -69,6 +69,8 @@ M.INFRA_ERROR_KINDS = { llm = true, io = true }
 --- The verdict on an ended attempt: true (pass), false (fail) or nil (not counted), and why.
 function M.score(r)
   if M.NOT_COUNTED[r.reason] then return nil, r.reason end
+  -- exit 2: the session could not start (a bad flag, no model configured): the eval's setup
+  if r.exit == 2 then return nil, "could not start: " .. tostring(r.detail or r.error_kind or "usage") end
   if r.reason == "error" and M.INFRA_ERROR_KINDS[r.error_kind or ""] then return nil, "infrastructure" end
   local check = r.check or {}
   if r.reason ~= "answered" then return false, "agent: " .. tostring(r.reason) end

@@ -330,3 +330,20 @@ def test_ctrl_c_stops_the_running_attempts_exits_130_and_leaves_only_finished_li
     rows = rows_of(out)
     assert len(rows) < 4 and all(row["reason"] == "answered" for row in rows)
     assert list(temp.iterdir()) == []
+
+
+def test_an_agent_that_cannot_start_counts_neither_way(project, api):
+    """A cell whose agent cannot start (here a role that does not exist) says nothing about the
+    agent: its attempts are recorded with exit 2 and `passed: null`, and the table shows them as
+    not counted instead of a 0% pass rate."""
+    eval_project(project)
+    api.push(*[model] * 20)
+    out = project.root / "results"
+    r = project.moss("eval", "suite", "--role", "nosuchrole", "-j", "2", "--out", str(out), "--json",
+                     env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert (cell["n"], cell["not_counted"], cell.get("rate")) == (0, 4, None)
+    rows = rows_of(out)
+    assert all(row["exit"] == 2 and row["passed"] is None for row in rows)
+    assert "nosuchrole" in rows[0]["verdict"]

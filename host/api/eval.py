@@ -42,6 +42,8 @@ class _Eval:
         self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
         resume = bool(opts.get("resume"))
         file = self.out / results.FILE
+        if resume and not file.exists() and not (self.out / "run.json").exists():
+            raise MossError(f"--resume: no eval in {self.out} (no attempts.jsonl, no run.json)", kind="not_found")
         if file.exists() and not resume:
             raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
                             f"or another --out", kind="usage")

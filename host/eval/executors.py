@@ -195,8 +195,9 @@ class LocalAttempts(AttemptExecutor):
                    turns=result.get("turns"), usage=usage, session_id=sid,
                    tokens=total_tokens(usage),
                    cost=float(usage.get("cost_usd", 0.0) or 0.0))
-        if result.get("detail"):
-            row["detail"] = result["detail"]
+        for k in ("detail", "error_kind"):
+            if result.get(k):
+                row[k] = result[k]
         if sid:
             log = copy / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
             if log.is_file() and not log.is_symlink():
