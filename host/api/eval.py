@@ -156,6 +156,7 @@ class _Eval:
 
 def functions(ctx):
     from ..eval import loader, results
+    from ..eval.attempt import kind_of
 
     suites: dict[str, Any] = {}
     state: dict = {}
@@ -181,7 +182,7 @@ def functions(ctx):
         s.from_project = project
         suites[str(path)] = s
         return {"name": s.name, "path": str(path), "project": project, "origin": origin or ("project" if project else "path"),
-                "tasks": [{"id": t.id, "kind": t.check.kind, "prompt": t.prompt, "tags": list(t.tags),
+                "tasks": [{"id": t.id, "kind": kind_of(t), "prompt": t.prompt, "tags": list(t.tags),
                            "commands": bool(t.check.run or t.setup)} for t in s.tasks]}
 
     def start(opts):

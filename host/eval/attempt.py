@@ -96,6 +96,11 @@ def check(task, copy: Path, answer: str | None, setup=None) -> dict:
     return {"passed": bool(ok), "detail": why}
 
 
+def kind_of(task) -> str:
+    """A task is a change when its check runs commands, else a question (docs/eval.md)."""
+    return "change" if getattr(task.check, "run", None) else "question"
+
+
 def base_row(spec: Spec) -> dict:
     return {"key": spec.key, "task": spec.task.id, "cell": spec.cell, "trial": spec.trial,
-            "kind": spec.task.check.kind, **{k: v for k, v in spec.info.items() if k not in ("key",)}}
+            "kind": kind_of(spec.task), **{k: v for k, v in spec.info.items() if k not in ("key",)}}
