@@ -12,9 +12,7 @@ like ``validate_commands``; ``start`` refuses them otherwise (kind ``denied``).
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,133 +27,9 @@ def _inside(p: Path, d: Path) -> bool:
         return False
 
 
-class _Eval:
-    """One eval run of this process: the runner, the progress display, rows waiting for a verdict."""
-
-    def __init__(self, ctx, suite, opts: dict):
-        from ..eval import attempt as att
-        from ..eval import executors, progress, results, runner
-        from ..tools.sandbox import setup_from_config
-
-        self.ctx = ctx
-        self.out = Path(opts["out"]).resolve()
-        self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
-        resume = bool(opts.get("resume"))
-        file = self.out / results.FILE
-        if resume and not file.exists() and not (self.out / "run.json").exists():
-            raise MossError(f"--resume: no eval in {self.out} (no attempts.jsonl, no run.json)", kind="not_found")
-        if file.exists() and not resume:
-            raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
-                            f"or another --out", kind="usage")
-        (self.out / "logs").mkdir(parents=True, exist_ok=True)
-        before = results.read(file) if file.exists() else []
-        done = results.finished(before)
-        tasks = {t.id: t for t in suite.tasks}
-        specs, seen = [], set()
-        for a in opts.get("attempts") or []:
-            if not isinstance(a, dict) or not isinstance(a.get("key"), str):
-                raise MossError("eval.start: each attempt needs a string key", kind="usage")
-            if a["key"] in seen:
-                raise MossError(f"eval.start: attempt {a['key']!r} appears twice", kind="usage")
-            seen.add(a["key"])
-            task = tasks.get(a.get("task"))
-            if task is None:
-                raise MossError(f"eval.start: no task {a.get('task')!r} in suite {suite.name}", kind="usage")
-            if a["key"] in done:
-                continue
-            variant = a.get("variant") or None
-            specs.append(att.Spec(key=a["key"], task=task, cell=str(a.get("cell") or "default"),
-                                  trial=int(a.get("trial") or 1), args=[str(w) for w in a.get("args") or []],
-                                  variant=Path(variant).resolve() if variant else None,
-                                  info=dict(a.get("info") or {})))
-        self.total = len(seen)
-        self.skipped = self.total - len(specs)
-        counted = [r for r in done.values() if r["key"] in seen]
-        trust = ctx.trust
-        cls = executors.executor(opts.get("executor") or "local")
-        self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is None or trust.trusted),
-                            logs=self.out / "logs", setup=setup_from_config(ctx.user_config, ctx.config))
-        self.progress = progress.Progress(self.total, title=str(opts.get("title") or f"eval {suite.name}"),
-                                          done=len(counted))
-        for r in counted:
-            self.progress.seed(r)
-        self.runner = runner.Runner(specs, self.executor, jobs=int(opts.get("jobs") or 1),
-                                    max_cost=opts.get("max_cost"), max_tokens=opts.get("max_tokens"),
-                                    spent_cost=sum(float(r.get("cost") or 0) for r in counted),
-                                    spent_tokens=sum(int(r.get("tokens") or 0) for r in counted),
-                                    progress=self.progress)
-        self.waiting: dict[str, dict] = {}
-        meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "suite": str(suite.path),
-                "args": list(ctx.args), "attempts": self.total, **(opts.get("meta") or {})}
-        from ..tools import safefs
-
-        safefs.replace_file(self.out / ("run.json" if not resume else "resume.json"), json.dumps(meta, indent=2) + "\n")
-        self.runner.start()
-
-    def next(self):
-        try:
-            row = self.runner.next()
-        except KeyboardInterrupt:
-            self.close()
-            raise
-        if row is None:
-            return None
-        self.waiting[row["key"]] = row
-        return row
-
-    def record(self, key: str, verdict: dict) -> dict:
-        from ..eval import copies, results
-
-        row = self.waiting.pop(key, None)
-        if row is None:
-            raise MossError(f"eval.record: no ended attempt {key!r} waits for a verdict", kind="usage")
-        passed = verdict.get("passed")
-        row["passed"] = passed if isinstance(passed, bool) else None
-        if verdict.get("verdict"):
-            row["verdict"] = str(verdict["verdict"])
-        home = row.pop("home", None)
-        copy = row.pop("copy", None)
-        if isinstance(row.get("answer"), str) and len(row["answer"]) > 2000:
-            row["answer"] = row["answer"][:2000] + " [cut]"
-        keep = self.keep or (self.keep_failed and row["passed"] is False)
-        row["kept"] = copy if keep and copy else None
-        if not keep:
-            copies.remove(home)
-        results.append(self.out, row)
-        self.progress.ended(row)
-        return row
-
-    def finish(self) -> dict:
-        from ..eval import results
-
-        for key in list(self.waiting):  # ended, never judged: recorded as not counted
-            self.record(key, {})
-        self.progress.close()
-        self.executor.close()
-        rows = results.read(self.out) if (self.out / results.FILE).exists() else []
-        return {"out": str(self.out), "file": str(self.out / results.FILE), "rows": rows,
-                "stopped": self.runner.stop_reason, "not_run": self.runner.not_started, "peak": self.runner.peak,
-                "total": self.total, "skipped": self.skipped}
-
-    def close(self) -> None:
-        """Ctrl-C or the script ended early: stop what runs (their attempts go again on --resume),
-        remove their copies, put the display away."""
-        from ..eval import copies
-
-        if self.runner.stop_reason is None:
-            self.runner.stop("interrupted")
-        for row in self.runner.drain():
-            if not self.keep:
-                copies.remove(row.get("home"))
-        for row in self.waiting.values():
-            copies.remove(row.get("home"))
-        self.waiting.clear()
-        self.progress.close()
-        self.executor.close()
-
-
 def functions(ctx):
     from ..eval import loader, results
+    from ..eval.session import EvalRun
     from ..eval.attempt import kind_of
 
     suites: dict[str, Any] = {}
@@ -199,13 +73,13 @@ def functions(ctx):
                             f"for this run)", kind="denied")
         if not opts.get("out"):
             raise MossError("eval.start: opts.out (the results folder) is required", kind="usage")
-        run = _Eval(ctx, s, opts)
+        run = EvalRun(ctx, s, opts)
         state["run"] = run
         ctx.services["eval"] = run
         return {"out": str(run.out), "total": run.total, "skipped": run.skipped,
                 "to_run": run.total - run.skipped}
 
-    def _run() -> _Eval:
+    def _run() -> EvalRun:
         run = state.get("run")
         if run is None:
             raise MossError("no eval is running: call moss.eval.start first", kind="usage")
