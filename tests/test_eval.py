@@ -135,7 +135,8 @@ def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the
 def test_the_budget_stops_the_eval_and_the_running_attempt_cleanly(project, api):
     """One budget for the whole eval: the first attempt to end spends more than `--max-tokens`,
     so the attempt still waiting for the model is stopped (SIGINT, it exits 130) and recorded as
-    `budget`, and the two attempts never started are not run. Exit 1 says the eval stopped early."""
+    `budget`, and the two attempts never started are not run. Exit 1 says the eval stopped early.
+    A resume with more budget runs the rest, the stopped attempt included."""
     eval_project(project)
     release = threading.Event()
     order = {"n": 0}
@@ -163,6 +164,13 @@ def test_the_budget_stops_the_eval_and_the_running_attempt_cleanly(project, api)
     assert len(rows) == 2
     stopped = [row for row in rows if row.get("exit") == 130]
     assert len(stopped) == 1 and stopped[0]["reason"] == "budget" and stopped[0]["passed"] is None
+    # with more budget, a resume runs what the budget stopped or never started; each counts once
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--resume", str(out), "--json",
+                     env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert cell["attempts"] == 4 and cell["n"] + cell["not_counted"] == 4
+    assert {row["task"] for row in rows_of(out) if row["reason"] != "budget"} == set(TASK_OF.values())
 
 
 @needs_bwrap

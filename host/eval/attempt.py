@@ -92,7 +92,8 @@ def check(task, copy: Path, answer: str | None, setup=None) -> dict:
     if c.run:
         ok, why = run_commands(list(c.run), copy, setup)
     else:
-        ok, why = loader.check_answer(c, answer)
+        got = loader.check_answer(c, answer)
+        ok, why = got if isinstance(got, tuple) else (bool(got), "" if got else "wrong answer")
     return {"passed": bool(ok), "detail": why}
 
 
