@@ -12,6 +12,7 @@ local M = {}
 local HELP = [[
 usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [results]
        moss eval compare A.jsonl B.jsonl [--fail-if worse] [--json]
+       moss eval compare RESULTS          (one eval of two cells: the first is A)
 
 Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
 builtin) in every cell of the matrix, each attempt in a fresh copy of the task's repository.
@@ -242,25 +243,41 @@ end
 
 --- compare: pair the counted attempts of A and B on (task, trial), name the flips, and test.
 function M.compare(opts, files)
-  if #files ~= 2 then moss.error("usage", "compare takes two results files: moss eval compare A.jsonl B.jsonl", 0) end
-  local function load(path)
-    local by, cells = {}, {}
+  if #files < 1 or #files > 2 then
+    moss.error("usage", "compare takes two results files (one cell each), or one holding two cells: " ..
+      "moss eval compare A.jsonl B.jsonl", 0)
+  end
+  -- the counted attempts of a file, per cell (in the order cells first appear): cell -> "task|trial" -> row
+  local function cells_of(path)
+    local by, order = {}, {}
     for _, row in ipairs(moss.eval.read(path)) do
       if row.passed ~= nil and row.reason ~= "budget" and row.reason ~= "interrupted" then
-        cells[row.cell] = true
-        by[row.task .. "|" .. tostring(row.trial)] = row
+        if not by[row.cell] then by[row.cell] = {}; order[#order + 1] = row.cell end
+        by[row.cell][row.task .. "|" .. tostring(row.trial)] = row
       end
     end
-    local names = {}
-    for c in pairs(cells) do names[#names + 1] = c end
-    if #names > 1 then
-      table.sort(names)
-      moss.error("usage", path .. " holds " .. #names .. " cells (" .. table.concat(names, ", ") ..
-        "): compare runs of one cell each", 0)
-    end
-    return by
+    return by, order
   end
-  local a, b = load(files[1]), load(files[2])
+  local function one(path)
+    local by, order = cells_of(path)
+    if #order ~= 1 then
+      moss.error("usage", path .. " holds " .. #order .. " cells (" .. table.concat(order, ", ") ..
+        "): compare two files of one cell each, or one file of two cells", 0)
+    end
+    return by[order[1]]
+  end
+  local a, b
+  if #files == 1 then
+    local by, order = cells_of(files[1])
+    if #order ~= 2 then
+      moss.error("usage", files[1] .. " holds " .. #order .. " cells (" .. table.concat(order, ", ") ..
+        "): with one file, compare needs exactly two", 0)
+    end
+    print(("A = %s, B = %s"):format(order[1], order[2]))
+    a, b = by[order[1]], by[order[2]]
+  else
+    a, b = one(files[1]), one(files[2])
+  end
   local both, only_a, only_b, pairs_n = 0, {}, {}, 0
   local keys = {}
   for k in pairs(a) do if b[k] then keys[#keys + 1] = k end end

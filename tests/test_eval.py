@@ -268,7 +268,8 @@ def test_compare_names_the_flipped_tasks_and_gives_one_verdict(project):
     """Eight tasks: A passed one, B passed all eight. compare names the seven B fixed, runs the
     exact McNemar test on the paired tasks (p = 2/128) and says B is better; the same files the
     other way round say worse, and `--fail-if worse` turns that into exit 1 for CI. An
-    attempt that does not count (null) is left out of the pairs."""
+    attempt that does not count (null) is left out of the pairs. One file of two cells compares
+    its first cell (A) with its second (B)."""
     tasks = [f"t{i}" for i in range(1, 9)]
     a = _results(project.root / "a.jsonl", {t: t == "t1" for t in tasks} | {"t9": None}, "base")
     b = _results(project.root / "b.jsonl", {t: True for t in tasks} | {"t9": True}, "terse")
@@ -283,6 +284,11 @@ def test_compare_names_the_flipped_tasks_and_gives_one_verdict(project):
     assert out["verdict"] == "worse" and out["broke"] == [f"{t} trial 1" for t in tasks[1:]]
     same = project.moss("eval", "compare", str(a), str(a), "--fail-if", "worse", timeout=60)
     assert same.returncode == 0 and "no detectable difference between A and B" in same.stdout
+    # one eval of two cells (base and a variant), as `moss eval SUITE --variant base= --variant x=DIR` writes
+    both = project.root / "both.jsonl"
+    both.write_text(a.read_text() + b.read_text())
+    r = project.moss("eval", "compare", str(both), timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("A = base, B = terse\n") and "B is better than A" in r.stdout
 
 
 def test_a_repositorys_own_moss_folder_never_reaches_an_attempt(project, api, tmp_path):
