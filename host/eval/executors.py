@@ -147,7 +147,7 @@ class LocalAttempts(AttemptExecutor):
         if spec.max_tokens is not None:
             argv += ["--max-tokens", str(int(spec.max_tokens))]
         argv += ["--", spec.task.prompt]
-        safe = spec.key.replace("|", "--").replace("/", "_")
+        safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in spec.key.replace("|", "--"))
         stderr_path = self.logs / f"{safe}.stderr"
         env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
         with open(stderr_path, "wb") as err:
