@@ -233,8 +233,8 @@ function M.run(opts, rest)
     moss.ui.print(("suite error: task %s: %s"):format(task, why), { style = "red" })
   end
   if done.stopped == "budget" then
-    moss.ui.print(("budget reached: %d attempts not run; raise --max-cost/--max-tokens and " ..
-      "`moss eval ... --resume %s` to go on"):format(done.not_run, done.out), { style = "yellow" })
+    moss.ui.print(("budget reached: %d attempts not run, %d stopped; raise --max-cost/--max-tokens and " ..
+      "`moss eval ... --resume %s` to go on"):format(done.not_run, done.budget_cut, done.out), { style = "yellow" })
   end
   moss.ui.print("results: " .. done.file, { style = "dim" })
   if done.stopped or next(suite_errors) then return 1 end

@@ -45,7 +45,7 @@ class Runner:
     # ---- running ----------------------------------------------------------------------------
     def start(self) -> None:
         with self._lock:
-            if self._over():
+            if self._over() and self.pending:
                 self.stop_reason = "budget"
         for n in range(min(self.jobs, len(self.pending))):
             t = threading.Thread(target=self._worker, name=f"moss-eval-{n}", daemon=True)
@@ -55,9 +55,10 @@ class Runner:
     def _worker(self) -> None:
         while True:
             with self._lock:
-                if self.stop_reason is None and self._over():
-                    self._stop_locked("budget")
                 if self.stop_reason is not None or not self.pending:
+                    return
+                if self._over():
+                    self._stop_locked("budget")
                     return
                 spec = self.pending.popleft()
                 if self.max_cost is not None:
@@ -81,8 +82,8 @@ class Runner:
                     row["reason"] = control.reason
                 elif row.get("reason") == "budget":
                     pass  # the attempt's own share of the budget ran out
-                if self.stop_reason is None and self._over():
-                    self._stop_locked("budget")
+                if self.stop_reason is None and self._over() and (self.pending or self.running):
+                    self._stop_locked("budget")  # spent: nothing more starts, what runs is stopped
             self._results.put(row)
 
     def next(self) -> dict | None:

@@ -70,6 +70,7 @@ class EvalRun:
                                     spent_tokens=sum(int(r.get("tokens") or 0) for r in counted),
                                     progress=self.progress)
         self.waiting: dict[str, dict] = {}
+        self.budget_cut = 0  # attempts of this run that ended for the budget (they run again on --resume)
         meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "suite": str(suite.path),
                 "args": list(ctx.args), "attempts": self.total, **(opts.get("meta") or {})}
         safefs.replace_file(self.out / ("run.json" if not resume else "resume.json"), json.dumps(meta, indent=2) + "\n")
@@ -103,6 +104,8 @@ class EvalRun:
         if not keep:
             copies.remove(home)
         results.append(self.out, row)
+        if row.get("reason") == "budget":
+            self.budget_cut += 1
         self.progress.ended(row)
         return row
 
@@ -113,8 +116,8 @@ class EvalRun:
         self.executor.close()
         rows = results.read(self.out) if (self.out / results.FILE).exists() else []
         return {"out": str(self.out), "file": str(self.out / results.FILE), "rows": rows,
-                "stopped": self.runner.stop_reason, "not_run": self.runner.not_started, "peak": self.runner.peak,
-                "total": self.total, "skipped": self.skipped}
+                "stopped": self.runner.stop_reason or ("budget" if self.budget_cut else None), "not_run": self.runner.not_started, "peak": self.runner.peak,
+                "total": self.total, "skipped": self.skipped, "budget_cut": self.budget_cut}
 
     def close(self) -> None:
         """Ctrl-C or the script ended early: stop what runs (their attempts go again on --resume),

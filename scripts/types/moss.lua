@@ -544,7 +544,7 @@ function moss.eval.next() end
 function moss.eval.record(key, verdict) end
 
 --- end the eval: `{out, file, rows (every line, earlier runs' too), stopped ("budget"|nil),
---- not_run, peak (most attempts at once), total, skipped}`
+--- not_run, budget_cut (attempts the budget stopped), peak (most attempts at once), total, skipped}`
 ---@return table
 function moss.eval.finish() end
 
