@@ -361,3 +361,30 @@ def test_an_agent_that_cannot_start_counts_neither_way(project, api):
     rows = rows_of(out)
     assert all(row["exit"] == 2 and row["passed"] is None for row in rows)
     assert "nosuchrole" in rows[0]["verdict"]
+
+
+def test_a_suite_cannot_copy_a_folder_from_outside_its_own(project, api, tmp_path):
+    """A question-only suite needs no trust (it runs no commands), so a cloned repository could
+    bring one whose `repo` points elsewhere (`../..`, a link to your home) to have the agent
+    read, and send to the model, files that are not the project's. A task's repository must lie
+    in the suite's folder, links followed: otherwise nothing runs (exit 2, named)."""
+    secret = tmp_path / "private"
+    secret.mkdir()
+    (secret / "key.txt").write_text("do not send\n")
+    project.write("suite/suite.toml", """
+        [[task]]
+        id = "peek"
+        repo = "../../private"
+        prompt = "What is in key.txt?"
+        [task.check]
+        answer = "do not send"
+    """)
+    (project.root / "suite" / "linked").symlink_to(secret)
+    api.push(*[model] * 5)
+    r = project.moss("eval", "suite", env=api.env(), timeout=60)
+    assert r.returncode == 2 and "outside the suite's folder" in r.stderr, r.stderr
+    (project.root / "suite/suite.toml").write_text((project.root / "suite/suite.toml").read_text()
+                                                   .replace("../../private", "linked"))
+    r = project.moss("eval", "suite", env=api.env(), timeout=60)
+    assert r.returncode == 2 and "outside the suite's folder" in r.stderr, r.stderr
+    assert not [q for q in api.requests if q.body is not None]

@@ -52,6 +52,12 @@ def functions(ctx):
     def suite(spec):
         path, origin = find_suite(str(spec))
         s = loader.load_suite(path)
+        where = Path(s.path).resolve()
+        home = where if where.is_dir() else where.parent
+        for t in s.tasks:  # a suite shares only what lies beside it (a cloned one must not copy ~/.ssh)
+            if not _inside(Path(t.repo), home):
+                raise MossError(f"suite {s.name}: task {t.id}'s repo {t.repo} is outside the suite's folder "
+                                f"{home} (links followed); a task's repository must lie beside its suite", kind="denied")
         project = origin == "project" or (origin == "" and _inside(path, Path(ctx.root)))
         s.from_project = project
         suites[str(path)] = s
