@@ -388,3 +388,18 @@ def test_a_suite_cannot_copy_a_folder_from_outside_its_own(project, api, tmp_pat
     r = project.moss("eval", "suite", env=api.env(), timeout=60)
     assert r.returncode == 2 and "outside the suite's folder" in r.stderr, r.stderr
     assert not [q for q in api.requests if q.body is not None]
+
+
+def test_results_are_never_written_through_a_link_planted_under_moss(project, api, tmp_path):
+    """A cloned repository that plants `.moss/eval` as a link to somewhere else does not get
+    moss's results written there: the default results folder is reached from the project's
+    root without following links, and the eval stops, naming it, before any attempt."""
+    eval_project(project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project.root / ".moss" / "eval").symlink_to(elsewhere)
+    api.push(*[model] * 5)
+    r = project.moss("eval", "suite", "--machine", "v1", env=api.env(), timeout=60)
+    assert r.returncode == 2 and ".moss/eval" in r.stderr, r.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert not [q for q in api.requests if q.body is not None]

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from ..errors import MossError
 from ..llm.usage import total_tokens
-from ..tools import procs, safefs
+from ..tools import procs
 from . import attempt as att
-from . import copies
+from . import copies, results
 
 KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
 
@@ -150,7 +150,7 @@ class LocalAttempts(AttemptExecutor):
         safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in spec.key.replace("|", "--"))
         stderr_path = self.logs / f"{safe}.stderr"
         env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
-        with open(stderr_path, "wb") as err:
+        with results.open_log(stderr_path) as err:
             proc = subprocess.Popen(argv, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=err, start_new_session=True, preexec_fn=_die_with_parent)
 
@@ -202,6 +202,6 @@ class LocalAttempts(AttemptExecutor):
             log = copy / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
             if log.is_file() and not log.is_symlink():
                 kept = self.logs / f"{safe}.jsonl"
-                safefs.replace_file(kept, log.read_bytes())
+                results.write(kept, log.read_bytes())
                 row["log"] = str(kept)
         return result

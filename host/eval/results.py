@@ -16,16 +16,56 @@ import json
 import math
 from pathlib import Path
 
+from .. import storage
 from ..errors import MossError
 from ..tools import safefs
 
 FILE = "attempts.jsonl"
 UNFINISHED = ("budget", "interrupted")
 Z95 = 1.959963984540054
+MAX_READ = 1 << 30
+
+
+# ---- the files: under a project's .moss/ (the default) from its held root, never through a
+# link the repository planted there (moss.storage); elsewhere (an --out you chose) by name.
+def _moss(path: Path) -> bool:
+    return ".moss" in Path(path).parts
+
+
+def mkdir(path: Path) -> None:
+    if _moss(path):
+        storage.ensure_dir(Path(path))
+    else:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def write(path: Path, data: str | bytes) -> None:
+    if _moss(path):
+        storage.write_atomic(Path(path), data)
+    else:
+        safefs.replace_file(path, data)
 
 
 def append(out: Path, row: dict) -> None:
-    safefs.append_file(Path(out) / FILE, json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    line = (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    path = Path(out) / FILE
+    if _moss(path):
+        storage.append_bytes(path, line)
+    else:
+        safefs.append_file(path, line)
+
+
+def open_log(path: Path):
+    """A log file kept open for a process to write to (an attempt's stderr), appended to."""
+    if _moss(path):
+        return storage.open_append(Path(path))
+    return open(path, "a", encoding="utf-8")
+
+
+def _read_text(path: Path) -> str:
+    if _moss(path):
+        return storage.read_text(path, MAX_READ)
+    return path.read_text(encoding="utf-8")
 
 
 def read(path: Path) -> list[dict]:
@@ -36,7 +76,7 @@ def read(path: Path) -> list[dict]:
     if not path.is_file():
         raise MossError(f"no eval results at {path}", kind="not_found")
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in _read_text(path).splitlines():
         if not line.strip():
             continue
         try:

@@ -7,11 +7,11 @@ runs, so its attempts run again on ``--resume``."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 from ..errors import MossError
-from ..tools import safefs
 from . import attempt as att
 from . import copies, executors, progress, results, runner
 
@@ -23,7 +23,7 @@ class EvalRun:
         from ..tools.sandbox import setup_from_config
 
         self.ctx = ctx
-        self.out = Path(opts["out"]).resolve()
+        self.out = Path(os.path.abspath(opts["out"]))  # not resolved: a link under .moss/ is refused, not followed
         self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
         resume = bool(opts.get("resume"))
         file = self.out / results.FILE
@@ -32,7 +32,7 @@ class EvalRun:
         if file.exists() and not resume:
             raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
                             f"or another --out", kind="usage")
-        (self.out / "logs").mkdir(parents=True, exist_ok=True)
+        results.mkdir(self.out / "logs")
         before = results.read(file) if file.exists() else []
         done = results.finished(before)
         tasks = {t.id: t for t in suite.tasks}
@@ -73,7 +73,7 @@ class EvalRun:
         self.budget_cut = 0  # attempts of this run that ended for the budget (they run again on --resume)
         meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "suite": str(suite.path),
                 "args": list(ctx.args), "attempts": self.total, **(opts.get("meta") or {})}
-        safefs.replace_file(self.out / ("run.json" if not resume else "resume.json"), json.dumps(meta, indent=2) + "\n")
+        results.write(self.out / ("run.json" if not resume else "resume.json"), json.dumps(meta, indent=2) + "\n")
         self.runner.start()
 
     def next(self):
