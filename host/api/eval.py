@@ -59,8 +59,7 @@ def functions(ctx):
                 raise MossError(f"suite {s.name}: task {t.id}'s repo {t.repo} is outside the suite's folder "
                                 f"{home} (links followed); a task's repository must lie beside its suite", kind="denied")
         project = origin == "project" or (origin == "" and _inside(path, Path(ctx.root)))
-        s.from_project = project
-        suites[str(path)] = s
+        suites[str(path)] = (s, project)
         return {"name": s.name, "path": str(path), "project": project, "origin": origin or ("project" if project else "path"),
                 "tasks": [{"id": t.id, "kind": kind_of(t), "prompt": t.prompt, "tags": list(t.tags),
                            "commands": bool(t.check.run or t.setup)} for t in s.tasks]}
@@ -69,11 +68,11 @@ def functions(ctx):
         opts = dict(opts or {})
         if state.get("run") is not None:
             raise MossError("eval.start: an eval is already running in this script", kind="usage")
-        s = suites.get(str(opts.get("suite")))
+        s, from_project = suites.get(str(opts.get("suite")), (None, False))
         if s is None:
             raise MossError("eval.start: opts.suite must be the path moss.eval.suite returned", kind="usage")
-        trusted = ctx.trust is None or ctx.trust.trusted
-        if getattr(s, "from_project", False) and not trusted and any(t.check.run or t.setup for t in s.tasks):
+        trusted = ctx.trust is not None and ctx.trust.trusted
+        if from_project and not trusted and any(t.check.run or getattr(t, "setup", None) for t in s.tasks):
             raise MossError(f"the suite {s.path} is this project's content, and its setup and check commands "
                             f"run only once you trust the project: review it with `moss trust` (or pass --trust "
                             f"for this run)", kind="denied")

@@ -58,7 +58,7 @@ class EvalRun:
         counted = [r for r in done.values() if r["key"] in seen]
         trust = ctx.trust
         cls = executors.executor(opts.get("executor") or "local")
-        self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is None or trust.trusted),
+        self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is not None and trust.trusted),
                             logs=self.out / "logs", setup=setup_from_config(ctx.user_config, ctx.config))
         self.progress = progress.Progress(self.total, title=str(opts.get("title") or f"eval {suite.name}"),
                                           done=len(counted))
