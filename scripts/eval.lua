@@ -315,11 +315,12 @@ function M.main(args)
     return 2
   end
   if opts.help then print(HELP) return 0 end
+  local run = M.run
   if rest[1] == "compare" then
     table.remove(rest, 1)
-    return M.compare(opts, rest)
+    run = M.compare
   end
-  local okr, code = pcall(M.run, opts, rest)
+  local okr, code = pcall(run, opts, rest)
   if not okr then
     local kind = moss.error_kind(code)
     if kind == "interrupted" then error(code, 0) end

@@ -72,7 +72,7 @@ def names() -> tuple[str, ...]:
 def executor(name: str) -> type[AttemptExecutor]:
     cls = _REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise MossError(f"eval: executor must be one of {', '.join(_REGISTRY)}, got {name!r}", kind="usage")
+        raise MossError(f"--executor must be one of {', '.join(_REGISTRY)}, got {name!r}", kind="usage")
     return cls
 
 

@@ -23,6 +23,7 @@ class EvalRun:
         from ..tools.sandbox import setup_from_config
 
         self.ctx = ctx
+        cls = executors.executor(opts.get("executor") or "local")
         self.out = Path(os.path.abspath(opts["out"]))  # not resolved: a link under .moss/ is refused, not followed
         self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
         resume = bool(opts.get("resume"))
@@ -57,7 +58,6 @@ class EvalRun:
         self.skipped = self.total - len(specs)
         counted = [r for r in done.values() if r["key"] in seen]
         trust = ctx.trust
-        cls = executors.executor(opts.get("executor") or "local")
         self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is not None and trust.trusted),
                             logs=self.out / "logs", setup=setup_from_config(ctx.user_config, ctx.config))
         self.progress = progress.Progress(self.total, title=str(opts.get("title") or f"eval {suite.name}"),
