@@ -248,6 +248,9 @@ def test_a_task_whose_check_already_passes_is_a_suite_error_not_a_pass(project, 
     (["suite", "--variant", "nope"], "--variant takes NAME=PATH"),
     (["suite", "--trials", "0"], "--trials must be a whole number"),
     (["nosuchsuite"], "no suite 'nosuchsuite'"),
+    (["suite", "--executor", "fleet"], "--executor must be one of local, got 'fleet'"),
+    (["compare", "nope.jsonl", "nope.jsonl"], "no eval results at nope.jsonl"),
+    (["suite", "--resume", "nowhere"], "--resume: no eval in"),
 ])
 def test_bad_input_is_one_clear_line(project, words, message):
     """A mistake on the command line is named, exit 2, before anything runs."""
