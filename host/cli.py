@@ -514,6 +514,24 @@ def _run_lua(name: str, words: list[str]) -> None:
     raise SystemExit(run_script(name, words))
 
 
+EVAL_HELP = """Run a suite of tasks across a matrix of cells; say how often the agent succeeded.
+
+\b
+  moss eval builtin --variant base= --variant terse=./terse -j 4 --max-cost 2
+  moss eval --resume .moss/eval/RUN_ID builtin --variant base= --variant terse=./terse
+  moss eval compare A/attempts.jsonl B/attempts.jsonl --fail-if worse
+`moss eval --help` lists every option; docs/eval.md says how to write a suite. What an
+attempt is and what counts as a pass is Lua: scripts/eval.lua (override it like any script).
+"""
+
+
+@cli.command("eval", help=EVAL_HELP, add_help_option=False,
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("words", nargs=-1, type=click.UNPROCESSED)
+def eval_cmd(words):
+    _run_lua("eval", list(words))
+
+
 @cli.group("mcp")
 def mcp_group():
     """The Model Context Protocol: moss as an MCP server (`moss mcp serve`).

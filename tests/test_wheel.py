@@ -28,7 +28,8 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
                    "moss/scripts/eval/suites/builtin/repos/pyledger/tests/__init__.py",
                    "moss/scripts/eval/suites/builtin/repos/pyledger/data/sample.csv",
                    "moss/scripts/eval/suites/builtin/repos/shtodo/todo.sh",
-                   "moss/scripts/eval/suites/builtin/repos/shtodo/todo.conf"):
+                   "moss/scripts/eval/suites/builtin/repos/shtodo/todo.conf",
+                   "moss/scripts/eval.lua", "moss/eval/runner.py", "moss/eval/executors.py", "moss/api/eval.py"):
         assert needed in names, needed
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 

@@ -7,6 +7,7 @@
 --     { "-n", "--non-interactive", type = "flag", key = "non_interactive" },
 --   })
 --
+-- A spec with `multiple = true` may be given again; its value is then the list of them.
 -- Unknown flags are an error (a typo should not silently become part of the task).
 local M = {}
 
@@ -61,7 +62,12 @@ function M.parse(args, spec)
             moss.error("usage", name .. " must be one of " .. table.concat(s.choices, ", ") .. "; got '" .. value .. "'", 2)
           end
         end
-        opts[key] = value
+        if s.multiple then
+          opts[key] = opts[key] or {}
+          table.insert(opts[key], value)
+        else
+          opts[key] = value
+        end
       end
     elseif word:sub(1, 1) == "-" and #word > 1 and not tonumber(word) then
       moss.error("usage", "unknown option " .. name .. " (see --help)", 2)

@@ -599,6 +599,101 @@ function moss.memory.files() end
 ---@return {file: string, changed: boolean, diff: string}
 function moss.memory.write(kind, text, opts) end
 
+---@class moss.EvalTask
+---@field id string
+---@field kind "question"|"change"
+---@field prompt string
+---@field tags string[]
+---@field commands boolean   # it has setup or check commands (project content: they need trust)
+
+---@class moss.EvalSuite
+---@field name string
+---@field path string        # what moss.eval.start's `suite` takes
+---@field project boolean    # the suite is the project's content (its commands need trust)
+---@field origin string      # "built-in" | "user" | "project" | "path"
+---@field tasks moss.EvalTask[]
+
+---@class moss.EvalAttempt
+---@field key string         # unique in the eval; what --resume matches on
+---@field task string        # a task id of the suite
+---@field cell string        # the cell's name
+---@field trial integer
+---@field args string[]      # words for `moss @agent` before the prompt (--machine, --role, --model, ...)
+---@field variant? string    # a folder laid over the copy's .moss/
+---@field info? table        # kept in the attempt's row (the cell's dimensions)
+
+---@class moss.eval
+moss.eval = {}
+
+--- load a suite: a folder with suite.toml, a .toml file, or a name under scripts/eval/suites/
+--- (project, user, then built-in folder, like any script)
+---
+--- Errors: `usage`, `denied`, `not_found`, `config`.
+---@param spec string
+---@return moss.EvalSuite
+function moss.eval.suite(spec) end
+
+--- start the attempts (in parallel, `jobs` at once, under one budget): each in a fresh copy of its
+--- task's repository in a temp folder, the agent a `moss @agent` subprocess there, then the check.
+--- With `resume`, attempts already in `out`'s attempts.jsonl are skipped. A project suite's
+--- commands are refused (`denied`) while the project is untrusted.
+---
+--- Errors: `usage`, `denied`, `not_found`, `config`.
+---@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, jobs?: integer, max_cost?: number, max_tokens?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, title?: string, meta?: table}
+---@return {out: string, total: integer, skipped: integer, to_run: integer}
+function moss.eval.start(opts) end
+
+--- wait for the next attempt to end; its raw row (`key, task, cell, trial, kind, reason, exit,
+--- success, answer, turns, tokens, cost, wall, session_id, log, check = {passed, detail}, detail`),
+--- or nil once all ended (or the budget stopped the rest)
+---
+--- Errors: `usage`.
+---@return table|nil
+function moss.eval.next() end
+
+--- the verdict on an ended attempt: `passed` true/false, or nil when it does not count; writes
+--- its line to attempts.jsonl and removes its copy (kept with opts keep / keep_failed); the row
+---
+--- Errors: `usage`, `denied`.
+---@param key string
+---@param verdict {passed?: boolean, verdict?: string}
+---@return table
+function moss.eval.record(key, verdict) end
+
+--- end the eval: `{out, file, rows (every line, earlier runs' too), stopped ("budget"|nil),
+--- not_run, budget_cut (attempts the budget stopped), peak (most attempts at once), total, skipped}`
+---
+--- Errors: `usage`, `denied`, `not_found`.
+---@return table
+function moss.eval.finish() end
+
+--- per cell: `{cell, attempts, n, passed, rate, ci_low, ci_high (95% Wilson), not_counted,
+--- mean_turns, mean_tokens, mean_cost, p50_wall, p90_wall}`
+---
+--- Errors: `usage`.
+---@param rows table[]
+---@return table[]
+function moss.eval.summary(rows) end
+
+--- the rows of an attempts.jsonl (or of the run folder holding one)
+---
+--- Errors: `usage`, `denied`, `not_found`.
+---@param path string
+---@return table[]
+function moss.eval.read(path) end
+
+--- the two-sided exact McNemar p-value for `b` pairs passed only in A and `c` only in B
+---
+--- Errors: `usage`.
+---@param b integer
+---@param c integer
+---@return number
+function moss.eval.mcnemar(b, c) end
+
+--- how many CPUs this machine has
+---@return integer
+function moss.eval.cpus() end
+
 ---@class moss.store
 moss.store = {}
 

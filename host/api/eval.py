@@ -1,0 +1,120 @@
+"""moss.eval: the mechanism of `moss eval` (host/eval/); the policy is scripts/eval.lua.
+
+The script loads a suite (``suite``), expands it into attempts, starts them (``start``), takes
+each as it ends (``next``) and says whether it passed (``record``, which writes its line and
+removes its copy), then reads the summary (``finish``, ``summary``). ``read`` and ``mcnemar``
+serve ``moss eval compare``.
+
+A suite inside the project (not moss's built-in one, not one in the user's own script folder)
+is the project's content: its setup and check commands run only when the project is trusted,
+like ``validate_commands``; ``start`` refuses them otherwise (kind ``denied``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import MossError
+
+
+def _inside(p: Path, d: Path) -> bool:
+    try:
+        p.resolve().relative_to(d.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def functions(ctx):
+    from ..eval import results, suite as suite_mod
+    from ..eval.session import EvalRun
+    from ..eval.attempt import kind_of
+
+    suites: dict[str, Any] = {}
+    state: dict = {}
+
+    def find_suite(spec: str) -> tuple[Path, str]:
+        p = Path(spec).expanduser()
+        if p.exists():
+            return p.resolve(), ""
+        if "/" not in spec and spec and ctx.runtime is not None:
+            for root in ctx.runtime.roots.roots:
+                cand = root.path / "eval" / "suites" / spec
+                if (cand / "suite.toml").is_file():
+                    return cand.resolve(), root.name
+                if cand.with_suffix(".toml").is_file():
+                    return cand.with_suffix(".toml").resolve(), root.name
+        raise MossError(f"no suite {spec!r}: give a folder with suite.toml, a .toml file, or a suite name "
+                        f"under scripts/eval/suites/ (e.g. builtin)", kind="not_found")
+
+    def suite(spec):
+        path, origin = find_suite(str(spec))
+        s = suite_mod.load_suite(path)
+        where = Path(s.path).resolve()
+        home = where if where.is_dir() else where.parent
+        for t in s.tasks:  # a suite shares only what lies beside it (a cloned one must not copy ~/.ssh)
+            if not _inside(Path(t.repo), home):
+                raise MossError(f"suite {s.name}: task {t.id}'s repo {t.repo} is outside the suite's folder "
+                                f"{home} (links followed); a task's repository must lie beside its suite", kind="denied")
+        project = origin == "project" or (origin == "" and _inside(path, Path(ctx.root)))
+        suites[str(path)] = (s, project)
+        return {"name": s.name, "path": str(path), "project": project, "origin": origin or ("project" if project else "path"),
+                "tasks": [{"id": t.id, "kind": kind_of(t), "prompt": t.prompt, "tags": list(t.tags),
+                           "commands": bool(t.check.run or t.setup)} for t in s.tasks]}
+
+    def start(opts):
+        opts = dict(opts or {})
+        if state.get("run") is not None:
+            raise MossError("eval.start: an eval is already running in this script", kind="usage")
+        s, from_project = suites.get(str(opts.get("suite")), (None, False))
+        if s is None:
+            raise MossError("eval.start: opts.suite must be the path moss.eval.suite returned", kind="usage")
+        trusted = ctx.trust is not None and ctx.trust.trusted
+        if from_project and not trusted and any(t.check.run or getattr(t, "setup", None) for t in s.tasks):
+            raise MossError(f"the suite {s.path} is this project's content, and its setup and check commands "
+                            f"run only once you trust the project: review it with `moss trust` (or pass --trust "
+                            f"for this run)", kind="denied")
+        if not opts.get("out"):
+            raise MossError("eval.start: opts.out (the results folder) is required", kind="usage")
+        run = EvalRun(ctx, s, opts)
+        state["run"] = run
+        ctx.services["eval"] = run
+        return {"out": str(run.out), "total": run.total, "skipped": run.skipped,
+                "to_run": run.total - run.skipped}
+
+    def _run() -> EvalRun:
+        run = state.get("run")
+        if run is None:
+            raise MossError("no eval is running: call moss.eval.start first", kind="usage")
+        return run
+
+    def next_():
+        return _run().next()
+
+    def record(key, verdict=None):
+        return _run().record(str(key), dict(verdict or {}))
+
+    def finish():
+        run = _run()
+        out = run.finish()
+        state["run"] = None
+        ctx.services.pop("eval", None)
+        return out
+
+    def summary(rows):
+        return results.summary(list(rows or []))
+
+    def read(path):
+        return results.read(Path(str(path)))
+
+    def mcnemar(b, c):
+        return results.mcnemar_exact(int(b), int(c))
+
+    def cpus():
+        return os.cpu_count() or 1
+
+    return {"eval.suite": suite, "eval.start": start, "eval.next": next_, "eval.record": record,
+            "eval.finish": finish, "eval.summary": summary, "eval.read": read, "eval.mcnemar": mcnemar,
+            "eval.cpus": cpus}

@@ -1,0 +1,106 @@
+"""One attempt, as mechanism: what it is (``Spec``), how it is told to stop (``Control``), and the
+checks around the agent (setup, ``fail_before``, the check after it).
+
+An attempt is (task, cell, trial). Its agent runs as ``moss @agent`` in the attempt's copy; how
+and where is an executor's job (host/eval/executors.py). The outcome is a plain dict, the
+``raw`` result that ``moss.eval.next()`` hands to the policy (scripts/eval.lua), which decides
+whether it passed:
+
+    key, task, cell, trial, kind ("question" | "change"),
+    reason      the agent's outcome (docs/agent.md), or "budget" / "interrupted" when the eval
+                stopped it, or "setup_error" / "suite_error" / "infra_error" when it never ran
+    exit, success, answer, turns, usage {input_tokens, output_tokens, cost_usd, ...},
+    tokens, cost, wall (seconds), session_id,
+    check       {passed, detail} (absent when no check ran), detail (what went wrong)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import MossError
+
+CHECK_TIMEOUT = 60.0
+
+
+@dataclass
+class Spec:
+    key: str
+    task: Any                  # a suite Task (id, repo, prompt, check, commit, setup)
+    cell: str                  # the cell's name
+    trial: int
+    args: list[str]            # the agent's words before the prompt (from the policy)
+    variant: Path | None = None
+    info: dict = field(default_factory=dict)  # the cell's dimensions, kept in the row
+    max_cost: float | None = None   # this attempt's share of the eval's budget (what is left)
+    max_tokens: int | None = None
+
+
+class Control:
+    """How the runner stops an attempt that is running: ``stop(reason)`` remembers why and
+    calls what the executor registered (``on_stop``) to make it end cleanly."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._stopper: Callable[[], None] | None = None
+        self._lock = threading.Lock()
+
+    def on_stop(self, fn: Callable[[], None] | None) -> None:
+        with self._lock:
+            self._stopper = fn
+            fire = fn is not None and self.reason is not None
+        if fire and fn is not None:
+            fn()
+
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            fn = self._stopper
+        if fn is not None:
+            fn()
+
+    @property
+    def stopped(self) -> bool:
+        return self.reason is not None
+
+
+def run_commands(cmds: list[str], copy: Path, setup=None) -> tuple[bool, str]:
+    """Run check or setup commands in the copy, sandboxed at ``edit``: (all exited 0, what failed)."""
+    from ..tools import shell
+
+    for cmd in cmds:
+        try:
+            r = shell.run(cmd, root=copy, access="edit", timeout=CHECK_TIMEOUT, max_chars=2000, setup=setup)
+        except MossError as e:
+            return False, f"{cmd}: {e.message}"
+        if r["code"] != 0:
+            tail = (r["stderr"] or r["stdout"]).strip().splitlines()[-3:]
+            why = "timed out" if r["timed_out"] else f"exit {r['code']}"
+            return False, f"{cmd}: {why}" + (f" ({' / '.join(tail)})" if tail else "")
+    return True, ""
+
+
+def check(task, copy: Path, answer: str | None, setup=None) -> dict:
+    """The task's check after the agent: {passed, detail}."""
+    from .suite import judge_answer
+
+    c = task.check
+    if c.run:
+        ok, why = run_commands(list(c.run), copy, setup)
+    else:
+        ok, why = judge_answer(c, answer)
+    return {"passed": bool(ok), "detail": why}
+
+
+def kind_of(task) -> str:
+    """A task is a change when its check runs commands, else a question (docs/eval.md)."""
+    return "change" if getattr(task.check, "run", None) else "question"
+
+
+def base_row(spec: Spec) -> dict:
+    return {"key": spec.key, "task": spec.task.id, "cell": spec.cell, "trial": spec.trial,
+            "kind": kind_of(spec.task), **{k: v for k, v in spec.info.items() if k not in ("key",)}}

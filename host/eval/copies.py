@@ -1,0 +1,98 @@
+"""An attempt's fresh copy of a task's repository, with its own ``.moss/``.
+
+The copy is made in a folder of its own under the system's temp folder, never in the user's
+tree: the task's ``repo`` folder copied (links kept as links), or, when the task names a
+``commit`` of a git repository, a clone with that commit checked out. Whatever ``.moss/`` the
+repository brought is dropped; the copy's ``.moss/`` holds exactly:
+
+1. the project's ``.moss/config.toml`` and ``.moss/scripts/``, only when the project is trusted
+   (the content the user vouched for; otherwise the attempt runs moss's built-in scripts with
+   the user's own config);
+2. the cell's variant folder laid over it: its ``config.toml`` merged key by key over the
+   project's, every other file put at the same path under ``.moss/`` (so ``scripts/roles/x.lua``
+   replaces that role). The user named the variant on the command line: it is theirs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import tomllib
+from pathlib import Path
+
+from ..errors import MossError
+from ..tools import safefs
+
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def new_home(key: str) -> Path:
+    """A fresh folder for one attempt (its copy goes in ``repo/`` below it)."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in key)[:60]
+    return Path(tempfile.mkdtemp(prefix=f"moss-eval-{safe}-"))
+
+
+def make(task, home: Path, *, project_root: Path, project_trusted: bool, variant: Path | None) -> Path:
+    """Make the copy of `task`'s repository in `home` and return its path."""
+    from .suite import copy_repo
+
+    dest = home / "repo"
+    if task.commit and not (Path(task.repo) / ".git").exists():
+        raise MossError(f"task {task.id}: commit {task.commit!r} given but {task.repo} is not a git repository",
+                        kind="config")
+    copy_repo(task, dest)  # links kept as links, `exclude` left out, a commit checked out with no hooks or filters
+    moss_dir = dest / ".moss"
+    if moss_dir.is_symlink() or moss_dir.is_file():
+        moss_dir.unlink()
+    elif moss_dir.exists():
+        shutil.rmtree(moss_dir)
+    moss_dir.mkdir()
+    config: dict = {}
+    if project_trusted:
+        src = Path(project_root) / ".moss"
+        if (src / "config.toml").is_file():
+            config = _toml(src / "config.toml")
+        if (src / "scripts").is_dir():
+            shutil.copytree(src / "scripts", moss_dir / "scripts", dirs_exist_ok=True, symlinks=True)
+    if variant is not None:
+        config = _overlay(Path(variant), moss_dir, config)
+    if config:
+        import tomli_w
+
+        safefs.replace_file(moss_dir / "config.toml", tomli_w.dumps(config))
+    safefs.replace_file(moss_dir / ".gitignore", "*\n")
+    return dest
+
+
+def remove(home: Path | None) -> None:
+    """Remove an attempt's folder (its copy included); a folder already gone is fine."""
+    if home is not None and Path(home).exists():
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _overlay(variant: Path, moss_dir: Path, config: dict) -> dict:
+    from ..config import deep_merge
+
+    if not variant.is_dir():
+        raise MossError(f"--variant: {variant} is not a folder", kind="usage")
+    for dirpath, _dirs, files in os.walk(variant):
+        for name in files:
+            src = Path(dirpath) / name
+            rel = src.relative_to(variant)
+            if rel == Path("config.toml"):
+                config = deep_merge(config, _toml(src))
+                continue
+            target = moss_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+    return config
+
+
+def _toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise MossError(f"{path}: not valid TOML ({e})", kind="config") from None
+
+

@@ -1,0 +1,207 @@
+"""How an attempt is carried out, chosen by name: ``executor("local")`` runs it on this machine.
+
+An executor gets a ``Spec`` (host/eval/attempt.py) and a ``Control`` and returns the raw
+result dict described there; ``run`` blocks (the runner calls it from one of its worker
+threads, at most ``-j`` at once) and must end soon after ``control.stop(reason)``, the agent
+stopped cleanly (SIGINT: its session keeps its checkpoint). Everything around it is the
+runner's and the same for every executor: the budget, the order, the JSONL file, the progress.
+
+A new executor (a Ray cluster: each attempt a job running the same ``moss @agent`` command in
+a copy made there) is a subclass with a ``name``, made known with ``@register``;
+``moss eval --executor NAME`` then reaches it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..errors import MossError
+from ..llm.usage import total_tokens
+from ..tools import procs
+from . import attempt as att
+from . import copies, results
+
+KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
+
+__all__ = ["AttemptExecutor", "LocalAttempts", "executor", "names", "register"]
+
+
+class AttemptExecutor:
+    """The interface. One instance per eval run; ``options`` are the run's (see Runner)."""
+
+    name = ""
+
+    def __init__(self, *, project_root: Path, project_trusted: bool, logs: Path, setup=None,
+                 keep_copies: bool = False, env: dict | None = None):
+        self.project_root = project_root
+        self.project_trusted = project_trusted
+        self.logs = logs              # where each attempt's session log and stderr are kept
+        self.setup = setup            # the user's [sandbox] setup for check commands
+        self.keep_copies = keep_copies
+        self.env = dict(env if env is not None else os.environ)
+
+    def run(self, spec: att.Spec, control: att.Control) -> dict:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """The eval ended: release what the executor holds."""
+
+
+_REGISTRY: dict[str, type[AttemptExecutor]] = {}
+
+
+def register(cls: type[AttemptExecutor]) -> type[AttemptExecutor]:
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"attempt executor name {cls.name!r} is empty or taken")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def executor(name: str) -> type[AttemptExecutor]:
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise MossError(f"--executor must be one of {', '.join(_REGISTRY)}, got {name!r}", kind="usage")
+    return cls
+
+
+_LIBC: ctypes.CDLL | None
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: nothing is imported between fork and exec
+except OSError:  # pragma: no cover
+    _LIBC = None
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """The agent ends when the thread that started it ends (the eval killed: SIGKILL leaves no
+    one to stop it): the kernel sends it SIGTERM."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@register
+class LocalAttempts(AttemptExecutor):
+    """Attempts on this machine: a copy under the temp folder, the agent as a subprocess in its
+    own session (so a Ctrl-C at the terminal reaches only the eval, which stops each cleanly)."""
+
+    name = "local"
+
+    def run(self, spec: att.Spec, control: att.Control) -> dict:
+        row = att.base_row(spec)
+        start = time.monotonic()
+        home = copies.new_home(spec.key)
+        row["home"] = str(home)
+        try:
+            copy = copies.make(spec.task, home, project_root=self.project_root,
+                               project_trusted=self.project_trusted, variant=spec.variant)
+            row["copy"] = str(copy)
+            self._attempt(spec, control, copy, row)
+        except MossError as e:
+            row.update(reason="infra_error", detail=e.message)
+        except OSError as e:
+            row.update(reason="infra_error", detail=f"{type(e).__name__}: {e}")
+        row["wall"] = round(time.monotonic() - start, 3)
+        return row
+
+    def _attempt(self, spec: att.Spec, control: att.Control, copy: Path, row: dict) -> None:
+        task = spec.task
+        if task.setup:
+            ok, why = att.run_commands(list(task.setup), copy, self.setup)
+            if not ok:
+                row.update(reason="setup_error", detail=f"setup failed: {why}")
+                return
+        if task.check.run and task.check.fail_before:
+            ok, _ = att.run_commands(list(task.check.run), copy, self.setup)
+            if ok:
+                row.update(reason="suite_error",
+                           detail="the check already passes before the agent ran (fail_before)")
+                return
+        if control.stopped:
+            row.update(reason=control.reason or "interrupted")
+            return
+        result = self._agent(spec, control, copy, row)
+        if control.stopped:
+            row.update(reason=control.reason or "interrupted")
+            return
+        if result is None:
+            return
+        row["check"] = att.check(task, copy, result.get("answer"), self.setup)
+
+    def _agent(self, spec: att.Spec, control: att.Control, copy: Path, row: dict) -> dict | None:
+        argv = [sys.executable, "-m", "moss", "@agent", "--output-format", "stream-json", "-n", "--trust",
+                *spec.args]
+        if spec.max_cost is not None:
+            argv += ["--max-cost", f"{spec.max_cost:.6f}"]
+        if spec.max_tokens is not None:
+            argv += ["--max-tokens", str(int(spec.max_tokens))]
+        argv += ["--", spec.task.prompt]
+        safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in spec.key.replace("|", "--"))
+        stderr_path = self.logs / f"{safe}.stderr"
+        env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
+        with results.open_log(stderr_path) as err:
+            proc = subprocess.Popen(argv, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=err, start_new_session=True, preexec_fn=_die_with_parent)
+
+            def interrupt() -> None:
+                try:
+                    os.kill(proc.pid, signal.SIGINT)
+                except ProcessLookupError:
+                    return
+                # an agent that does not end after SIGINT (stuck where Ctrl-C cannot reach) is killed
+                def kill() -> None:
+                    if proc.poll() is None:
+                        procs.signal_group(proc.pid, signal.SIGKILL)
+
+                timer = threading.Timer(KILL_AFTER, kill)
+                timer.daemon = True
+                timer.start()
+
+            control.on_stop(interrupt)
+            result, sid = None, None
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(ev, dict):
+                    continue
+                if ev.get("type") == "session_start" and not sid:
+                    sid = ev.get("session_id")
+                elif ev.get("type") == "result":
+                    result = ev
+            code = proc.wait()
+            control.on_stop(None)
+        row["exit"] = code
+        row["stderr"] = str(stderr_path)
+        if result is None:
+            row.update(reason="infra_error", detail=f"the agent ended (exit {code}) without a result")
+            return None
+        usage = result.get("usage") or {}
+        sid = result.get("session_id") or sid
+        row.update(reason=result.get("reason"), success=bool(result.get("success")), answer=result.get("answer"),
+                   turns=result.get("turns"), usage=usage, session_id=sid,
+                   tokens=total_tokens(usage),
+                   cost=float(usage.get("cost_usd", 0.0) or 0.0))
+        for k in ("detail", "error_kind"):
+            if result.get(k):
+                row[k] = result[k]
+        if sid:
+            log = copy / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
+            if log.is_file() and not log.is_symlink():
+                kept = self.logs / f"{safe}.jsonl"
+                results.write(kept, log.read_bytes())
+                row["log"] = str(kept)
+        return result

@@ -1,0 +1,102 @@
+"""What a person sees while an eval runs, on stderr: on a terminal a live panel (attempts done
+of the total, running, spend, and per cell the pass rate so far); piped, one plain line per
+attempt as it ends. stdout stays for the summary (a table, or JSON)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+
+def _fmt_tokens(n: float) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else f"{int(n)}"
+
+
+class Progress:
+    def __init__(self, total: int, *, title: str = "eval", done: int = 0, live: bool | None = None,
+                 stream=None):
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.done = done
+        self.running = 0
+        self.tokens = 0
+        self.cost = 0.0
+        self.title = title
+        self.cells: dict[str, list[int]] = {}  # cell -> [passed, counted]
+        self._lock = threading.Lock()
+        self.live = self.stream.isatty() if live is None else live
+        self._live = None
+        if self.live:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(self._render(), console=Console(file=self.stream), refresh_per_second=4,
+                              transient=False)
+            self._live.start()
+
+    def seed(self, row: dict) -> None:
+        """A row from before a resume: it counts in the cells' rates and the spend."""
+        with self._lock:
+            self._count(row)
+
+    def started(self, key: str) -> None:
+        with self._lock:
+            self.running += 1
+        self._refresh()
+
+    def ended(self, row: dict) -> None:
+        with self._lock:
+            self.running = max(0, self.running - 1)
+            self.done += 1
+            self._count(row)
+            line = self._line(row)
+        if self._live is None:
+            print(line, file=self.stream, flush=True)
+        self._refresh()
+
+    def note(self, text: str) -> None:
+        if self._live is not None:
+            self._live.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._refresh()
+            self._live.stop()
+            self._live = None
+
+    # ---- inside ------------------------------------------------------------------------
+    def _count(self, row: dict) -> None:
+        self.tokens += row.get("tokens") or 0
+        self.cost += row.get("cost") or 0.0
+        c = self.cells.setdefault(str(row.get("cell")), [0, 0])
+        if isinstance(row.get("passed"), bool):
+            c[1] += 1
+            c[0] += 1 if row["passed"] else 0
+
+    def _spend(self) -> str:
+        return f"{_fmt_tokens(self.tokens)} tokens, ${self.cost:.4f}"
+
+    def _line(self, row: dict) -> str:
+        verdict = {True: "pass", False: "FAIL", None: "not counted"}[row.get("passed")]
+        bits = [str(row.get("reason")), f"{row.get('turns') or 0} turns", f"{row.get('wall') or 0:.1f}s"]
+        return (f"[{self.done}/{self.total}] {row.get('task')} · {row.get('cell')} · trial {row.get('trial')}: "
+                f"{verdict} ({', '.join(bits)}) · spent {self._spend()}")
+
+    def _render(self):
+        from rich.table import Table
+
+        t = Table(title=f"{self.title}: {self.done}/{self.total} attempts done, {self.running} running, "
+                        f"spent {self._spend()}", title_justify="left", box=None)
+        t.add_column("cell")
+        t.add_column("passed", justify="right")
+        t.add_column("rate so far", justify="right")
+        for cell, (k, n) in self.cells.items():
+            t.add_row(cell, f"{k}/{n}", f"{100 * k / n:.0f}%" if n else "-")
+        return t
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            with self._lock:
+                self._live.update(self._render())

@@ -1,0 +1,134 @@
+"""One eval run of a moss process, as ``moss.eval`` drives it (host/api/eval.py): the attempts
+still to run (those a resume finds finished are skipped), the runner and its executor, the
+progress display, and the ended attempts waiting for the policy's verdict. ``record`` writes an
+attempt's line and removes its copy; ``close`` (Ctrl-C, or a script that ended early) stops what
+runs, so its attempts run again on ``--resume``."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from ..errors import MossError
+from . import attempt as att
+from . import copies, executors, progress, results, runner
+
+
+class EvalRun:
+    """One eval run of this process: the runner, the progress display, rows waiting for a verdict."""
+
+    def __init__(self, ctx, suite, opts: dict):
+        from ..tools.sandbox import setup_from_config
+
+        self.ctx = ctx
+        cls = executors.executor(opts.get("executor") or "local")
+        self.out = Path(os.path.abspath(opts["out"]))  # not resolved: a link under .moss/ is refused, not followed
+        self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
+        resume = bool(opts.get("resume"))
+        file = self.out / results.FILE
+        if resume and not file.exists() and not (self.out / "run.json").exists():
+            raise MossError(f"--resume: no eval in {self.out} (no attempts.jsonl, no run.json)", kind="not_found")
+        if file.exists() and not resume:
+            raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
+                            f"or another --out", kind="usage")
+        results.mkdir(self.out / "logs")
+        before = results.read(file) if file.exists() else []
+        done = results.finished(before)
+        tasks = {t.id: t for t in suite.tasks}
+        specs, seen = [], set()
+        for a in opts.get("attempts") or []:
+            if not isinstance(a, dict) or not isinstance(a.get("key"), str):
+                raise MossError("eval.start: each attempt needs a string key", kind="usage")
+            if a["key"] in seen:
+                raise MossError(f"eval.start: attempt {a['key']!r} appears twice", kind="usage")
+            seen.add(a["key"])
+            task = tasks.get(a.get("task"))
+            if task is None:
+                raise MossError(f"eval.start: no task {a.get('task')!r} in suite {suite.name}", kind="usage")
+            if a["key"] in done:
+                continue
+            variant = a.get("variant") or None
+            specs.append(att.Spec(key=a["key"], task=task, cell=str(a.get("cell") or "default"),
+                                  trial=int(a.get("trial") or 1), args=[str(w) for w in a.get("args") or []],
+                                  variant=Path(variant).resolve() if variant else None,
+                                  info=dict(a.get("info") or {})))
+        self.total = len(seen)
+        self.skipped = self.total - len(specs)
+        counted = [r for r in done.values() if r["key"] in seen]
+        trust = ctx.trust
+        self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is not None and trust.trusted),
+                            logs=self.out / "logs", setup=setup_from_config(ctx.user_config, ctx.config))
+        self.progress = progress.Progress(self.total, title=str(opts.get("title") or f"eval {suite.name}"),
+                                          done=len(counted))
+        for r in counted:
+            self.progress.seed(r)
+        self.runner = runner.Runner(specs, self.executor, jobs=int(opts.get("jobs") or 1),
+                                    max_cost=opts.get("max_cost"), max_tokens=opts.get("max_tokens"),
+                                    spent_cost=sum(float(r.get("cost") or 0) for r in counted),
+                                    spent_tokens=sum(int(r.get("tokens") or 0) for r in counted),
+                                    progress=self.progress)
+        self.waiting: dict[str, dict] = {}
+        self.budget_cut = 0  # attempts of this run that ended for the budget (they run again on --resume)
+        meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "suite": str(suite.path),
+                "args": list(ctx.args), "attempts": self.total, **(opts.get("meta") or {})}
+        results.write(self.out / ("run.json" if not resume else "resume.json"), json.dumps(meta, indent=2) + "\n")
+        self.runner.start()
+
+    def next(self):
+        try:
+            row = self.runner.next()
+        except KeyboardInterrupt:
+            self.close()
+            raise
+        if row is None:
+            return None
+        self.waiting[row["key"]] = row
+        return row
+
+    def record(self, key: str, verdict: dict) -> dict:
+        row = self.waiting.pop(key, None)
+        if row is None:
+            raise MossError(f"eval.record: no ended attempt {key!r} waits for a verdict", kind="usage")
+        passed = verdict.get("passed")
+        row["passed"] = passed if isinstance(passed, bool) else None
+        if verdict.get("verdict"):
+            row["verdict"] = str(verdict["verdict"])
+        home = row.pop("home", None)
+        copy = row.pop("copy", None)
+        if isinstance(row.get("answer"), str) and len(row["answer"]) > 2000:
+            row["answer"] = row["answer"][:2000] + " [cut]"
+        keep = self.keep or (self.keep_failed and row["passed"] is False)
+        row["kept"] = copy if keep and copy else None
+        if not keep:
+            copies.remove(home)
+        results.append(self.out, row)
+        if row.get("reason") == "budget":
+            self.budget_cut += 1
+        self.progress.ended(row)
+        return row
+
+    def finish(self) -> dict:
+        for key in list(self.waiting):  # ended, never judged: recorded as not counted
+            self.record(key, {})
+        self.progress.close()
+        self.executor.close()
+        rows = results.read(self.out) if (self.out / results.FILE).exists() else []
+        return {"out": str(self.out), "file": str(self.out / results.FILE), "rows": rows,
+                "stopped": self.runner.stop_reason or ("budget" if self.budget_cut else None), "not_run": self.runner.not_started, "peak": self.runner.peak,
+                "total": self.total, "skipped": self.skipped, "budget_cut": self.budget_cut}
+
+    def close(self) -> None:
+        """Ctrl-C or the script ended early: stop what runs (their attempts go again on --resume),
+        remove their copies, put the display away."""
+        if self.runner.stop_reason is None:
+            self.runner.stop("interrupted")
+        for row in self.runner.drain():
+            if not self.keep:
+                copies.remove(row.get("home"))
+        for row in self.waiting.values():
+            copies.remove(row.get("home"))
+        self.waiting.clear()
+        self.progress.close()
+        self.executor.close()

@@ -1,0 +1,333 @@
+-- `moss eval`: run a suite of tasks across a matrix of cells, say how often the agent succeeded
+-- and what it cost; `moss eval compare A B` says whether B is better than A.
+--
+-- This file is the policy (copy it to .moss/scripts/eval.lua to change it): how a suite and
+-- the matrix become attempts, which flags each attempt's agent gets, what counts as a pass,
+-- and how results read. moss.eval is the mechanism: copies, parallel attempts, the budget,
+-- the results file, the statistics (host/eval/).
+local cli = require("lib.cli")
+
+local M = {}
+
+local HELP = [[
+usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [results]
+       moss eval compare A.jsonl B.jsonl [--fail-if worse] [--json]
+       moss eval compare RESULTS          (one eval of two cells: the first is A)
+
+Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
+builtin) in every cell of the matrix, each attempt in a fresh copy of the task's repository.
+
+matrix (comma lists; every combination is a cell):
+  --machine v1,v2         the agent's machine
+  --role NAME[,NAME]      the role (default: explorer for questions, refactorer for changes)
+  --provider A,B          LLM providers
+  --model A,B             models
+  --variant NAME=PATH     a folder laid over the project's .moss/ (config.toml merged, other
+                          files replaced); repeatable; `--variant base=` for none
+  --trials N              attempts per task and cell (default 1)
+
+running:
+  -j N                    attempts at once (default min(4, CPUs))
+  --max-cost USD          one budget for the whole eval: once spent, nothing new starts and
+  --max-tokens N          running attempts are stopped cleanly (reason budget, not counted)
+  --keep                  keep every attempt's copy; --keep-failed only the failed ones'
+
+results:
+  --out DIR               where attempts.jsonl and the logs go (default .moss/eval/RUN_ID/)
+  --resume DIR            go on with an eval that was stopped: finished attempts are skipped
+  --json                  the summary as JSON on stdout instead of a table
+
+A pass is the agent's outcome `answered` AND the task's check passing. An attempt the eval
+stopped (budget, Ctrl-C) or that could not run (setup or infrastructure error) counts neither
+way; a task whose check passes before the agent ran is a suite error.
+
+Exit status: 0 every attempt ran, 1 the budget stopped the eval or the suite has errors,
+2 usage, 130 interrupted (re-run with --resume DIR to go on).]]
+
+M.FLAGS = {
+  { "--suite", metavar = "SUITE", help = "the suite (or give it as the first word)" },
+  { "--machine", metavar = "A,B", help = "machines" },
+  { "--role", metavar = "A,B", help = "roles" },
+  { "--variant", metavar = "NAME=PATH", multiple = true, help = "a .moss/ overlay (repeatable)" },
+  { "--trials", type = "number", help = "attempts per task and cell" },
+  { "-j", "--jobs", type = "number", key = "jobs", help = "attempts at once" },
+  { "--out", metavar = "DIR", help = "results folder" },
+  { "--resume", metavar = "DIR", help = "go on with this results folder" },
+  { "--keep", type = "flag", help = "keep every copy" },
+  { "--keep-failed", type = "flag", key = "keep_failed", help = "keep the copies of failed attempts" },
+  { "--json", type = "flag", help = "JSON on stdout" },
+  { "--executor", metavar = "NAME", help = "where attempts run (local)" },
+  { "--fail-if", metavar = "worse", key = "fail_if", choices = { "worse" }, help = "compare: exit 1 when B is worse" },
+  { "--alpha", type = "number", help = "compare: significance level (default 0.05)" },
+  { "-h", "--help", type = "flag", help = "show this help" },
+}
+
+-- outcomes that say nothing about the agent: the eval stopped it, or it never really ran
+M.NOT_COUNTED = { budget = true, interrupted = true, infra_error = true, setup_error = true, suite_error = true }
+-- a model or server that could not be reached is the infrastructure, not the agent
+M.INFRA_ERROR_KINDS = { llm = true, io = true }
+
+--- The verdict on an ended attempt: true (pass), false (fail) or nil (not counted), and why.
+function M.score(r)
+  if M.NOT_COUNTED[r.reason] then return nil, r.reason end
+  -- exit 2: the session could not start (a bad flag, no model configured): the eval's setup
+  if r.exit == 2 then return nil, "could not start: " .. tostring(r.detail or r.error_kind or "usage") end
+  if r.reason == "error" and M.INFRA_ERROR_KINDS[r.error_kind or ""] then return nil, "infrastructure" end
+  local check = r.check or {}
+  if r.reason ~= "answered" then return false, "agent: " .. tostring(r.reason) end
+  if not check.passed then return false, "check: " .. tostring(check.detail or "failed") end
+  return true, "answered and the check passed"
+end
+
+local function split(s)
+  if s == nil then return { false } end -- false: the dimension is not given
+  local out = {}
+  for w in tostring(s):gmatch("[^,]+") do
+    w = w:match("^%s*(.-)%s*$")
+    if w ~= "" then out[#out + 1] = w end
+  end
+  if #out == 0 then moss.error("usage", "an empty list: give at least one value", 0) end
+  return out
+end
+
+local function variants(list)
+  if not list then return { { name = false } } end
+  local out, seen = {}, {}
+  for _, v in ipairs(list) do
+    local name, path = v:match("^([%w_%-%.]+)=(.*)$")
+    if not name then moss.error("usage", "--variant takes NAME=PATH (or NAME= for none), got '" .. v .. "'", 0) end
+    if seen[name] then moss.error("usage", "--variant " .. name .. " is given twice", 0) end
+    seen[name] = true
+    out[#out + 1] = { name = name, path = path ~= "" and path or nil }
+  end
+  return out
+end
+
+--- The cells: every combination of the given dimensions, each with a stable name.
+function M.cells(opts)
+  local cells = {}
+  for _, machine in ipairs(split(opts.machine)) do
+    for _, role in ipairs(split(opts.role)) do
+      for _, provider in ipairs(split(moss.options.provider)) do
+        for _, model in ipairs(split(moss.options.model)) do
+          for _, variant in ipairs(variants(opts.variant)) do
+            local c = { machine = machine or nil, role = role or nil, provider = provider or nil,
+                        model = model or nil, variant = variant.name or nil, variant_path = variant.path }
+            local parts = {}
+            for _, dim in ipairs({ "machine", "role", "provider", "model", "variant" }) do
+              if c[dim] then parts[#parts + 1] = dim .. "=" .. c[dim] end
+            end
+            c.name = #parts > 0 and table.concat(parts, " ") or "default"
+            cells[#cells + 1] = c
+          end
+        end
+      end
+    end
+  end
+  return cells
+end
+
+--- The words the agent gets before the task, for a task in a cell.
+function M.agent_args(task, cell)
+  local args = {}
+  if cell.machine then args[#args + 1] = "--machine"; args[#args + 1] = cell.machine end
+  local role = cell.role or (task.kind == "change" and "refactorer" or nil)
+  if role then args[#args + 1] = "--role"; args[#args + 1] = role end
+  if task.kind == "change" then args[#args + 1] = "--auto-approve"; args[#args + 1] = "medium" end
+  if cell.provider then args[#args + 1] = "--provider"; args[#args + 1] = cell.provider end
+  if cell.model then args[#args + 1] = "--model"; args[#args + 1] = cell.model end
+  return args
+end
+
+--- Suite x cells x trials -> attempts, trial-major (every task once before any twice).
+function M.attempts(suite, cells, trials)
+  local out = {}
+  for trial = 1, trials do
+    for _, task in ipairs(suite.tasks) do
+      for _, cell in ipairs(cells) do
+        out[#out + 1] = {
+          key = task.id .. "|" .. cell.name .. "|" .. trial, task = task.id, cell = cell.name, trial = trial,
+          args = M.agent_args(task, cell), variant = cell.variant_path,
+          info = { machine = cell.machine, role = cell.role, provider = cell.provider, model = cell.model,
+                   variant = cell.variant },
+        }
+      end
+    end
+  end
+  return out
+end
+
+local function fmt(v, pattern)
+  if v == nil then return "-" end
+  return pattern:format(v)
+end
+
+--- The summary per cell, as people read it.
+function M.table(cells)
+  local rows = {}
+  for _, c in ipairs(cells) do
+    rows[#rows + 1] = {
+      cell = c.cell,
+      passed = ("%d/%d"):format(c.passed, c.n),
+      rate = c.rate and ("%.0f%%"):format(100 * c.rate) or "-",
+      ["95% CI"] = c.n > 0 and ("%.0f-%.0f%%"):format(100 * c.ci_low, 100 * c.ci_high) or "-",
+      turns = fmt(c.mean_turns, "%.1f"), tokens = fmt(c.mean_tokens, "%.0f"), cost = fmt(c.mean_cost, "$%.4f"),
+      ["p50 s"] = fmt(c.p50_wall, "%.1f"), ["p90 s"] = fmt(c.p90_wall, "%.1f"),
+      ["not counted"] = tostring(c.not_counted),
+    }
+  end
+  moss.ui.table(rows, { columns = { "cell", "passed", "rate", "95% CI", "turns", "tokens", "cost", "p50 s",
+                                    "p90 s", "not counted" } })
+end
+
+local function run_id()
+  return os.date("!%Y%m%d-%H%M%S") .. "-" .. moss.session.new_id()
+end
+
+function M.run(opts, rest)
+  local spec = opts.suite or rest[1]
+  if not spec then moss.error("usage", "which suite? moss eval SUITE (a folder, a .toml file, or builtin)", 0) end
+  if opts.suite and rest[1] then moss.error("usage", "give the suite once: --suite or the first word", 0) end
+  if #rest > 1 then moss.error("usage", "unexpected '" .. rest[2] .. "' (see moss eval --help)", 0) end
+  local trials = opts.trials or 1
+  if trials < 1 or trials ~= math.floor(trials) then moss.error("usage", "--trials must be a whole number >= 1", 0) end
+  local jobs = opts.jobs or math.min(4, moss.eval.cpus())
+  if jobs < 1 or jobs ~= math.floor(jobs) then moss.error("usage", "-j must be a whole number >= 1", 0) end
+  if opts.out and opts.resume then moss.error("usage", "--resume DIR is the results folder: no --out with it", 0) end
+  local suite = moss.eval.suite(spec)
+  if not moss.trust.trusted and moss.trust.needed then
+    moss.ui.print("note: this project is not trusted: attempts use moss's built-in scripts and your own " ..
+      "config, not its .moss/ (`moss trust` to use them)", { style = "yellow" })
+  end
+  local cells = M.cells(opts)
+  local out = opts.resume or opts.out or (moss.root .. "/.moss/eval/" .. run_id())
+  local started = moss.eval.start({
+    suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,
+    max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, resume = opts.resume ~= nil,
+    keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor,
+    title = ("eval %s (%d tasks x %d cells x %d trials)"):format(suite.name, #suite.tasks, #cells, trials),
+  })
+  if started.skipped > 0 then
+    moss.ui.print(("resuming %s: %d of %d attempts finished before, %d to run"):format(
+      started.out, started.skipped, started.total, started.to_run), { style = "dim" })
+  end
+  while true do
+    local r = moss.eval.next()
+    if not r then break end
+    local passed, why = M.score(r)
+    moss.eval.record(r.key, { passed = passed, verdict = why })
+  end
+  local done = moss.eval.finish()
+  local summary = moss.eval.summary(done.rows)
+  local suite_errors = {}
+  for _, row in ipairs(done.rows) do
+    if row.reason == "suite_error" then suite_errors[row.task] = row.detail end
+  end
+  if opts.json then
+    print(moss.json.encode({ out = done.out, file = done.file, cells = summary, stopped = done.stopped or moss.json.null,
+                             not_run = done.not_run, suite_errors = moss.dict(suite_errors) }))
+  else
+    M.table(summary)
+  end
+  for task, why in pairs(suite_errors) do
+    moss.ui.print(("suite error: task %s: %s"):format(task, why), { style = "red" })
+  end
+  if done.stopped == "budget" then
+    moss.ui.print(("budget reached: %d attempts not run, %d stopped; raise --max-cost/--max-tokens and " ..
+      "`moss eval ... --resume %s` to go on"):format(done.not_run, done.budget_cut, done.out), { style = "yellow" })
+  end
+  moss.ui.print("results: " .. done.file, { style = "dim" })
+  if done.stopped or next(suite_errors) then return 1 end
+  return 0
+end
+
+--- compare: pair the counted attempts of A and B on (task, trial), name the flips, and test.
+function M.compare(opts, files)
+  if #files < 1 or #files > 2 then
+    moss.error("usage", "compare takes two results files (one cell each), or one holding two cells: " ..
+      "moss eval compare A.jsonl B.jsonl", 0)
+  end
+  -- the counted attempts of a file, per cell (in the order cells first appear): cell -> "task|trial" -> row
+  local function cells_of(path)
+    local by, order = {}, {}
+    for _, row in ipairs(moss.eval.read(path)) do
+      if row.passed ~= nil and row.reason ~= "budget" and row.reason ~= "interrupted" then
+        if not by[row.cell] then by[row.cell] = {}; order[#order + 1] = row.cell end
+        by[row.cell][row.task .. "|" .. tostring(row.trial)] = row
+      end
+    end
+    return by, order
+  end
+  local function one(path)
+    local by, order = cells_of(path)
+    if #order ~= 1 then
+      moss.error("usage", path .. " holds " .. #order .. " cells (" .. table.concat(order, ", ") ..
+        "): compare two files of one cell each, or one file of two cells", 0)
+    end
+    return by[order[1]]
+  end
+  local a, b
+  if #files == 1 then
+    local by, order = cells_of(files[1])
+    if #order ~= 2 then
+      moss.error("usage", files[1] .. " holds " .. #order .. " cells (" .. table.concat(order, ", ") ..
+        "): with one file, compare needs exactly two", 0)
+    end
+    print(("A = %s, B = %s"):format(order[1], order[2]))
+    a, b = by[order[1]], by[order[2]]
+  else
+    a, b = one(files[1]), one(files[2])
+  end
+  local both, only_a, only_b, pairs_n = 0, {}, {}, 0
+  local keys = {}
+  for k in pairs(a) do if b[k] then keys[#keys + 1] = k end end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    pairs_n = pairs_n + 1
+    local pa, pb = a[k].passed, b[k].passed
+    if pa and pb then both = both + 1
+    elseif pa then only_a[#only_a + 1] = k:gsub("|", " trial ")
+    elseif pb then only_b[#only_b + 1] = k:gsub("|", " trial ") end
+  end
+  local p = moss.eval.mcnemar(#only_a, #only_b)
+  local alpha = opts.alpha or 0.05
+  local verdict = "no detectable difference"
+  if p < alpha then verdict = #only_b > #only_a and "better" or "worse" end
+  if opts.json then
+    print(moss.json.encode({ pairs = pairs_n, both = both, fixed = only_b, broke = only_a, p = p,
+                             test = "exact McNemar", verdict = verdict }))
+  else
+    for _, t in ipairs(only_b) do print("fixed in B:  " .. t) end
+    for _, t in ipairs(only_a) do print("broken in B: " .. t) end
+    local head = verdict == "no detectable difference" and "no detectable difference between A and B"
+      or ("B is " .. verdict .. " than A")
+    print(("%s (exact McNemar on %d paired attempts: %d fixed, %d broken, p = %.3g)"):format(
+      head, pairs_n, #only_b, #only_a, p))
+  end
+  if opts.fail_if == "worse" and verdict == "worse" then return 1 end
+  return 0
+end
+
+function M.main(args)
+  local ok, opts, rest = pcall(cli.parse, args, M.FLAGS)
+  if not ok then
+    moss.ui.print(tostring(opts.message or opts), { style = "red" })
+    return 2
+  end
+  if opts.help then print(HELP) return 0 end
+  local run = M.run
+  if rest[1] == "compare" then
+    table.remove(rest, 1)
+    run = M.compare
+  end
+  local okr, code = pcall(run, opts, rest)
+  if not okr then
+    local kind = moss.error_kind(code)
+    if kind == "interrupted" then error(code, 0) end
+    moss.ui.print(tostring(code.message or code), { style = "red" })
+    return (kind == "usage" or kind == "not_found" or kind == "config" or kind == "denied") and 2 or 1
+  end
+  return code
+end
+
+return { help = HELP, main = M.main, policy = M }

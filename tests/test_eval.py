@@ -1,0 +1,408 @@
+"""`moss eval`: a suite of tasks across a matrix of cells, each attempt in its own copy.
+
+Each story runs the real CLI against the fake API server. The scripted model answers from the
+task text (it knows the fixture's calculator) when the request names model "good", and does
+nothing useful when it names "lazy": which model a cell uses comes from the project's config or
+from a `--variant` folder laid over it, as a user evaluating a change would do it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, needs_bwrap, sigkill_when
+from fakeapi import state_of
+
+SUITE = FIXTURES / "evalsuite"
+PLAN = "1. Look at the code.\n2. Change it.\nReady to refactor."
+REPLIES = {  # what a good model writes for each task of the fixture suite
+    "How many functions": "$(answer 3)",
+    "Which VERSION": "$(answer 1.4.2)",
+    "add() returns": '$(edit calc.py --old "a - b" --new "a + b") $(answer add adds now)',
+    "mul() returns": '$(edit calc.py --old "a + b" --new "a * b") $(answer mul multiplies now)',
+}
+TASK_OF = {"How many functions": "count-functions", "Which VERSION": "version", "add() returns": "fix-add",
+           "mul() returns": "fix-mul"}
+
+
+def task_of(body) -> str | None:
+    text = json.dumps(body)
+    return next((TASK_OF[m] for m in TASK_OF if m in text), None)
+
+
+def model(body) -> str:
+    """Good: the right answer or fix for the task in the request. Lazy: answers without looking."""
+    if state_of(body) == "planner":
+        return PLAN
+    if body.get("model") == "lazy":
+        return "$(answer I did not look)"
+    text = json.dumps(body)
+    return next((reply for marker, reply in REPLIES.items() if marker in text), "$(answer ?)")
+
+
+def eval_project(project, *, model_name="good"):
+    """The project holds the suite (copied from the fixture) and picks the model in its config."""
+    shutil.copytree(SUITE, project.root / "suite")
+    project.write(".moss/config.toml", f'[llm]\nprovider = "anthropic"\nmodel = "{model_name}"\n')
+    return project
+
+
+def rows_of(out: Path) -> list[dict]:
+    f = out / "attempts.jsonl"
+    return [json.loads(line) for line in f.read_text().splitlines()] if f.exists() else []
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file of the user's tree but the eval's own results, with a hash of its bytes."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and not rel.startswith((".moss/eval/", ".moss/agent/")):
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+class Overlap:
+    """Wraps a model: the first `n` requests are answered only once all `n` are in flight at the
+    same time (a barrier, no timing), so an eval that runs attempts one by one cannot pass."""
+
+    def __init__(self, inner, n: int = 2):
+        self.inner, self.n = inner, n
+        self.barrier = threading.Barrier(n, timeout=90)
+        self.calls = 0
+        self.met = False
+        self.lock = threading.Lock()
+
+    def __call__(self, body):
+        with self.lock:
+            self.calls += 1
+            first = self.calls <= self.n
+        if first:
+            self.barrier.wait()
+            self.met = True
+        return self.inner(body)
+
+
+@needs_bwrap
+def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the_tree_is_untouched(
+        project, api, tmp_path):
+    """Two cells, the project as it is (model good) and a variant folder that switches the model
+    to a lazy one: the good cell passes both questions and both fixes (their test commands pass
+    in the copies), the lazy cell passes none. `-j 2` ran two attempts at once (the first two
+    requests met at a barrier). The user's files, the suite's repository included, are
+    byte-for-byte what they were: every edit happened in a temp copy, removed afterwards but
+    for the failed attempts' (`--keep-failed`)."""
+    eval_project(project)
+    lazy = project.write("variants/lazy/config.toml", '[llm]\nmodel = "lazy"\n').parent
+    overlap = Overlap(model)
+    api.push(*[overlap] * 200)
+    before = tree_digest(project.root)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    r = project.moss("eval", "suite", "--machine", "v1", "--variant", "base=", "--variant", f"lazy={lazy}",
+                     "-j", "2", "--keep-failed", "--json", env={**api.env(), "TMPDIR": str(temp)}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    cells = {c["cell"]: c for c in summary["cells"]}
+    assert set(cells) == {"machine=v1 variant=base", "machine=v1 variant=lazy"}
+    good, bad = cells["machine=v1 variant=base"], cells["machine=v1 variant=lazy"]
+    assert (good["passed"], good["n"]) == (4, 4), r.stderr
+    assert (bad["passed"], bad["n"]) == (0, 4), r.stderr
+    assert 0.5 < good["ci_low"] < 1.0 and good["ci_high"] == 1.0
+    assert overlap.met
+    rows = rows_of(Path(summary["out"]))
+    assert len(rows) == 8
+    fixes = [row for row in rows if row["task"] == "fix-add"]
+    assert {row["variant"]: row["check"]["passed"] for row in fixes} == {"base": True, "lazy": False}
+    assert all(Path(row["log"]).is_file() for row in rows)  # each session's log outlives its copy
+    # --keep-failed: the lazy cell's copies stay for a look (untouched), the passing ones are gone
+    kept = {row["task"]: Path(row["kept"]) for row in rows if row["kept"]}
+    assert sorted(kept) == sorted(TASK_OF.values()) and all(row["variant"] == "lazy" for row in rows if row["kept"])
+    assert set(temp.iterdir()) == {p.parent for p in kept.values()}
+    assert "return a - b" in (kept["fix-add"] / "calc.py").read_text()
+    assert tree_digest(project.root) == before
+    assert "def add(a, b):\n    return a - b" in (project.root / "suite/repos/pycalc/calc.py").read_text()
+
+
+@needs_bwrap
+def test_the_budget_stops_the_eval_and_the_running_attempt_cleanly(project, api):
+    """One budget for the whole eval: the first attempt to end spends more than `--max-tokens`,
+    so the attempt still waiting for the model is stopped (SIGINT, it exits 130) and recorded as
+    `budget`, and the two attempts never started are not run. Exit 1 says the eval stopped early.
+    A resume with more budget runs the rest, the stopped attempt included."""
+    eval_project(project)
+    release = threading.Event()
+    order = {"n": 0}
+    lock = threading.Lock()
+
+    def held(body):
+        with lock:
+            order["n"] += 1
+            n = order["n"]
+        if n == 2:  # the second attempt's request waits (until the test ends)
+            release.wait(120)
+        return model(body)
+
+    overlap = Overlap(held)
+    api.push(*[overlap] * 50)
+    out = project.root / "results"
+    try:
+        r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--max-tokens", "50", "--out", str(out),
+                         env=api.env(), timeout=300)
+    finally:
+        release.set()
+    assert r.returncode == 1, r.stderr
+    assert "budget reached: 2 attempts not run" in r.stderr
+    rows = rows_of(out)
+    assert len(rows) == 2
+    stopped = [row for row in rows if row.get("exit") == 130]
+    assert len(stopped) == 1 and stopped[0]["reason"] == "budget" and stopped[0]["passed"] is None
+    # with more budget, a resume runs what the budget stopped or never started; each counts once
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--resume", str(out), "--json",
+                     env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert cell["attempts"] == 4 and cell["n"] + cell["not_counted"] == 4
+    assert {row["task"] for row in rows_of(out) if row["reason"] != "budget"} == set(TASK_OF.values())
+
+
+@needs_bwrap
+def test_resume_after_the_eval_was_killed_skips_finished_attempts_and_runs_the_rest_once(project, api):
+    """The eval is SIGKILLed once its first attempt is recorded. `--resume DIR` runs the
+    others and not the finished one again (the model is never asked about it), and every
+    attempt ends with exactly one line."""
+    eval_project(project)
+    asked: dict[str, int] = {}
+
+    def counting(body):
+        t = task_of(body)
+        asked[t or "?"] = asked.get(t or "?", 0) + 1
+        return model(body)
+
+    api.push(*[counting] * 200)
+    out = project.root / "results"
+    p = project.popen("eval", "suite", "--machine", "v1", "-j", "1", "--out", str(out), env=api.env())
+    sigkill_when(p, lambda: len(rows_of(out)) >= 1, timeout=300)
+    finished = {row["task"] for row in rows_of(out)}
+    assert finished
+    asked.clear()
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "1", "--resume", str(out), "--json",
+                     env=api.env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f"{len(finished)} of 4 attempts finished before" in r.stderr
+    assert not finished & set(asked), asked
+    rows = rows_of(out)
+    assert sorted(row["task"] for row in rows) == sorted(TASK_OF.values())
+    assert all(row["passed"] is True for row in rows)
+
+
+def test_a_project_suite_with_commands_is_refused_while_the_project_is_untrusted(project, api):
+    """A cloned repository's suite is its content: its check commands would run on this machine.
+    Until the project is trusted, `moss eval` refuses it before any attempt (exit 2, naming
+    `moss trust`), and no model is asked anything."""
+    eval_project(project)
+    project.script("hello", "print('hi')")  # something that needs trust
+    project.trusted = False
+    api.push(*[model] * 20)
+    r = project.moss("eval", "suite", "--machine", "v1", "--out", str(project.root / "results"),
+                     env=api.env(), timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "moss trust" in r.stderr and "check commands" in r.stderr
+    assert not [q for q in api.requests if q.body is not None]
+    assert not (project.root / "results" / "attempts.jsonl").exists()
+
+
+@needs_bwrap
+def test_a_task_whose_check_already_passes_is_a_suite_error_not_a_pass(project, api):
+    """`fail_before = true`: the check runs on the untouched copy first; a task that is already
+    solved is reported as a suite error (exit 1), the agent never starts, and it counts neither
+    way."""
+    shutil.copytree(SUITE / "repos", project.root / "suite" / "repos")
+    project.write("suite/suite.toml", """
+        [[task]]
+        id = "solved"
+        repo = "repos/pycalc"
+        prompt = "neg() is wrong; fix it."
+        [task.check]
+        run = ["python3 -c 'from calc import neg; assert neg(2) == -2'"]
+        fail_before = true
+    """)
+    api.push(*[model] * 5)
+    out = project.root / "results"
+    r = project.moss("eval", "suite", "--out", str(out), env=api.env(), timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "suite error: task solved" in r.stderr
+    [row] = rows_of(out)
+    assert row["reason"] == "suite_error" and row["passed"] is None
+    assert not [q for q in api.requests if q.body is not None]
+
+
+@pytest.mark.parametrize("words, message", [
+    (["suite", "--variant", "nope"], "--variant takes NAME=PATH"),
+    (["suite", "--trials", "0"], "--trials must be a whole number"),
+    (["nosuchsuite"], "no suite 'nosuchsuite'"),
+    (["suite", "--executor", "fleet"], "--executor must be one of local, got 'fleet'"),
+    (["compare", "nope.jsonl", "nope.jsonl"], "no eval results at nope.jsonl"),
+    (["suite", "--resume", "nowhere"], "--resume: no eval in"),
+])
+def test_bad_input_is_one_clear_line(project, words, message):
+    """A mistake on the command line is named, exit 2, before anything runs."""
+    eval_project(project)
+    r = project.moss("eval", *words, timeout=60)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def _results(path: Path, passes: dict[str, bool | None], cell: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"key": f"{t}|{cell}|1", "task": t, "cell": cell, "trial": 1, "passed": p,
+                                        "reason": "answered" if p else "max_turns"}) + "\n"
+                            for t, p in passes.items()))
+    return path
+
+
+def test_compare_names_the_flipped_tasks_and_gives_one_verdict(project):
+    """Eight tasks: A passed one, B passed all eight. compare names the seven B fixed, runs the
+    exact McNemar test on the paired tasks (p = 2/128) and says B is better; the same files the
+    other way round say worse, and `--fail-if worse` turns that into exit 1 for CI. An
+    attempt that does not count (null) is left out of the pairs. One file of two cells compares
+    its first cell (A) with its second (B)."""
+    tasks = [f"t{i}" for i in range(1, 9)]
+    a = _results(project.root / "a.jsonl", {t: t == "t1" for t in tasks} | {"t9": None}, "base")
+    b = _results(project.root / "b.jsonl", {t: True for t in tasks} | {"t9": True}, "terse")
+    r = project.moss("eval", "compare", str(a), str(b), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert [ln for ln in r.stdout.splitlines() if ln.startswith("fixed in B")] == [
+        f"fixed in B:  {t} trial 1" for t in tasks[1:]]
+    assert "B is better than A (exact McNemar on 8 paired attempts: 7 fixed, 0 broken, p = 0.0156)" in r.stdout
+    r = project.moss("eval", "compare", str(b), str(a), "--fail-if", "worse", "--json", timeout=60)
+    assert r.returncode == 1
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "worse" and out["broke"] == [f"{t} trial 1" for t in tasks[1:]]
+    same = project.moss("eval", "compare", str(a), str(a), "--fail-if", "worse", timeout=60)
+    assert same.returncode == 0 and "no detectable difference between A and B" in same.stdout
+    # one eval of two cells (base and a variant), as `moss eval SUITE --variant base= --variant x=DIR` writes
+    both = project.root / "both.jsonl"
+    both.write_text(a.read_text() + b.read_text())
+    r = project.moss("eval", "compare", str(both), timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("A = base, B = terse\n") and "B is better than A" in r.stdout
+
+
+def test_a_repositorys_own_moss_folder_never_reaches_an_attempt(project, api, tmp_path):
+    """An untrusted project, and a task repository that brings its own `.moss/` (a config that
+    picks another model, an agent.lua that would take over): the attempt's copy holds neither.
+    The agent runs moss's built-in scripts with the user's own config (model good), says so on
+    stderr, and passes; no request ever names the model those folders chose."""
+    suite = tmp_path / "outside"
+    shutil.copytree(SUITE / "repos", suite / "repos")
+    (suite / "repos/pycalc/.moss/scripts").mkdir(parents=True)
+    (suite / "repos/pycalc/.moss/config.toml").write_text('[llm]\nmodel = "lazy"\n')
+    (suite / "repos/pycalc/.moss/scripts/agent.lua").write_text('error("the repository took over")\n')
+    (suite / "suite.toml").write_text('[[task]]\nid = "count"\nrepo = "repos/pycalc"\n'
+                                      'prompt = "How many functions does calc.py define?"\n'
+                                      '[task.check]\nanswer = "3"\n')
+    project.write(".moss/config.toml", '[llm]\nmodel = "lazy"\n')
+    project.script("hello", "print('hi')")
+    project.trusted = False
+    project.user_file("config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    api.push(*[model] * 20)
+    r = project.moss("eval", str(suite), "--machine", "v1", "--json", env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "this project is not trusted" in r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert (cell["passed"], cell["n"]) == (1, 1)
+    models = {q.body.get("model") for q in api.requests if q.body}
+    assert models == {"good"}
+
+
+@needs_bwrap
+def test_ctrl_c_stops_the_running_attempts_exits_130_and_leaves_only_finished_lines(project, api, tmp_path):
+    """Ctrl-C (SIGINT to `moss eval`) once the first attempt is recorded: the attempt running
+    then is stopped and its copy removed, nothing is written for it (a resume runs it again),
+    and the eval exits 130."""
+    eval_project(project)
+    api.push(*[model] * 200)
+    out = project.root / "results"
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    p = project.popen("eval", "suite", "--machine", "v1", "-j", "1", "--out", str(out),
+                      env={**api.env(), "TMPDIR": str(temp)})
+    try:
+        start = time.monotonic()
+        while not rows_of(out) and time.monotonic() - start < 300 and p.poll() is None:
+            time.sleep(0.05)  # polling for the first line, as sigkill_when does
+        assert rows_of(out), p.stderr.read() if p.poll() is not None else "no attempt ended"
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    rows = rows_of(out)
+    assert len(rows) < 4 and all(row["reason"] == "answered" for row in rows)
+    assert list(temp.iterdir()) == []
+
+
+def test_an_agent_that_cannot_start_counts_neither_way(project, api):
+    """A cell whose agent cannot start (here a role that does not exist) says nothing about the
+    agent: its attempts are recorded with exit 2 and `passed: null`, and the table shows them as
+    not counted instead of a 0% pass rate."""
+    eval_project(project)
+    api.push(*[model] * 20)
+    out = project.root / "results"
+    r = project.moss("eval", "suite", "--role", "nosuchrole", "-j", "2", "--out", str(out), "--json",
+                     env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert (cell["n"], cell["not_counted"], cell.get("rate")) == (0, 4, None)
+    rows = rows_of(out)
+    assert all(row["exit"] == 2 and row["passed"] is None for row in rows)
+    assert "nosuchrole" in rows[0]["verdict"]
+
+
+def test_a_suite_cannot_copy_a_folder_from_outside_its_own(project, api, tmp_path):
+    """A question-only suite needs no trust (it runs no commands), so a cloned repository could
+    bring one whose `repo` points elsewhere (`../..`, a link to your home) to have the agent
+    read, and send to the model, files that are not the project's. A task's repository must lie
+    in the suite's folder, links followed: otherwise nothing runs (exit 2, named)."""
+    secret = tmp_path / "private"
+    secret.mkdir()
+    (secret / "key.txt").write_text("do not send\n")
+    project.write("suite/suite.toml", """
+        [[task]]
+        id = "peek"
+        repo = "../../private"
+        prompt = "What is in key.txt?"
+        [task.check]
+        answer = "do not send"
+    """)
+    (project.root / "suite" / "linked").symlink_to(secret)
+    api.push(*[model] * 5)
+    r = project.moss("eval", "suite", env=api.env(), timeout=60)
+    assert r.returncode == 2 and "outside the suite's folder" in r.stderr, r.stderr
+    (project.root / "suite/suite.toml").write_text((project.root / "suite/suite.toml").read_text()
+                                                   .replace("../../private", "linked"))
+    r = project.moss("eval", "suite", env=api.env(), timeout=60)
+    assert r.returncode == 2 and "outside the suite's folder" in r.stderr, r.stderr
+    assert not [q for q in api.requests if q.body is not None]
+
+
+def test_results_are_never_written_through_a_link_planted_under_moss(project, api, tmp_path):
+    """A cloned repository that plants `.moss/eval` as a link to somewhere else does not get
+    moss's results written there: the default results folder is reached from the project's
+    root without following links, and the eval stops, naming it, before any attempt."""
+    eval_project(project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project.root / ".moss" / "eval").symlink_to(elsewhere)
+    api.push(*[model] * 5)
+    r = project.moss("eval", "suite", "--machine", "v1", env=api.env(), timeout=60)
+    assert r.returncode == 2 and ".moss/eval" in r.stderr, r.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert not [q for q in api.requests if q.body is not None]
