@@ -121,6 +121,7 @@ class Runtime:
         self.parent: "Runtime | None" = None  # a child agent's runtime stops with its parent's
         self._in_primitive = 0
         self._deadline: float | None = None
+        self._grace = False  # call_after_interrupt: cancellation held off, the deadline still holds
         self.lua = lua54.LuaRuntime(
             encoding=None,
             unpack_returned_tuples=True,
@@ -165,7 +166,7 @@ class Runtime:
 
     # ---- host callbacks ----------------------------------------------------------------
     def _check(self):
-        if self._cancel.is_set() or (self.parent is not None and self.parent.cancelled):
+        if not self._grace and (self._cancel.is_set() or (self.parent is not None and self.parent.cancelled)):
             return b"interrupted"
         if self._deadline is not None and time.monotonic() > self._deadline:
             return b"timeout"
@@ -281,6 +282,15 @@ class Runtime:
             self.lua.gccollect()
             raise LuaScriptError(self._memory_message(), kind="memory")
         raise LuaScriptError(decode(text or b""), kind=kind, trace=_clean_trace(decode(trace or b"")))
+
+    def call_after_interrupt(self, fn, *args, timeout: float = 5.0):
+        """Call `fn` once the script was interrupted (or cancelled): cancellation is held off
+        for this call, which `timeout` seconds bound (host/run.py: the `interrupted` entry)."""
+        self._grace = True
+        try:
+            return self.call(fn, *args, timeout=timeout)
+        finally:
+            self._grace = False
 
     def execute(self, source: str | bytes, chunkname: str = "=(moss)", *args, timeout: float | None = None):
         return self.call(self.load(source, chunkname), *args, timeout=timeout)

@@ -163,6 +163,9 @@ local function run_stage(o)
   if me.child and o.clamp and me.max_access and ACCESS_RANK[access] > ACCESS_RANK[me.max_access] then
     access = me.max_access -- the parent asked for less access than the role has (a read-only auditor child)
   end
+  if me.child and o.session and ACCESS_RANK[o.session.access] and ACCESS_RANK[access] > ACCESS_RANK[o.session.access] then
+    access = o.session.access -- a resumed child keeps the access it had (its parent may have asked for less)
+  end
   moss.access.set(access) -- a child agent: the host refuses more than its parent has
   local S = o.session or runner.new_session {
     id = o.id,
@@ -440,6 +443,8 @@ local function child(spec)
   }
   if spec.resume then
     local S = moss.session.load(spec.resume)
+    -- a child that finished in an earlier run: its result stands, unless its parent says more
+    if S.done and not spec.message then return children.result(S) end
     messages.upgrade(S)
     local machine = load_module("machine", S.machine)
     reopen(S, machine, spec.max_turns, spec.message ~= nil)
@@ -454,4 +459,60 @@ local function child(spec)
   return children.result(S)
 end
 
-return { help = help, main = main, child = child }
+--- `moss sessions list` / `moss sessions show ID` (host/cli.py): args is {"list"} or {"show", ID}.
+local function sessions(args)
+  local what = args[1]
+  if what == "list" then return timeline.list() end
+  if what == "show" and args[2] then return timeline.show(args[2]) end
+  moss.ui.print("usage: sessions list | sessions show ID", { style = "red" })
+  return 2
+end
+
+--- `moss mcp serve`'s run_agent and resume_session (host/mcp/server.py): args[1] is a JSON
+-- request, {task, role?, machine?, max_turns?} or {resume = ID | true, message?, max_turns?};
+-- the session runs non-interactively and writes stream-json, its `result` event last.
+local function serve(args)
+  local ok, req = pcall(moss.json.decode, args[1] or "")
+  if not ok or type(req) ~= "table" then
+    moss.ui.print("serve: expected one JSON object, the request (docs/agent.md)", { style = "red" })
+    return 2
+  end
+  local words = { "--output-format", "stream-json", "-n" }
+  local function add(w) words[#words + 1] = w end
+  if req.role then add("--role=" .. tostring(req.role)) end
+  if req.machine then add("--machine=" .. tostring(req.machine)) end
+  if req.max_turns then add("--max-turns=" .. tostring(req.max_turns)) end
+  if req.resume then
+    add(req.resume == true and "--resume" or ("--resume=" .. tostring(req.resume)))
+    if req.message then add("--") add(tostring(req.message)) end
+  else
+    add("--") add(tostring(req.task or ""))
+  end
+  return main(words)
+end
+
+--- After an interrupt (Ctrl-C, the MCP client's cancel) or a parent's cancel mid-turn, the
+-- host calls this once with {ids = {...}, cancelled = bool}: the sessions this process was
+-- running. An unfinished one's checkpoint says how it stopped: "interrupted" (resumable as
+-- it is) or, cancelled by its parent, "cancelled" (done). A child gets its result back.
+local function interrupted(info)
+  local first
+  for _, id in ipairs(info.ids or {}) do
+    local ok, S = pcall(moss.session.load, id)
+    if ok and not S.done and not S.reason then
+      S.reason, S.success = info.cancelled and "cancelled" or "interrupted", false
+      if info.cancelled then S.done = true end
+      moss.session.save(id, S, { final = true })
+      moss.session.log(id, "session_end", { reason = S.reason, turns = S.turn, usage = S.usage })
+    end
+    if first == nil then first = ok and S or false end
+  end
+  if moss.agents.self().child then
+    if first then return children.result(first) end
+    return { success = false, reason = info.cancelled and "cancelled" or "interrupted",
+      status = "cancelled", session_id = (info.ids or {})[1] }
+  end
+end
+
+-- The entry points moss calls (docs/agent.md, "Entry points an agent script provides").
+return { help = help, main = main, child = child, sessions = sessions, serve = serve, interrupted = interrupted }

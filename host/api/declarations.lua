@@ -302,20 +302,23 @@ function moss.edit.apply(specs) end
 
 ---@class moss.session
 moss.session = {}
---- write the checkpoint (any table; written through a JSON encoder, temp file + rename)
+--- write the checkpoint (any table; written through a JSON encoder, temp file + rename);
+--- `final`: the session ended, so its whole checkpoint is rewritten now (no journal to replay)
 ---@param id string
 ---@param state table
+---@param opts? {final?: boolean}
 ---@return string path
-function moss.session.save(id, state) end
+function moss.session.save(id, state, opts) end
 --- a checkpoint as a table (its `session_id` set to the id it was loaded under); no id = the
 --- latest. A file that is not a JSON object, or whose `task`, `state`, `turn`, ... have the wrong
 --- type, is kind `config`, naming the file and how to start fresh
 ---@param id? string   # nil = the latest
 ---@return table
 function moss.session.load(id) end
---- `{id, mtime, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest first;
---- an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
----@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
+--- `{id, mtime, running, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest
+--- first: the checkpoint's own fields as saved, and `running`, whether a live moss process runs it
+--- now (the host's fact); an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
+---@return {id: string, mtime: number, running: boolean, turn: integer, state: string, reason: string|nil, task: string}[]
 function moss.session.list() end
 --- append one event line `{event, ts, ...data, session, parent}` (every line names its agent and
 --- that agent's parent, `null` for a root)
@@ -681,6 +684,8 @@ function moss.runs.alert(run_id, spec) end
 ---@field events? "stream-json" emit the child's events on stdout with its id
 ---@field resume? string re-attach a child of this session saved by an earlier run
 ---@field message? string with resume: a message for a finished child, which goes on
+---@field script? string the script the child runs (default "agent")
+---@field entry? string the entry of that script the host calls with this spec (default "child"; docs/agent.md)
 
 ---@class moss.ChildResult
 ---@field answer string|nil
@@ -692,6 +697,7 @@ function moss.runs.alert(run_id, spec) end
 ---@field role string
 ---@field evidence string[] the working memory it kept, capped
 ---@field error? string for a failed child: "child ID failed: ..."
+---@field status? "done"|"failed"|"cancelled" how the child's entry files it (default done)
 
 ---@class moss.AgentHandle
 ---@field id string

@@ -149,7 +149,7 @@ local function children_of(sid, all)
 end
 
 local function label(s)
-  return ("%s %s · %s · %d turns%s"):format(s.id, short(s.role or "?"), short(s.reason or "running"),
+  return ("%s %s · %s · %d turns%s"):format(s.id, short(s.role or "?"), short(M.reason(s)),
     num(s.turn) or 0, "")
 end
 
@@ -210,13 +210,22 @@ function M.ago(t)
   return (d // 86400) .. "d"
 end
 
+--- How a listed session stands: "running" while a moss process runs it (the host's fact,
+-- `running`), else how it ended; one that did not end and that nothing runs was interrupted
+-- (its process was killed before it could say so).
+function M.reason(s)
+  if s.error then return s.reason end
+  if s.running then return "running" end
+  return s.reason or (s.done and "ended" or "interrupted")
+end
+
 --- `moss sessions list`: one row per saved session; a corrupt checkpoint is listed, named
 -- on stderr, and makes the exit status 2.
 function M.list()
   local rows, corrupt = {}, {}
   for _, s in ipairs(moss.session.list()) do
     rows[#rows + 1] = { id = s.id, age = M.ago(s.mtime), turns = s.turn, state = s.state,
-      reason = s.reason or "running", task = short(s.task or "", 60) }
+      reason = M.reason(s), task = short(s.task or "", 60) }
     if s.error then corrupt[#corrupt + 1] = s.error end
   end
   if #rows == 0 then moss.ui.print("no saved sessions", { style = "dim" }) return 0 end
