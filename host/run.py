@@ -123,6 +123,7 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
     roots = ScriptRoots(root, project=trust.trusted, pins=trust.manifest.pins)
     rt = Runtime(roots, api.functions(ctx), memory_mb=int(memory_mb))
     ctx.runtime = rt
+    rt.on_project_override = ctx.project_override  # [trust] max_access then holds (host/api/access.py)
     rt.set("args", list(args))
     rt.set("root", str(root))
     rt.set("config", cfg)
@@ -159,6 +160,8 @@ def build_child(parent: Context, child, parent_llm) -> tuple[Context, Runtime]:
     prt = parent.runtime
     rt = Runtime(prt.roots, api.functions(ctx), memory_mb=prt.memory_mb)
     ctx.runtime = rt
+    ctx.project_code = parent.project_code  # the parent's project code chose this child
+    rt.on_project_override = ctx.project_override
     rt.set("args", [])
     rt.set("root", str(ctx.root))
     rt.set("config", ctx.config)

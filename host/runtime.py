@@ -122,6 +122,9 @@ class Runtime:
         self._in_primitive = 0
         self._deadline: float | None = None
         self._grace = False  # call_after_interrupt: cancellation held off, the deadline still holds
+        # called with a file's shown path when a project file that replaces one of moss's own
+        # scripts or modules loads (host/run.py: the session is then held to [trust] max_access)
+        self.on_project_override: Callable[[str], None] | None = None
         self.lua = lua54.LuaRuntime(
             encoding=None,
             unpack_returned_tuples=True,
@@ -182,10 +185,15 @@ class Runtime:
             src = self.roots.read(path, origin)
         except MossError as e:
             return False, e.message.encode(), e.kind.encode()
+        self._loaded(path, display, origin)
         result = self._chunk(path, src, ("@" + display).encode(), origin)
         if isinstance(result, tuple):
             return True, None, result[1]
         return True, result
+
+    def _loaded(self, path, shown: str, origin: str | None) -> None:
+        if origin == "project" and self.on_project_override is not None and self.roots.shadows_builtin(path):
+            self.on_project_override(shown)
 
     def _chunk(self, path: Path, src: bytes, chunkname: bytes, origin: str | None):
         """Compile `src` (text), or load the bytecode this process dumped for exactly this
@@ -210,6 +218,7 @@ class Runtime:
             src = self.roots.read(path, origin)
         except MossError as e:
             raise LuaScriptError(e.message, kind=e.kind) from None
+        self._loaded(path, shown, origin)
         result = self._chunk(path, src, ("@" + shown).encode(), origin)
         if isinstance(result, tuple):
             raise LuaScriptError(decode(result[1]), kind="syntax")

@@ -166,7 +166,11 @@ local function run_stage(o)
   if me.child and o.session and ACCESS_RANK[o.session.access] and ACCESS_RANK[access] > ACCESS_RANK[o.session.access] then
     access = o.session.access -- a resumed child keeps the access it had (its parent may have asked for less)
   end
-  moss.access.set(access) -- a child agent: the host refuses more than its parent has
+  -- the host refuses more than a child's parent has, or than [trust] max_access allows for a
+  -- role or machine the project's config chose (the key that chose it is said)
+  local key = machine.access and o.machine_key or (not machine.access and o.role_key) or nil
+  moss.access.set(access, key and { chosen_by = key, what = (machine.access and "machine " .. o.machine_name
+    or "role " .. role.name) } or nil)
   local S = o.session or runner.new_session {
     id = o.id,
     task = o.task,
@@ -387,24 +391,21 @@ run_main = function(opts, cfg, rest, out, format)
   if #names == 0 then moss.error("usage", "--role needs a role name, e.g. --role auditor or --role auditor,refactorer") end
   local roles = {}
   for i, name in ipairs(names) do roles[i] = load_module("role", name) end
-  -- a role or machine that the project's config chose gets no more access than the user allows
-  local from_project = {}
-  for _, k in ipairs((moss.trust or {}).project_keys or {}) do from_project[k] = true end
-  local function within_trust(what, level, key)
-    local max = (moss.trust or {}).max_access or "edit"
-    if from_project[key] and (ACCESS_RANK[level] or 1) > (ACCESS_RANK[max] or 3) then
-      moss.error("config", ("%s needs access %s, but it was chosen by the project's %s and your [trust] " ..
-        "max_access is %s; choose it yourself with a flag, or raise max_access in your user config")
-        :format(what, level, key, max), 0)
+  -- a role or machine that the project's config chose gets no more access than the user's
+  -- [trust] max_access: the host decides, told which key chose it, before any model call
+  local machine_key = not (opts.machine or opts.v1 or opts.v2) and cfg.machine and "agent.machine" or nil
+  base.role_key, base.machine_key = chosen_by, machine_key
+  local before = moss.access.get()
+  if chosen_by then
+    for _, r in ipairs(roles) do
+      moss.access.set(r.access or "read-only", { chosen_by = chosen_by, what = "role " .. r.name })
     end
   end
-  if chosen_by then
-    for _, r in ipairs(roles) do within_trust("role " .. r.name, r.access or "read-only", chosen_by) end
-  end
-  if not (opts.machine or opts.v1 or opts.v2) and cfg.machine then
+  if machine_key then
     local m = load_module("machine", base.machine_name)
-    if m.access then within_trust("machine " .. base.machine_name, m.access, "agent.machine") end
+    if m.access then moss.access.set(m.access, { chosen_by = machine_key, what = "machine " .. base.machine_name }) end
   end
+  moss.access.set(before)
   moss.ui.status("role: " .. table.concat(names, " → ") .. " (" .. why .. ")")
 
   if #roles == 1 then

@@ -248,10 +248,13 @@ function moss.shell.run(cmd, opts) end
 ---@class moss.access
 moss.access = {}
 --- Set the session's tool access level; a level above what this run may have (trust,
---- `--allow-full`) is refused (kind `denied`).
+--- `--allow-full`) is refused (kind `denied`). Above your `[trust] max_access` it is refused
+--- when `opts.chosen_by` names a config key that came from the project (kind `config`), and in a
+--- session running a project file that replaces one of moss's own (kind `denied`).
 ---@param level moss.AccessLevel
+---@param opts? {chosen_by?: string, what?: string}  the config key that chose the level, and what it chose ("role refactorer")
 ---@return moss.AccessLevel
-function moss.access.set(level) end
+function moss.access.set(level, opts) end
 --- The session's tool access level now.
 ---@return moss.AccessLevel
 function moss.access.get() end
