@@ -18,10 +18,10 @@ DOC = 'docs/agent.md, "Entry points an agent script provides"'
 # name -> who calls it (docs/agent.md has the arguments and return values of each)
 ENTRIES = {
     "main": "`moss @agent ARGS`",
-    "child": "moss.spawn (a child agent's thread)",
+    "child": "moss.spawn (in the child agent's thread)",
     "sessions": "`moss sessions list` and `moss sessions show`",
     "serve": "`moss mcp serve` (run_agent, resume_session)",
-    "interrupted": "the host after an interrupt or a parent's cancel (optional)",
+    "interrupted": "an interrupt or a parent's cancel (optional)",
 }
 OPTIONAL = ("interrupted",)
 
@@ -47,5 +47,5 @@ def find(module, name: str, shown: str, *, required: bool = True):
     got = "does not return a table of entries" if lua54.lua_type(module) != "table" else \
         ("has no `" + name + "` entry" if fn is None else f"has a `{name}` that is not a function")
     who = ENTRIES.get(name)
-    raise MossError(f"{shown} {got}" + (f", which {who} calls" if who else "") +
+    raise MossError(f"{shown} {got}" + (f": moss calls it for {who}" if who else "") +
                     f"; the entries an agent script provides are in {DOC}", kind="usage")
