@@ -112,11 +112,12 @@ end
 --- is named with how to start fresh, not a Lua error halfway through resuming it.
 local SESSION_FIELDS = { { "id", "string" }, { "machine", "string" }, { "state", "string" },
   { "task", "string" }, { "turn", "integer" }, { "max_turns", "integer" }, { "mem", "table" },
-  { "messages", "table" } }
+  { "messages", "table" }, { "role", "string", optional = true }, { "reason", "string", optional = true },
+  { "done", "boolean", optional = true } }
 local function check_session(S)
   for _, f in ipairs(SESSION_FIELDS) do
     local v, want = S[f[1]], f[2]
-    if (want == "integer" and math.type(v) or type(v)) ~= want then
+    if not (f.optional and (v == nil or v == moss.json.null)) and (want == "integer" and math.type(v) or type(v)) ~= want then
       moss.error("config", (".moss/agent/session-%s.json is not a usable checkpoint (%s is %s, not a %s); " ..
         "delete it to start fresh, or start a new session instead of resuming this one")
         :format(S.session_id, f[1], v == nil and "missing" or type(v), want), 2)

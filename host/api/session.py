@@ -68,7 +68,9 @@ class CorruptCheckpoint(MossError):
 
 def read_checkpoint(path: Path) -> dict:
     """The checkpoint at `path` as a dict, or CorruptCheckpoint saying what is wrong with it
-    (a link, a fifo or a device there is never followed or read: storage.read_bytes)."""
+    as a file (a link, a fifo or a device there is never followed or read: storage.read_bytes;
+    not UTF-8, not a JSON object, nested too deep). Whether its fields have the shape of a
+    session is its script's to check (agent.lua's resume, timeline.lua's listing)."""
     try:
         data = storage.read_bytes(path)
     except FileNotFoundError:
@@ -93,24 +95,7 @@ def read_checkpoint(path: Path) -> dict:
         raise CorruptCheckpoint(path, f"a JSON {_json_kind(state)} where a checkpoint is an object")
     if not depth_ok(state):
         raise CorruptCheckpoint(path, f"nested more than {MAX_DEPTH} levels deep")
-    return _checked(path, _with_journal(path, state))
-
-
-# The fields a listing shows and reads its state from, with the type each has when present.
-# One of another type (a hand-edited file) makes the checkpoint unusable, not "running".
-LISTED_TYPES = {"id": str, "task": str, "state": str, "machine": str, "role": str, "reason": str, "turn": int,
-                "done": bool}
-_TYPE_NAMES = {str: "string", int: "integer", bool: "boolean"}
-
-
-def _checked(path: Path, state: dict) -> dict:
-    for key, want in LISTED_TYPES.items():
-        value = state.get(key)
-        if value is None or (isinstance(value, want) and not (want is int and isinstance(value, bool))):
-            continue
-        raise CorruptCheckpoint(path, f"{key} is {_json_kind(value)}, not {'an' if want is int else 'a'} "
-                                      f"{_TYPE_NAMES[want]}")  # the words of agent.lua's resume check
-    return state
+    return _with_journal(path, state)
 
 
 def _with_journal(path: Path, state: dict) -> dict:
@@ -230,6 +215,8 @@ def list_checkpoints(root: Path) -> list[dict]:
             row.update(state="corrupt", reason="corrupt", error=e.message)
         else:
             row.update({k: v for k, v in scalars(data).items() if k not in row})
+            # the JSON kind of each other top-level field, for the script's own shape checks
+            row["field_kinds"] = {k: _json_kind(v) for k, v in data.items() if isinstance(k, str) and k not in row}
         out.append(row)
     out.sort(key=lambda d: d["mtime"])
     return out

@@ -314,8 +314,9 @@ moss.session = {}
 ---@return string path
 function moss.session.save(id, state, opts) end
 --- a checkpoint as a table (its `session_id` set to the id it was loaded under); no id = the
---- latest. A file that is not a JSON object, or whose `task`, `state`, `turn`, ... have the wrong
---- type, is kind `config`, naming the file and how to start fresh
+--- latest. A file that is not a JSON object (not UTF-8, not JSON, nested too deep, a link or a
+--- pipe) is kind `config`, naming the file and how to start fresh; whether its fields have the
+--- shape of a session is the caller's to check
 ---@param id? string   # nil = the latest
 ---@return table
 function moss.session.load(id) end

@@ -221,9 +221,35 @@ end
 
 --- `moss sessions list`: one row per saved session; a corrupt checkpoint is listed, named
 -- on stderr, and makes the exit status 2.
+-- The fields a listing shows, with the type each has when present: one of another type (a
+-- hand-edited file) makes the checkpoint unusable, listed as corrupt, not "running".
+M.LISTED = { { "id", "string" }, { "task", "string" }, { "state", "string" }, { "machine", "string" },
+  { "role", "string" }, { "reason", "string" }, { "turn", "integer" }, { "done", "boolean" } }
+
+--- Nil, or why a listed session's fields are not a session's (the row as moss.session.list gives it).
+function M.misshapen(s)
+  local kinds = type(s.field_kinds) == "table" and s.field_kinds or {}
+  for _, f in ipairs(M.LISTED) do
+    local key, want = f[1], f[2]
+    local v, got = s[key], kinds[key]
+    if v ~= nil and got == nil then
+      got = (want == "integer" and math.type(v) == "integer") and "integer" or type(v)
+    end
+    if got ~= nil and got ~= want and got ~= "null" then
+      return ("%s is %s, not %s %s"):format(key, got, want == "integer" and "an" or "a", want)
+    end
+  end
+end
+
 function M.list()
   local rows, corrupt = {}, {}
   for _, s in ipairs(moss.session.list()) do
+    local why = not s.error and M.misshapen(s)
+    if why then
+      s = { id = s.id, mtime = s.mtime, state = "corrupt", reason = "corrupt",
+        error = (".moss/agent/session-%s.json is not a usable checkpoint (%s); delete it to start fresh, or " ..
+          "start a new session instead of resuming this one"):format(s.id, why) }
+    end
     rows[#rows + 1] = { id = s.id, age = M.ago(s.mtime), turns = s.turn, state = s.state,
       reason = M.reason(s), task = short(s.task or "", 60) }
     if s.error then corrupt[#corrupt + 1] = s.error end
