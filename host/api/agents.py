@@ -353,7 +353,10 @@ def functions(ctx):
         if child.status in TERMINAL:
             if not message:
                 return False
-            start({"resume": cid, "message": message})  # a finished child goes on, with the message
+            # a finished child goes on, with the message (the same script, entry and labels)
+            start({"resume": cid, "message": message, "role": child.role or None, "task": child.spec.get("task"),
+                   "script": child.spec.get("script"), "entry": child.spec.get("entry"),
+                   "access": child.spec.get("max_access")})
             return True
         child.resume(message if isinstance(message, str) else None)
         ctx.log("child_resume", {"child": cid, "message": message})
