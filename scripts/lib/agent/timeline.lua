@@ -96,6 +96,8 @@ M.EVENTS = {
   compact_failed = { "yellow", function(e) return "could not compact: " .. short(e.error, 80) end },
   child_start = { "cyan", function(e) return ("child %s (%s): %s"):format(short(e.child or e.id), short(e.role), short(e.task, 70)) end },
   child_end = { "cyan", function(e) return ("child %s ended %s"):format(short(e.child or e.id), short(e.reason)) end },
+  interrupt = { "yellow", function(e) return "stopped by " .. (e.by == "parent" and "its parent" or "a signal (Ctrl-C)") end },
+  entry_failed = { "red", function(e) return ("%s entry failed: %s"):format(short(e.entry), short(e.error)) end },
   session_end = { "bold", function(e)
     return ("%s after %s turns%s"):format(short(e.reason), short(e.turns), cost(e.usage))
   end },
