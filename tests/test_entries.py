@@ -49,12 +49,26 @@ end
 
 -- the entry the spawn spec names: a child's result is whatever this returns
 function M.kid(spec)
+  if spec.task == "spin" then
+    start("spin", spec.id)
+    while true do end -- works until its parent cancels it
+  end
   if spec.resume then
     local S = moss.session.load(spec.resume)
     if S.finished then return { said = S.said, from = "checkpoint", status = "done" } end
     return { said = ask(S).said, from = "model", status = "done" }
   end
   return { said = ask(start(spec.task, spec.id)).said, from = "model", status = "done" }
+end
+
+-- after a Ctrl-C, or a parent's cancel mid-work: how it stopped is this agent's to record
+function M.interrupted(info)
+  local id = info.ids[1]
+  local ok, S = pcall(moss.session.load, id)
+  if not ok then return nil end
+  S.finished, S.how = true, info.cancelled and "cancelled by its parent" or "interrupted"
+  moss.session.save(id, S, { final = true })
+  return { said = "stopped", how = S.how, status = "cancelled" }
 end
 
 function M.sessions(args)
@@ -106,6 +120,29 @@ def test_a_minimal_project_agent_spawns_a_child_and_resumes_it_from_its_own_chec
     ends = [json.loads(x) for x in (project.root / ".moss/agent/logs/root0001.jsonl").read_text().splitlines()]
     child_end = [e for e in ends if e["event"] == "child_end"]
     assert [e["status"] for e in child_end] == ["done", "done"]
+
+
+def test_a_child_cancelled_mid_work_records_its_end_through_its_own_interrupted_entry(project):
+    """A parent cancels a child that is busy in its own Lua: the host stops it and calls the
+    child's `interrupted` entry, whose record is the checkpoint (the host writes none) and
+    whose return value is the result the parent gets."""
+    project.script("agent", MINIMAL)
+    project.script("boss", """
+        moss.session.bind("boss0001")
+        local h = moss.spawn { task = "spin", entry = "kid" }
+        while not pcall(moss.session.load, h.id) do moss.agents.wait(h.id, 0.05) end
+        h:cancel()
+        local r = h:wait(20)
+        print(h:status(), r.said, r.how)
+    """)
+    r = project.moss("@boss", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["cancelled\tstopped\tcancelled by its parent"]
+    saved = json.loads((project.root / ".moss/agent/session-boss0001-1.json").read_text())
+    assert saved["finished"] is True and saved["how"] == "cancelled by its parent"
+    assert "done" not in saved and "reason" not in saved  # nothing of moss's agent's shape was added
+    log = [json.loads(x) for x in (project.root / ".moss/agent/logs/boss0001-1.jsonl").read_text().splitlines()]
+    assert [e["by"] for e in log if e["event"] == "interrupt"] == ["parent"]
 
 
 def test_moss_sessions_list_and_show_run_the_project_agents_sessions_entry(project, api):
