@@ -7,11 +7,11 @@ naming it. The model is tests/fakeapi.py; the project is trusted the way its use
 from __future__ import annotations
 
 import json
+import sys
 
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-import sys
 
 # One model call per task; the reply is the answer. Its session table is its own shape (no
 # `turn`, no `mem`): the host never looks inside.
