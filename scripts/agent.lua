@@ -461,12 +461,18 @@ local function child(spec)
   return children.result(S)
 end
 
---- `moss sessions list` / `moss sessions show ID` (host/cli.py): args is {"list"} or {"show", ID}.
+--- `moss sessions list` / `moss sessions show ID` (host/cli.py), and MCP list_sessions /
+-- show_session (host/mcp/server.py): args is {"list"}, {"show", ID} or {"json"} (one JSON
+-- object on stdout, {"sessions": [...]}: each session's saved fields, running, reason).
 local function sessions(args)
   local what = args[1]
   if what == "list" then return timeline.list() end
   if what == "show" and args[2] then return timeline.show(args[2]) end
-  moss.ui.print("usage: sessions list | sessions show ID", { style = "red" })
+  if what == "json" then
+    print(moss.json.encode({ sessions = timeline.data() })) -- an empty list encodes as []
+    return 0
+  end
+  moss.ui.print("usage: sessions list | sessions show ID | sessions json", { style = "red" })
   return 2
 end
 

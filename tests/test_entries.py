@@ -72,6 +72,12 @@ function M.interrupted(info)
 end
 
 function M.sessions(args)
+  if args[1] == "json" then
+    local rows = {}
+    for _, s in ipairs(moss.session.list()) do rows[#rows + 1] = { id = s.id, running = s.running, asked = s.question } end
+    print(moss.json.encode { sessions = rows })
+    return 0
+  end
   if args[1] == "list" then
     for _, s in ipairs(moss.session.list()) do print(s.id, s.question, s.finished, s.running) end
     return 0
@@ -172,7 +178,7 @@ def _client(project, api):
 def test_the_mcp_server_runs_and_resumes_through_the_project_agents_serve_entry(project, api):
     """run_agent and resume_session start `moss @agent --entry serve REQUEST`: the project's
     agent reads the JSON request and writes stream-json, and the client gets its final
-    `result` event (with the exit code)."""
+    `result` event (with the exit code); list_sessions is the agent's `sessions json`."""
     project.script("agent", MINIMAL)
     project.user_file("config.toml", '[llm]\nprovider = "anthropic"\nmodel = "claude-test"\n')
     project.trust()
@@ -188,11 +194,14 @@ def test_the_mcp_server_runs_and_resumes_through_the_project_agents_serve_entry(
             r = await client.call_tool("resume_session", {"session_id": sid, "message": "say more"})
             assert not r.is_error, r.content
             seen["resume"] = r.structured_content
+            listed = await client.call_tool("list_sessions", {})
+            seen["listed"] = listed.structured_content["sessions"]
 
     anyio.run(main)
     assert seen["run"]["answer"] == "first answer" and seen["run"]["exit_code"] == 0
     assert seen["resume"] == {**seen["resume"], "answer": "second answer", "session_id": seen["run"]["session_id"]}
     assert [m["content"] for m in api.requests[1].body["messages"]] == ["say more"]
+    assert seen["listed"] == [{"id": seen["run"]["session_id"], "running": False, "asked": "say more", "task": ""}]
 
 
 def test_a_project_agent_without_an_entry_gets_one_error_naming_it_and_the_doc(project):

@@ -115,28 +115,22 @@ def build(root: Path) -> MCPServer:
     async def list_sessions() -> dict[str, Any]:
         """{sessions: [...]}: saved sessions, oldest first: id, task, state, turn, reason, machine, role, done,
         mtime, and running (whether a moss process is working on it now)."""
-        from .. import inbox
-        from ..api.session import list_checkpoints
-
-        try:
-            rows = list_checkpoints(root)
-            live = {r["id"] for r in inbox.running(root)}
-        except MossError as e:
-            raise _fail(e) from None
-        return {"sessions": [{**r, "task": str(r.get("task") or "")[:500], "running": r["id"] in live}
-                             for r in rows]}  # the checkpoints' fields as saved; `running` is the host's
+        rows = await _sessions(root)
+        return {"sessions": [{**r, "task": str(r.get("task") or "")[:500]} for r in rows]}
 
     @mcp.tool()
     async def show_session(session_id: str) -> dict[str, Any]:
         """One session: its checkpoint summary and its log as a timeline (text)."""
-        from ..api.session import list_checkpoints, read_log
+        from ..api.session import read_log
 
         try:
             _check_id(session_id)
-            rows = [r for r in list_checkpoints(root) if r["id"] == session_id]
             events = read_log(root, session_id)
         except MossError as e:
-            raise _fail(e) from None
+            if e.kind != "not_found":
+                raise _fail(e) from None
+            events = []
+        rows = [r for r in await _sessions(root) if r.get("id") == session_id]
         if not rows and not events:
             raise ToolError(f"no session {session_id} in {root}")
         return {"session": rows[0] if rows else None, "timeline": await _timeline(root, session_id)}
@@ -191,6 +185,25 @@ def _check_id(sid: str) -> str:
         return check_id(sid)
     except MossError as e:
         raise _fail(e) from None
+
+
+async def _sessions(root: Path) -> list[dict]:
+    """The saved sessions as the agent script's `sessions` entry lists them (`sessions json`:
+    one JSON object on stdout; docs/agent.md): what a session holds, and how one that is not
+    running stands, are the script's to say; `running` is the host's fact it relays."""
+    done = await anyio.run_process([sys.executable, "-m", "moss", "@agent", "--entry", "sessions", "json"],
+                                   cwd=root, stdin=subprocess.DEVNULL, check=False)
+    out = done.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        data = json.loads(out[-1]) if out else None
+    except ValueError:
+        data = None
+    rows = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        tail = done.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
+        raise ToolError(f"the agent's sessions entry gave no listing (exit {done.returncode})"
+                        + (f":\n{tail}" if tail else ""))
+    return [r for r in rows if isinstance(r, dict)]
 
 
 async def _timeline(root: Path, sid: str) -> str:

@@ -243,15 +243,37 @@ function M.misshapen(s)
   end
 end
 
-function M.list()
-  local rows, corrupt = {}, {}
+--- The saved sessions as moss.session.list gives them, oldest first, with a checkpoint whose
+-- listed fields are misshapen turned into a corrupt row (`error` says why).
+function M.sessions()
+  local out = {}
   for _, s in ipairs(moss.session.list()) do
     local why = not s.error and M.misshapen(s)
     if why then
-      s = { id = s.id, mtime = s.mtime, state = "corrupt", reason = "corrupt",
+      s = { id = s.id, mtime = s.mtime, running = s.running, state = "corrupt", reason = "corrupt",
         error = (".moss/agent/session-%s.json is not a usable checkpoint (%s); delete it to start fresh, or " ..
           "start a new session instead of resuming this one"):format(s.id, why) }
     end
+    s.field_kinds = nil
+    out[#out + 1] = s
+  end
+  return out
+end
+
+--- The listing as data (MCP list_sessions): each session's saved fields, `running`, and a
+-- `reason` that says how a session that is not running stands (none while it runs).
+function M.data()
+  local out = {}
+  for _, s in ipairs(M.sessions()) do
+    if not s.error then s.reason = not s.running and M.reason(s) or nil end
+    out[#out + 1] = s
+  end
+  return out
+end
+
+function M.list()
+  local rows, corrupt = {}, {}
+  for _, s in ipairs(M.sessions()) do
     rows[#rows + 1] = { id = s.id, age = M.ago(s.mtime), turns = s.turn, state = s.state,
       reason = M.reason(s), task = short(s.task or "", 60) }
     if s.error then corrupt[#corrupt + 1] = s.error end
