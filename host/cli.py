@@ -429,14 +429,16 @@ def sessions():
 @sessions.command("list")
 def sessions_list():
     """A table of saved sessions: id, age, turns, state, reason, task."""
-    _run_lua("agent", ["--list-sessions"])
+    _run_lua("agent", ["--entry", "sessions", "list"])  # the agent script's `sessions` entry
 
 
 @sessions.command("show")
 @click.argument("session_id")
 def sessions_show(session_id):
     """Render one session's log as a timeline: turns, LLM calls, commands, validations."""
-    _run_lua("agent", ["--show-session", session_id])
+    from .storage import check_id
+
+    _run_lua("agent", ["--entry", "sessions", "show", check_id(session_id)])
 
 
 @cli.group("memory")

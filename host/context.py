@@ -49,6 +49,9 @@ class Context:
     resume: str | None = None  # the command that goes on with the bound session (moss.session.bind)
     child: Any = None
     parent_llm: Any = None
+    # a project file that replaces one of moss's own scripts or modules runs in this session
+    # (its shown path): access is then held to the user's [trust] max_access (host/api/access.py)
+    project_code: str | None = None
     _log_path: Any = field(default=None, repr=False)  # (session id, its log's path), for log()
 
     @property
@@ -97,6 +100,22 @@ class Context:
 
     def cancelled(self) -> bool:
         return bool(self.runtime and self.runtime.cancelled)
+
+    @property
+    def trust_cap(self) -> str | None:
+        """The user's [trust] max_access for a trusted project's choices (None: no project content)."""
+        return self.trust.max_access if self.trust is not None and self.trust.trusted else None
+
+    def project_override(self, shown: str) -> None:
+        """A project file replacing one of moss's own runs from now on: whatever that code asks
+        for, this session's access stays within [trust] max_access (lowered now if above)."""
+        from .tools.sandbox import ACCESS_LEVELS
+
+        if self.project_code is None:
+            self.project_code = shown
+        cap = self.trust_cap
+        if cap is not None and ACCESS_LEVELS.index(self.access) > ACCESS_LEVELS.index(cap):
+            self.access = cap
 
     def user_interrupt(self) -> bool:
         """Whether the user's latest message (moss.inbox, handled by the Lua policy) asks to

@@ -140,7 +140,9 @@ def require_running(root: Path, sid: str) -> None:
     rows = [r for r in list_checkpoints(root) if r["id"] == sid]
     if not rows:
         raise MossError(f"no session {sid} in this project (moss sessions list shows them)", kind="not_found")
-    raise MossError(f"session {sid} is not running: it ended ({rows[0].get('reason') or 'interrupted'}). "
+    said = rows[0].get("reason")  # what its script last recorded, shown as it is
+    why = f"it ended ({said})" if isinstance(said, str) and said else "no moss process runs it"
+    raise MossError(f"session {sid} is not running: {why}. "
                     f"To go on with a message: moss @agent --resume {sid} \"...\"", kind="usage")
 
 

@@ -176,6 +176,19 @@ class ScriptRoots:
             real = self._reals[root.name] = root.path.resolve()
         return real
 
+    def shadows_builtin(self, path: Path | str) -> bool:
+        """Whether `path`, a project script or module, takes the place of one of moss's own
+        (the same relative path under the built-in root)."""
+        project = next((r for r in self.roots if r.name == "project"), None)
+        builtin = next((r for r in self.roots if r.name == "built-in"), None)
+        if project is None or builtin is None:
+            return False
+        base = str(self._real(project))
+        path = str(path)
+        if not path.startswith(base.rstrip(os.sep) + os.sep):
+            return False
+        return os.path.isfile(os.path.join(self._str(builtin), path[len(base.rstrip(os.sep)) + 1:]))
+
     def origin_of(self, name: str) -> str | None:
         """Which root `name` would load from ("project", "user", "built-in"), or None."""
         try:

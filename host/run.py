@@ -33,6 +33,7 @@ HOST_OPTIONS = {
     "--seed": "seed",
     "--base-url": "base_url",
     "--input-format": "input_format",
+    "--entry": "entry",
 }
 HOST_FLAGS = {"--verbose": "verbose", "--allow-full": "allow_full", "--trust": "trust",
               "--include-partial": "include_partial"}
@@ -55,6 +56,8 @@ Host options (any script):
   --trust              trust this project's .moss/ (scripts, commands, endpoints) for
                        this run only, e.g. in CI for a checkout you vouch for
   --verbose            stream model output and show more detail
+  --entry NAME         call the script's entry NAME (a function of the table it returns)
+                       with the words instead of main (docs/agent.md: the entry points)
   --input-format F     stream-json: read {"type":"user"|"control"|"answer",...} lines on stdin
                        (messages, pause/stop/resume, answers to questions) while the agent works
   --include-partial    also write the model's text as it streams, as {"type": "partial"}
@@ -92,6 +95,10 @@ def split_host_options(args: list[str]) -> tuple[dict, list[str]]:
         else:
             rest.append(word)
         i += 1
+    if options.get("entry") is not None:
+        from .entries import check_name
+
+        check_name(options["entry"], "--entry")
     if options.get("input_format") not in (None, "text", "stream-json"):
         raise MossError(f"--input-format must be text or stream-json, got {options['input_format']!r}",
                         kind="usage")
@@ -116,6 +123,7 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
     roots = ScriptRoots(root, project=trust.trusted, pins=trust.manifest.pins)
     rt = Runtime(roots, api.functions(ctx), memory_mb=int(memory_mb))
     ctx.runtime = rt
+    rt.on_project_override = ctx.project_override  # [trust] max_access then holds (host/api/access.py)
     rt.set("args", list(args))
     rt.set("root", str(root))
     rt.set("config", cfg)
@@ -138,8 +146,9 @@ def build_child(parent: Context, child, parent_llm) -> tuple[Context, Runtime]:
     """Context + runtime of a child agent (host/api/agents.py), in the child's own thread:
     the parent's project, config, trust and script roots; its own session id, access cap,
     log and Lua state; the tree's registry, budget and SDK clients."""
-    options = {k: v for k, v in parent.options.items() if k != "record"}  # the tree shares one recorder
-    ctx = Context(root=parent.root, config=parent.config, options=options, args=[], script="agent",
+    options = {k: v for k, v in parent.options.items() if k not in ("record", "entry")}  # one recorder per tree
+    script = child.spec.get("script") or "agent"
+    ctx = Context(root=parent.root, config=parent.config, options=options, args=[], script=script,
                   env=parent.env, user_config=parent.user_config, trust=parent.trust)
     ctx.session_id = child.id
     ctx.parent_id = parent.session_id
@@ -151,12 +160,14 @@ def build_child(parent: Context, child, parent_llm) -> tuple[Context, Runtime]:
     prt = parent.runtime
     rt = Runtime(prt.roots, api.functions(ctx), memory_mb=prt.memory_mb)
     ctx.runtime = rt
+    ctx.project_code = parent.project_code  # the parent's project code chose this child
+    rt.on_project_override = ctx.project_override
     rt.set("args", [])
     rt.set("root", str(ctx.root))
     rt.set("config", ctx.config)
     rt.set("trust", ctx.trust.lua_value() if ctx.trust is not None else {})
     rt.set("options", options)
-    rt.set("script", "agent")
+    rt.set("script", script)
     from . import __version__
 
     rt.set("version", __version__)
@@ -211,10 +222,16 @@ def _run_script(name: str, words: list[str]) -> int:
     except MossError as e:
         ui.error(e.message)
         return exit_status(e.kind)
+    module = None
     try:
         with rt.sigint_cancels():
             chunk = rt.load_file(path, shown, origin)
-            result = rt.call(chunk, *args)
+            result = module = rt.call(chunk, *args)
+            entry = options.get("entry")
+            if entry is not None:  # a declared entry point (host/entries.py), not main
+                from .entries import find
+
+                return _exit_status(_plain(rt, rt.call(find(module, entry, shown), args)))
             main = _field(rt, result, "main")
             if main is not None:
                 flags = args[: args.index("--")] if "--" in args else args  # after --, words are data
@@ -232,11 +249,14 @@ def _run_script(name: str, words: list[str]) -> int:
         return _report(e, options)
     except KeyboardInterrupt:
         return _interrupted(ctx)
+    except MossError as e:  # an entry the script does not provide
+        ui.error(e.message)
+        return exit_status(e.kind)
     finally:
         tree = ctx.tree
         if tree is not None:  # children of an interrupted or finished root stop (resumable)
             tree.close(grace=2.0 if rt.cancelled else 5.0)
-        _settle_sessions(ctx)
+        _settle_sessions(ctx, module, shown)
         services = ctx.services
         for svc in list(services.values()):
             close = getattr(svc, "close", None)
@@ -260,27 +280,63 @@ def _ask_trust(state: trust_mod.Trust) -> trust_mod.Trust:
     return new
 
 
-def _settle_sessions(ctx) -> None:
+def _settle_sessions(ctx, module=None, shown: str = "") -> None:
     """The sessions this process ran whose script could not close them (an interrupt trips
-    every further Lua instruction): their checkpoints say "interrupted" (when they had not
-    ended otherwise) and their running markers go, so no listing calls them running."""
+    every further Lua instruction): the script's optional `interrupted` entry is called once
+    with their ids (what it records is the script's business: the agent marks their
+    checkpoints), then their running markers go, so no listing calls them running."""
     from . import inbox
-    from .api.session import end_interrupted
 
     try:
-        for row in inbox.running(ctx.root, mine=True):
-            if ctx.interrupted:
-                end_interrupted(ctx.root, row["id"])
-            inbox.mark_stopped(ctx.root, row["id"])
+        ids = [row["id"] for row in inbox.running(ctx.root, mine=True)]
     except (OSError, MossError):
-        pass  # the state of .moss/agent is for the next listing to settle
+        ids = []
+    if ctx.interrupted:
+        if ctx.session_id and ctx.session_id not in ids:
+            ids.insert(0, ctx.session_id)
+        after_interrupt(ctx.runtime, module, {"ids": ids, "cancelled": False}, shown)
+    for sid in ids:
+        inbox.mark_stopped(ctx.root, sid)
+
+
+INTERRUPT_GRACE = 5.0  # seconds an `interrupted` entry may run
+
+
+def after_interrupt(rt, module, info: dict, shown: str = ""):
+    """Call the script's `interrupted` entry (if it has one) after an interrupt, with
+    cancellation held off for at most INTERRUPT_GRACE seconds; what it returns, or None.
+    Whatever goes wrong there is said on stderr and the run ends as interrupted anyway."""
+    if rt is None or module is None:
+        return None
+    from .entries import find
+
+    try:
+        fn = find(module, "interrupted", shown, required=False)
+        if fn is None:
+            return None
+        return _plain(rt, rt.call_after_interrupt(fn, info, timeout=INTERRUPT_GRACE))
+    except (LuaScriptError, MossError) as e:
+        ui.error(f"{shown or 'the script'}: its interrupted entry failed: {e.message}")
+    except BaseException as e:  # noqa: BLE001 - a second Ctrl-C, a host bug: the run is over anyway
+        ui.error(f"{shown or 'the script'}: its interrupted entry failed: {type(e).__name__}: {e}")
+    return None
+
+
+def _plain(rt, value):
+    """A Lua value as plain data (tables converted), functions as None."""
+    from lupa import lua54
+
+    if lua54.lua_type(value) == "function":
+        return None
+    return rt.to_py(value)
 
 
 def _interrupted(ctx) -> int:
     ctx.interrupted = True
     msg = "interrupted"
     if ctx.session_id:
-        ctx.log("session_end", {"reason": "interrupted"})
+        # a host event: the process was interrupted (how the session ends is its script's to say)
+        ctx.log("interrupt", {"by": "signal"})
         msg += f" (session {ctx.session_id} keeps its last checkpoint)"
         if ctx.resume:  # as the script said when it bound the session
             msg += f"; go on with: {ctx.resume}"

@@ -122,6 +122,10 @@ class Runtime:
         self.parent: "Runtime | None" = None  # a child agent's runtime stops with its parent's
         self._in_primitive = 0
         self._deadline: float | None = None
+        self._grace = False  # call_after_interrupt: cancellation held off, the deadline still holds
+        # called with a file's shown path when a project file that replaces one of moss's own
+        # scripts or modules loads (host/run.py: the session is then held to [trust] max_access)
+        self.on_project_override: Callable[[str], None] | None = None
         self.lua = lua54.LuaRuntime(
             encoding=None,
             unpack_returned_tuples=True,
@@ -166,7 +170,7 @@ class Runtime:
 
     # ---- host callbacks ----------------------------------------------------------------
     def _check(self):
-        if self._cancel.is_set() or (self.parent is not None and self.parent.cancelled):
+        if not self._grace and (self._cancel.is_set() or (self.parent is not None and self.parent.cancelled)):
             return b"interrupted"
         if self._deadline is not None and time.monotonic() > self._deadline:
             return b"timeout"
@@ -197,10 +201,15 @@ class Runtime:
             src = self.roots.read(path, origin)
         except MossError as e:
             return False, e.message.encode(), e.kind.encode()
+        self._loaded(path, display, origin)
         result = self._chunk(path, src, ("@" + display).encode(), origin)
         if isinstance(result, tuple):
             return True, None, result[1]
         return True, result
+
+    def _loaded(self, path, shown: str, origin: str | None) -> None:
+        if origin == "project" and self.on_project_override is not None and self.roots.shadows_builtin(path):
+            self.on_project_override(shown)
 
     def _chunk(self, path: Path, src: bytes, chunkname: bytes, origin: str | None):
         """Compile `src` (text), or load the bytecode this process dumped for exactly this
@@ -225,6 +234,7 @@ class Runtime:
             src = self.roots.read(path, origin)
         except MossError as e:
             raise LuaScriptError(e.message, kind=e.kind) from None
+        self._loaded(path, shown, origin)
         result = self._chunk(path, src, ("@" + shown).encode(), origin)
         if isinstance(result, tuple):
             raise LuaScriptError(decode(result[1]), kind="syntax")
@@ -300,6 +310,15 @@ class Runtime:
             self.lua.gccollect()
             raise LuaScriptError(self._memory_message(), kind="memory")
         raise LuaScriptError(decode(text or b""), kind=kind, trace=_clean_trace(decode(trace or b"")))
+
+    def call_after_interrupt(self, fn, *args, timeout: float = 5.0):
+        """Call `fn` once the script was interrupted (or cancelled): cancellation is held off
+        for this call, which `timeout` seconds bound (host/run.py: the `interrupted` entry)."""
+        self._grace = True
+        try:
+            return self.call(fn, *args, timeout=timeout)
+        finally:
+            self._grace = False
 
     def execute(self, source: str | bytes, chunkname: str = "=(moss)", *args, timeout: float | None = None):
         return self.call(self.load(source, chunkname), *args, timeout=timeout)

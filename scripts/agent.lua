@@ -113,11 +113,12 @@ end
 --- is named with how to start fresh, not a Lua error halfway through resuming it.
 local SESSION_FIELDS = { { "id", "string" }, { "machine", "string" }, { "state", "string" },
   { "task", "string" }, { "turn", "integer" }, { "max_turns", "integer" }, { "mem", "table" },
-  { "messages", "table" } }
+  { "messages", "table" }, { "role", "string", optional = true }, { "reason", "string", optional = true },
+  { "done", "boolean", optional = true } }
 local function check_session(S)
   for _, f in ipairs(SESSION_FIELDS) do
     local v, want = S[f[1]], f[2]
-    if (want == "integer" and math.type(v) or type(v)) ~= want then
+    if not (f.optional and (v == nil or v == moss.json.null)) and (want == "integer" and math.type(v) or type(v)) ~= want then
       moss.error("config", (".moss/agent/session-%s.json is not a usable checkpoint (%s is %s, not a %s); " ..
         "delete it to start fresh, or start a new session instead of resuming this one")
         :format(S.session_id, f[1], v == nil and "missing" or type(v), want), 2)
@@ -165,7 +166,14 @@ local function run_stage(o)
   if me.child and o.clamp and me.max_access and ACCESS_RANK[access] > ACCESS_RANK[me.max_access] then
     access = me.max_access -- the parent asked for less access than the role has (a read-only auditor child)
   end
-  moss.access.set(access) -- a child agent: the host refuses more than its parent has
+  if me.child and o.session and ACCESS_RANK[o.session.access] and ACCESS_RANK[access] > ACCESS_RANK[o.session.access] then
+    access = o.session.access -- a resumed child keeps the access it had (its parent may have asked for less)
+  end
+  -- the host refuses more than a child's parent has, or than [trust] max_access allows for a
+  -- role or machine the project's config chose (the key that chose it is said)
+  local key = machine.access and o.machine_key or (not machine.access and o.role_key) or nil
+  moss.access.set(access, key and { chosen_by = key, what = (machine.access and "machine " .. o.machine_name
+    or "role " .. role.name) } or nil)
   local S = o.session or runner.new_session {
     id = o.id,
     task = o.task,
@@ -394,24 +402,21 @@ run_main = function(opts, cfg, rest, out, format)
   if #names == 0 then moss.error("usage", "--role needs a role name, e.g. --role auditor or --role auditor,refactorer") end
   local roles = {}
   for i, name in ipairs(names) do roles[i] = load_module("role", name) end
-  -- a role or machine that the project's config chose gets no more access than the user allows
-  local from_project = {}
-  for _, k in ipairs((moss.trust or {}).project_keys or {}) do from_project[k] = true end
-  local function within_trust(what, level, key)
-    local max = (moss.trust or {}).max_access or "edit"
-    if from_project[key] and (ACCESS_RANK[level] or 1) > (ACCESS_RANK[max] or 3) then
-      moss.error("config", ("%s needs access %s, but it was chosen by the project's %s and your [trust] " ..
-        "max_access is %s; choose it yourself with a flag, or raise max_access in your user config")
-        :format(what, level, key, max), 0)
+  -- a role or machine that the project's config chose gets no more access than the user's
+  -- [trust] max_access: the host decides, told which key chose it, before any model call
+  local machine_key = not (opts.machine or opts.v1 or opts.v2) and cfg.machine and "agent.machine" or nil
+  base.role_key, base.machine_key = chosen_by, machine_key
+  local before = moss.access.get()
+  if chosen_by then
+    for _, r in ipairs(roles) do
+      moss.access.set(r.access or "read-only", { chosen_by = chosen_by, what = "role " .. r.name })
     end
   end
-  if chosen_by then
-    for _, r in ipairs(roles) do within_trust("role " .. r.name, r.access or "read-only", chosen_by) end
-  end
-  if not (opts.machine or opts.v1 or opts.v2) and cfg.machine then
+  if machine_key then
     local m = load_module("machine", base.machine_name)
-    if m.access then within_trust("machine " .. base.machine_name, m.access, "agent.machine") end
+    if m.access then moss.access.set(m.access, { chosen_by = machine_key, what = "machine " .. base.machine_name }) end
   end
+  moss.access.set(before)
   moss.ui.status("role: " .. table.concat(names, " → ") .. " (" .. why .. ")")
 
   if #roles == 1 then
@@ -450,6 +455,8 @@ local function child(spec)
   }
   if spec.resume then
     local S = moss.session.load(spec.resume)
+    -- a child that finished in an earlier run: its result stands, unless its parent says more
+    if S.done and not spec.message then return children.result(S) end
     messages.upgrade(S)
     local machine = load_module("machine", S.machine)
     reopen(S, machine, spec.max_turns, spec.message ~= nil)
@@ -464,4 +471,66 @@ local function child(spec)
   return children.result(S)
 end
 
-return { help = help, main = main, child = child }
+--- `moss sessions list` / `moss sessions show ID` (host/cli.py), and MCP list_sessions /
+-- show_session (host/mcp/server.py): args is {"list"}, {"show", ID} or {"json"} (one JSON
+-- object on stdout, {"sessions": [...]}: each session's saved fields, running, reason).
+local function sessions(args)
+  local what = args[1]
+  if what == "list" then return timeline.list() end
+  if what == "show" and args[2] then return timeline.show(args[2]) end
+  if what == "json" then
+    print(moss.json.encode({ sessions = timeline.data() })) -- an empty list encodes as []
+    return 0
+  end
+  moss.ui.print("usage: sessions list | sessions show ID | sessions json", { style = "red" })
+  return 2
+end
+
+--- `moss mcp serve`'s run_agent and resume_session (host/mcp/server.py): args[1] is a JSON
+-- request, {task, role?, machine?, max_turns?} or {resume = ID | true, message?, max_turns?};
+-- the session runs non-interactively and writes stream-json, its `result` event last.
+local function serve(args)
+  local ok, req = pcall(moss.json.decode, args[1] or "")
+  if not ok or type(req) ~= "table" then
+    moss.ui.print("serve: expected one JSON object, the request (docs/agent.md)", { style = "red" })
+    return 2
+  end
+  local words = { "--output-format", "stream-json", "-n" }
+  local function add(w) words[#words + 1] = w end
+  if req.role then add("--role=" .. tostring(req.role)) end
+  if req.machine then add("--machine=" .. tostring(req.machine)) end
+  if req.max_turns then add("--max-turns=" .. tostring(req.max_turns)) end
+  if req.resume then
+    add(req.resume == true and "--resume" or ("--resume=" .. tostring(req.resume)))
+    if req.message then add("--") add(tostring(req.message)) end
+  else
+    add("--") add(tostring(req.task or ""))
+  end
+  return main(words)
+end
+
+--- After an interrupt (Ctrl-C, the MCP client's cancel) or a parent's cancel mid-turn, the
+-- host calls this once with {ids = {...}, cancelled = bool}: the sessions this process was
+-- running. An unfinished one's checkpoint says how it stopped: "interrupted" (resumable as
+-- it is) or, cancelled by its parent, "cancelled" (done). A child gets its result back.
+local function interrupted(info)
+  local first
+  for _, id in ipairs(info.ids or {}) do
+    local ok, S = pcall(moss.session.load, id)
+    if ok and not S.done and not S.reason then
+      S.reason, S.success = info.cancelled and "cancelled" or "interrupted", false
+      if info.cancelled then S.done = true end
+      moss.session.save(id, S, { final = true })
+      moss.session.log(id, "session_end", { reason = S.reason, turns = S.turn, usage = S.usage })
+    end
+    if first == nil then first = ok and S or false end
+  end
+  if moss.agents.self().child then
+    if first then return children.result(first) end
+    return { success = false, reason = info.cancelled and "cancelled" or "interrupted",
+      status = "cancelled", session_id = (info.ids or {})[1] }
+  end
+end
+
+-- The entry points moss calls (docs/agent.md, "Entry points an agent script provides").
+return { help = help, main = main, child = child, sessions = sessions, serve = serve, interrupted = interrupted }

@@ -67,8 +67,8 @@ def test_journal_reads_back_what_a_whole_save_would_write(tmp_path):
     # the journal was compacted into the base along the way, and is now in use again
     assert journal_path(tmp_path, "abc").exists()
     assert len(journal_path(tmp_path, "abc").read_text().splitlines()) <= JOURNAL_MAX_SAVES + 1
-    # the session's end is a whole base: a reader of the file alone sees it
-    rt.execute("local S = ...; S.done = true; moss.session.save(S.id, S)", "=end", S)
+    # the session's end (its script says so: final) is a whole base: a reader of the file alone sees it
+    rt.execute("local S = ...; S.done = true; moss.session.save(S.id, S, { final = true })", "=end", S)
     assert json.loads(path.read_text())["done"] is True
     assert read_checkpoint(path)["done"] is True
 

@@ -2,6 +2,11 @@
 
 Policy (a role in Lua) chooses the level; the host enforces it for every primitive and
 refuses `full` unless the user allowed it (--allow-full or [agent] allow_full = true).
+
+The user's [trust] max_access holds what a trusted project chose, here, whatever its Lua does:
+a level above it is refused when the caller says a config key chose it and that key came from
+the project's .moss/config.toml (`opts.chosen_by`, checked against the trust record), and in any
+session where a project file replaces one of moss's own scripts or modules (Context.project_code).
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ def functions(ctx):
     def get():
         return ctx.access
 
-    def set_(level):
+    def set_(level, opts=None):
         from ..tools.sandbox import check_level
 
         check_level(level)
+        _within_trust(ctx, level, opts if isinstance(opts, dict) else {})
         cap = ctx.max_access
         if cap is not None and LEVELS.index(level) > LEVELS.index(cap):
             raise MossError(f"access level {level} is above this agent's limit {cap}: a child agent never "
@@ -39,3 +45,20 @@ def functions(ctx):
         return list(LEVELS)
 
     return {"access.get": get, "access.set": set_, "access.levels": levels}
+
+
+def _within_trust(ctx, level: str, opts: dict) -> None:
+    """Refuse `level` above the user's [trust] max_access when the project chose it."""
+    limit = ctx.trust_cap
+    if limit is None or LEVELS.index(level) <= LEVELS.index(limit):
+        return
+    key = opts.get("chosen_by")
+    if isinstance(key, str) and key in ctx.project_keys:
+        what = opts.get("what") if isinstance(opts.get("what"), str) else "this session"
+        raise MossError(f"{what} needs access {level}, but it was chosen by the project's {key} and your "
+                        f"[trust] max_access is {limit}; choose it yourself with a flag, or raise max_access "
+                        f"in your user config", kind="config")
+    if ctx.project_code:
+        raise MossError(f"access level {level} is above your [trust] max_access {limit}: this session runs the "
+                        f"project's own {ctx.project_code} in place of moss's; raise max_access in your user "
+                        f"config (~/.config/moss/config.toml) to allow it", kind="denied")

@@ -2,9 +2,12 @@
 
 The Lua face is `moss.spawn{...}` -> handle (`:wait`, `:status`, `:pause`, `:resume`,
 `:cancel`), `moss.wait_any` and `moss.wait_all` (host/bootstrap.lua), on top of these
-primitives keyed by child id. What a child *does* is policy: its thread runs the `child`
-function of the agent script (scripts/agent.lua) with the spawn spec, and that function's
-result table comes back as plain data. No Lua state is shared between runtimes.
+primitives keyed by child id. What a child *does* is policy: its thread runs the entry the
+spawn spec names (`script`, default "agent"; `entry`, default "child": docs/agent.md, "Entry
+points an agent script provides") with the spec, and that function's result table comes back
+as plain data. The host never reads a session: resuming a child that finished earlier, and
+what a child cancelled mid-turn records, are its own Lua's to decide (a cancelled child's
+`interrupted` entry). No Lua state is shared between runtimes.
 
 Mechanism kept here:
 - ids: a child of session P is `P-N` (N = 1, 2, ... never reused, also across resumes);
@@ -22,6 +25,7 @@ Mechanism kept here:
 from __future__ import annotations
 
 import re
+import stat
 import threading
 import time
 import traceback
@@ -148,15 +152,11 @@ class Child:
         msg, self._message = self._message, None
         return {"message": msg} if msg else {}
 
-    def finish(self, result: dict) -> None:
-        reason = result.get("reason")
-        if reason == "cancelled" or (self._cancel and not result.get("success")):
+    def finish(self, result: dict, status: str) -> None:
+        """The child ended: `status` is done, failed or cancelled (a cancel the child did not
+        outlive is "cancelled" whatever it says)."""
+        if self._cancel and status != "done":
             status = "cancelled"
-            result["reason"] = "cancelled"
-        elif result.get("success"):
-            status = "done"
-        else:
-            status = "failed"
         self.result = result
         with self.tree.cond:
             self.status = status
@@ -209,39 +209,13 @@ def _next_id(ctx, tree: Tree) -> str:
     return cid
 
 
-def _checkpoint(ctx, cid: str) -> dict | None:
-    import json
-
+def _exists(ctx, cid: str) -> bool:
+    """Whether child `cid` has a checkpoint (a file; what it holds is the child's own business)."""
     from .. import storage
     from .session import checkpoint_path
 
-    try:
-        return json.loads(storage.read_text(checkpoint_path(ctx.root, cid)))
-    except (OSError, ValueError, MossError):  # missing, unreadable, or a link or fifo (refused)
-        return None
-
-
-def result_of(S: dict, cid: str) -> dict:
-    """A child's result table from its checkpoint (a finished child of an earlier run)."""
-    return {"answer": S.get("answer"), "success": bool(S.get("success")), "reason": S.get("reason"),
-            "turns": S.get("turn", 0), "usage": S.get("usage"), "session_id": cid, "role": S.get("role"),
-            "evidence": evidence(S)}
-
-
-def evidence(S: dict, cap: int = 4000) -> list:
-    """The child's kept working memory and notes, capped (plain strings)."""
-    out, used = [], 0
-    for item in ((S.get("mem") or {}).get("items") or []):
-        text = item.get("content") or item.get("text") or "" if isinstance(item, dict) else str(item)
-        label = item.get("cmd") if isinstance(item, dict) else None
-        line = f"{label}: {text}" if label else str(text)
-        if used + len(line) > cap:
-            line = line[: max(0, cap - used)] + "…"
-        out.append(line)
-        used += len(line)
-        if used >= cap:
-            break
-    return out
+    st = storage.lstat(checkpoint_path(ctx.root, cid))
+    return st is not None and stat.S_ISREG(st.st_mode)
 
 
 def functions(ctx):
@@ -269,20 +243,8 @@ def functions(ctx):
             existing = tree.children.get(cid)
             if existing is not None and existing.status not in TERMINAL:
                 return cid
-            saved = _checkpoint(ctx, cid)
-            if saved is None:
+            if not _exists(ctx, cid):
                 raise MossError(f"no checkpoint for child {cid}", kind="not_found")
-            spec.setdefault("role", saved.get("role"))
-            spec.setdefault("task", saved.get("task"))
-            if saved.get("done") and not spec.get("message"):
-                child = Child(tree, cid, ctx.session_id, spec)  # finished earlier: its result stands
-                child.result = result_of(saved, cid)
-                child.status = "done" if child.result["success"] else (
-                    "cancelled" if saved.get("reason") == "cancelled" else "failed")
-                child.info.update(turn=saved.get("turn"), state=saved.get("state"))
-                tree.children[cid] = child
-                return cid
-            spec["access"] = spec.get("access") or saved.get("access")
         else:
             task = spec.get("task")
             if not isinstance(task, str) or not task.strip():
@@ -299,6 +261,14 @@ def functions(ctx):
                 raise MossError(f"a child never gets more access than its parent: asked {want}, the parent "
                                 f"has {cap}", kind="denied")
             cap = want
+        from ..entries import check_name
+        from ..roots import NAME_RE
+
+        script = spec.get("script") or "agent"
+        if not isinstance(script, str) or not NAME_RE.match(script):
+            raise MossError(f"moss.spawn: script must be a script name like \"agent\", got {script!r}", kind="usage")
+        spec["script"] = script
+        spec["entry"] = check_name(spec.get("entry") or "child", "moss.spawn: entry")
         spec["id"] = cid
         spec["max_access"] = cap
         spec["parent"] = ctx.session_id
@@ -383,7 +353,10 @@ def functions(ctx):
         if child.status in TERMINAL:
             if not message:
                 return False
-            start({"resume": cid, "message": message})  # a finished child goes on, with the message
+            # a finished child goes on, with the message (the same script, entry and labels)
+            start({"resume": cid, "message": message, "role": child.role or None, "task": child.spec.get("task"),
+                   "script": child.spec.get("script"), "entry": child.spec.get("entry"),
+                   "access": child.spec.get("max_access")})
             return True
         child.resume(message if isinstance(message, str) else None)
         ctx.log("child_resume", {"child": cid, "message": message})
@@ -450,55 +423,52 @@ def functions(ctx):
 
 
 def _run_child(parent_ctx, child: Child, parent_llm) -> None:
-    """A child's thread: its own context and runtime, the agent script's `child` entry."""
-    from ..run import build_child
+    """A child's thread: its own context and runtime, the entry its spec names (`child` of
+    the agent script by default). Its result is what that entry returns; cancelled or
+    interrupted mid-turn, its script's optional `interrupted` entry says what it records and
+    returns the result. Only when the child's Lua could not answer at all (it raised, or has no
+    such entry) does the host make the failed result naming its id."""
+    from ..entries import find
+    from ..run import after_interrupt
     from ..runtime import LuaScriptError
 
     cid = child.id
-    ctx = None
+    ctx = rt = module = None
+    shown = child.spec.get("script") or "agent"
     try:
-        ctx, rt = build_child(parent_ctx, child, parent_llm)
-        child.ctx, child.runtime = ctx, rt
-        rt.parent = parent_ctx.runtime
+        ctx, rt = build_child_runtime(parent_ctx, child, parent_llm)
         if child._cancel:
             raise LuaScriptError("interrupted", kind="interrupted")
-        path, shown, origin = rt.roots.locate("agent", what="script")
+        path, shown, origin = rt.roots.locate(child.spec["script"], what="script")
         module = rt.call(rt.load_file(path, shown, origin))
-        from lupa import lua54
-
-        entry = module[b"child"] if lua54.lua_type(module) == "table" else None
-        if entry is None:
-            raise MossError(f"{shown} has no `child` entry: this agent script cannot run child agents", kind="usage")
+        entry = find(module, child.spec["entry"], shown)
         spec = {k: v for k, v in child.spec.items() if v is not None}
         result = rt.to_py(rt.call(entry, spec))
         if not isinstance(result, dict):
-            raise MossError(f"the child entry returned {type(result).__name__}, not a result table", kind="lua")
+            raise MossError(f"the {child.spec['entry']} entry of {shown} returned {type(result).__name__}, "
+                            f"not a result table", kind="lua")
         result.setdefault("session_id", cid)
-        child.finish(result)
+        child.finish(result, _status(result))
     except BaseException as e:  # noqa: BLE001 - whatever a child does, it is the child's failure
         kind = getattr(e, "kind", None) or type(e).__name__
         message = getattr(e, "message", None) or str(e) or type(e).__name__
         cancelled = kind == "interrupted" and (child._cancel or (parent_ctx.runtime and parent_ctx.runtime.cancelled))
-        saved = _checkpoint(parent_ctx, cid) or {}
-        result = {"answer": None, "success": False, "reason": "cancelled" if cancelled else "error",
-                  "error": None if cancelled else f"child {cid} failed: {message}", "error_kind": kind,
-                  "turns": saved.get("turn", 0), "usage": saved.get("usage"), "session_id": cid,
-                  "role": child.role}
-        if not isinstance(e, (MossError, LuaScriptError)):
-            result["trace"] = traceback.format_exc(limit=5)
-        if cancelled and child._cancel and saved:
-            # cancelled by its parent mid-turn: its checkpoint says so (a Ctrl-C of the whole
-            # tree leaves it unfinished instead, to be resumed)
-            import json as _json
-
-            from .session import checkpoint_path, write_atomic
-
-            saved.update(done=True, reason="cancelled", success=False)
-            write_atomic(checkpoint_path(parent_ctx.root, cid), _json.dumps(saved, ensure_ascii=False, default=str))
-        log = (ctx.log if ctx is not None and ctx.session_id else None)
-        if log is not None:
-            log("session_end", {"reason": result["reason"], "error": result.get("error"), "kind": kind})
-        child.finish(result)
+        result = None
+        if cancelled and ctx is not None:
+            ctx.log("interrupt", {"by": "parent" if child._cancel else "signal"})
+            result = after_interrupt(rt, module, {"ids": [cid], "cancelled": bool(child._cancel)}, shown)
+        if isinstance(result, dict):
+            result.setdefault("session_id", cid)
+            child.finish(result, _status(result))
+        else:
+            result = {"success": False, "reason": "cancelled" if cancelled else "error",
+                      "error": None if cancelled else f"child {cid} failed: {message}", "error_kind": kind,
+                      "session_id": cid, "role": child.role}
+            if not isinstance(e, (MossError, LuaScriptError)):
+                result["trace"] = traceback.format_exc(limit=5)
+            if ctx is not None and ctx.session_id and not cancelled:
+                ctx.log("entry_failed", {"entry": child.spec.get("entry"), "error": result["error"], "kind": kind})  # a host event
+            child.finish(result, "cancelled" if cancelled else "failed")
     finally:
         if ctx is not None:
             for svc in list(ctx.services.values()):
@@ -512,9 +482,24 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
 
             manager(parent_ctx.root).release_owner(cid)
         r = child.result or {}
-        parent_ctx.log("child_end", {"child": cid, "status": child.status, "reason": r.get("reason"),
-                                     "turns": r.get("turns"), "answer": r.get("answer"), "error": r.get("error"),
-                                     "usage": r.get("usage")})
+        # relayed as the child's entry returned them (the host reads none of them)
+        parent_ctx.log("child_end", {"child": cid, "status": child.status,
+                                     **{k: r.get(k) for k in ("reason", "turns", "answer", "error", "usage")}})
+
+
+def _status(result: dict) -> str:
+    """The status a child's result declares (docs/agent.md): done unless it says otherwise."""
+    status = result.get("status")
+    return status if status in TERMINAL else "done"
+
+
+def build_child_runtime(parent_ctx, child: Child, parent_llm):
+    from ..run import build_child
+
+    ctx, rt = build_child(parent_ctx, child, parent_llm)
+    child.ctx, child.runtime = ctx, rt
+    rt.parent = parent_ctx.runtime
+    return ctx, rt
 
 
 def _start_live(tree: Tree) -> None:

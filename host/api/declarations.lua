@@ -72,6 +72,7 @@ moss = {}
 ---@field trust? boolean           # --trust: trust this project's .moss/ for this run only (e.g. CI on a checkout you vouch for)
 ---@field verbose? boolean         # --verbose: stream model output and show more detail
 ---@field include_partial? boolean # --include-partial: also write the model's text as it streams, as `partial` events (with --output-format stream-json)
+---@field entry? string            # --entry NAME: call the script's entry NAME instead of `main` (docs/agent.md, the entry points)
 
 --- mark a table as an object so it converts to `{}` even when empty
 ---@param t? table
@@ -279,11 +280,14 @@ function moss.shell.run(cmd, opts) end
 ---@class moss.access
 moss.access = {}
 --- Set the session's tool access level; a level above what this run may have (trust,
---- `--allow-full`) is refused (kind `denied`).
----@errors usage, denied
+--- `--allow-full`) is refused (kind `denied`). Above your `[trust] max_access` it is refused
+--- when `opts.chosen_by` names a config key that came from the project (kind `config`), and in a
+--- session running a project file that replaces one of moss's own (kind `denied`).
+---@errors usage, denied, config
 ---@param level moss.AccessLevel
+---@param opts? {chosen_by?: string, what?: string}  # the config key that chose the level, and what it chose ("role refactorer")
 ---@return moss.AccessLevel
-function moss.access.set(level) end
+function moss.access.set(level, opts) end
 --- The session's tool access level now.
 ---@return moss.AccessLevel
 function moss.access.get() end
@@ -340,23 +344,27 @@ function moss.edit.apply(specs) end
 
 ---@class moss.session
 moss.session = {}
---- write the checkpoint (any table; written through a JSON encoder, temp file + rename)
+--- write the checkpoint (any table; written through a JSON encoder, temp file + rename);
+--- `final`: the session ended, so its whole checkpoint is rewritten now (no journal to replay)
 ---@errors usage, denied
 ---@param id string
 ---@param state table
+---@param opts? {final?: boolean}
 ---@return string path
-function moss.session.save(id, state) end
+function moss.session.save(id, state, opts) end
 --- a checkpoint as a table (its `session_id` set to the id it was loaded under); no id = the
---- latest. A file that is not a JSON object, or whose `task`, `state`, `turn`, ... have the wrong
---- type, is kind `config`, naming the file and how to start fresh
+--- latest. A file that is not a JSON object (not UTF-8, not JSON, nested too deep, a link or a
+--- pipe) is kind `config`, naming the file and how to start fresh; whether its fields have the
+--- shape of a session is the caller's to check
 ---@errors usage, not_found, denied, config
 ---@param id? string   # nil = the latest
 ---@return table
 function moss.session.load(id) end
---- `{id, mtime, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest first;
---- an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
+--- `{id, mtime, running, turn, state, reason, task, machine, role, done}` for each checkpoint, oldest
+--- first: the checkpoint's own fields as saved, and `running`, whether a live moss process runs it
+--- now (the host's fact); an unreadable one has `state` and `reason` `"corrupt"` and `error` saying why
 ---@errors denied, config
----@return {id: string, mtime: number, turn: integer, state: string, reason: string|nil, task: string}[]
+---@return {id: string, mtime: number, running: boolean, turn: integer, state: string, reason: string|nil, task: string}[]
 function moss.session.list() end
 --- append one event line `{event, ts, ...data, session, parent}` (every line names its agent and
 --- that agent's parent, `null` for a root); moss's own events are listed in
@@ -855,6 +863,8 @@ function moss.runs.alert(run_id, spec) end
 ---@field events? "stream-json" emit the child's events on stdout with its id
 ---@field resume? string re-attach a child of this session saved by an earlier run
 ---@field message? string with resume: a message for a finished child, which goes on
+---@field script? string the script the child runs (default "agent")
+---@field entry? string the entry of that script the host calls with this spec (default "child"; docs/agent.md)
 
 ---@class moss.ChildResult
 ---@field answer string|nil
@@ -866,6 +876,7 @@ function moss.runs.alert(run_id, spec) end
 ---@field role string
 ---@field evidence string[] the working memory it kept, capped
 ---@field error? string for a failed child: "child ID failed: ..."
+---@field status? "done"|"failed"|"cancelled" how the child's entry files it (default done)
 
 ---@class moss.AgentHandle
 ---@field id string

@@ -261,14 +261,24 @@
 ---@field message string
 ---@field kind string
 
---- the session ended (the runner's record; the host writes its own for a child or an interrupt)
+--- the session ended: the runner's record, or the agent script's `interrupted` entry's after
+--- Ctrl-C or a parent's cancel (reason "interrupted" or "cancelled")
 ---@class moss.log.session_end
 ---@field reason string
 ---@field turns? integer
 ---@field answer? string|nil
 ---@field usage? moss.events.usage
----@field error? string|nil            # a child that failed
----@field kind? string|nil             # a child that failed: the error's kind
+
+--- (host) Ctrl-C or the parent stopped the session mid-turn; the agent script's `interrupted`
+--- entry is called next (docs/agent.md, the entry points)
+---@class moss.log.interrupt
+---@field by "signal"|"parent"
+
+--- (host) a child's entry raised instead of returning its result; the child failed
+---@class moss.log.entry_failed
+---@field entry? string|nil
+---@field error string
+---@field kind string
 
 --- the context was summarised to fit
 ---@class moss.log.compacted

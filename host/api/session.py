@@ -8,7 +8,7 @@ the session: the Lua side compares the session table with a copy of what was las
 
 The journal's first line names the base it extends ({"base": saved_at}); a journal whose base
 was since replaced is ignored, and a line that is not whole (a write cut short) ends it. The
-base is rewritten (compacted) on a session's first save in a process, when it ends (done), and
+base is rewritten (compacted) on a session's first save in a process, when its script says it ended (final), and
 every JOURNAL_MAX_SAVES saves or JOURNAL_MAX_SECONDS, so a reader of session-ID.json alone sees
 every finished session as before. Durability: a killed process (SIGKILL) loses nothing that
 was saved, since appended lines are in the kernel's page cache the moment the write returns;
@@ -68,7 +68,9 @@ class CorruptCheckpoint(MossError):
 
 def read_checkpoint(path: Path) -> dict:
     """The checkpoint at `path` as a dict, or CorruptCheckpoint saying what is wrong with it
-    (a link, a fifo or a device there is never followed or read: storage.read_bytes)."""
+    as a file (a link, a fifo or a device there is never followed or read: storage.read_bytes;
+    not UTF-8, not a JSON object, nested too deep). Whether its fields have the shape of a
+    session is its script's to check (agent.lua's resume, timeline.lua's listing)."""
     try:
         data = storage.read_bytes(path)
     except FileNotFoundError:
@@ -93,24 +95,7 @@ def read_checkpoint(path: Path) -> dict:
         raise CorruptCheckpoint(path, f"a JSON {_json_kind(state)} where a checkpoint is an object")
     if not depth_ok(state):
         raise CorruptCheckpoint(path, f"nested more than {MAX_DEPTH} levels deep")
-    return _checked(path, _with_journal(path, state))
-
-
-# The fields a listing shows and reads its state from, with the type each has when present.
-# One of another type (a hand-edited file) makes the checkpoint unusable, not "running".
-LISTED_TYPES = {"id": str, "task": str, "state": str, "machine": str, "role": str, "reason": str, "turn": int,
-                "done": bool}
-_TYPE_NAMES = {str: "string", int: "integer", bool: "boolean"}
-
-
-def _checked(path: Path, state: dict) -> dict:
-    for key, want in LISTED_TYPES.items():
-        value = state.get(key)
-        if value is None or (isinstance(value, want) and not (want is int and isinstance(value, bool))):
-            continue
-        raise CorruptCheckpoint(path, f"{key} is {_json_kind(value)}, not {'an' if want is int else 'a'} "
-                                      f"{_TYPE_NAMES[want]}")  # the words of agent.lua's resume check
-    return state
+    return _with_journal(path, state)
 
 
 def _with_journal(path: Path, state: dict) -> dict:
@@ -197,15 +182,15 @@ def _json_kind(value) -> str:
 
 
 def list_checkpoints(root: Path) -> list[dict]:
-    """Every checkpoint, oldest first. One that cannot be read is listed all the same,
-    with state and reason "corrupt" and `error` saying why and what to do. A session that
-    has not ended and that no live process runs (its process was killed, or interrupted
-    before it could say so) is listed with reason "interrupted"; stale running markers are
-    removed on the way (host/inbox.py)."""
+    """Every checkpoint, oldest first: its scalar fields as saved (the host reads none of
+    them) and `running`, whether a live moss process runs it now (its running marker,
+    host/inbox.py; stale markers are removed on the way). One that cannot be read is listed
+    all the same, with state and reason "corrupt" and `error` saying why and what to do. What
+    a session that is not running and did not end counts as is its script's to say."""
     from .. import inbox
 
     out: list[dict] = []
-    live = None  # ids of the sessions a live process runs, asked once when needed
+    live = None  # ids of the sessions a live process runs, asked once
     folder = agent_dir(root)
     for name in storage.listed(folder):
         if not (name.startswith("session-") and name.endswith(".json")):
@@ -219,7 +204,9 @@ def list_checkpoints(root: Path) -> list[dict]:
         jst = storage.lstat(p.with_suffix(".journal"))
         if jst is not None:
             mtime = max(mtime, jst.st_mtime)  # saved since the base
-        row = {"id": sid, "mtime": mtime}
+        if live is None:
+            live = {r["id"] for r in inbox.running(root)}
+        row = {"id": sid, "mtime": mtime, "running": sid in live}
         try:
             data = read_checkpoint(p)
         except FileNotFoundError:
@@ -228,33 +215,11 @@ def list_checkpoints(root: Path) -> list[dict]:
             row.update(state="corrupt", reason="corrupt", error=e.message)
         else:
             row.update({k: v for k, v in scalars(data).items() if k not in row})
-            if not data.get("done"):
-                if live is None:
-                    live = {r["id"] for r in inbox.running(root)}
-                if sid in live:
-                    row["reason"] = None  # running again (a resume), whatever it last ended with
-                elif not data.get("reason"):
-                    row["reason"] = "interrupted"
+            # the JSON kind of each other top-level field, for the script's own shape checks
+            row["field_kinds"] = {k: _json_kind(v) for k, v in data.items() if isinstance(k, str) and k not in row}
         out.append(row)
     out.sort(key=lambda d: d["mtime"])
     return out
-
-
-def end_interrupted(root: Path, sid: str) -> bool:
-    """Record in session `sid`'s checkpoint that it was interrupted (reason "interrupted",
-    success false), unless it ended otherwise; True when it was written. The host calls this
-    for the sessions its process ran when it is interrupted: the agent's Lua cannot run any
-    more by then."""
-    p = checkpoint_path(root, check_id(sid))
-    try:
-        state = read_checkpoint(p)
-    except (FileNotFoundError, MossError):
-        return False
-    if state.get("done") or state.get("reason"):
-        return False
-    state.update(reason="interrupted", success=False)
-    _write_base(p, sid, state, time.time())
-    return True
 
 
 def load_checkpoint(root: Path, sid: str | None) -> dict:
@@ -549,7 +514,10 @@ def functions(ctx):
     saved: dict = {}  # sid -> Journal: what this process last saved of that session
     ckpt_paths: dict = {}  # sid -> its checkpoint's path (checked once)
 
-    def save(sid, state):
+    def save(sid, state, opts=None):
+        """The checkpoint of `sid`: a new base on the first save in this process, when due, and
+        when the caller says the session ended (`opts.final`); else one journal line."""
+        final = lua_type(opts) == "table" and opts[b"final"] is True
         if isinstance(sid, bytes):
             sid = sid.decode("utf-8", errors="replace")
         p = ckpt_paths.get(sid) if isinstance(sid, str) else None
@@ -567,7 +535,7 @@ def functions(ctx):
         differ = _differ(rt)
         j = saved.pop(sid, None)  # back only once this save is written: a failure starts a new base
         ops = False
-        if j is not None and not j.due(now) and state[b"done"] is not True:
+        if j is not None and not j.due(now) and not final:
             ops = differ.diff(j.shadow, state)
         if ops is False:  # the first save in this process, compaction time, the end, or a new root
             shadow = differ.copy(state)

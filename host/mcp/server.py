@@ -1,10 +1,13 @@
 """`moss mcp serve`: moss's agent and read-only tools for an MCP client (an IDE, another agent).
 
-Over stdio, stdout carries JSON-RPC and nothing else: agents run as child processes
-(`python -m moss @agent --output-format stream-json -n ...`) whose stdout is read here and
-parsed, and the SDK points fd 1 at stderr while it serves, so a stray print cannot corrupt
-the wire. Tools are async so a cancelled call stops at once: `run_agent` then sends SIGINT
-to its child, which saves its checkpoint and exits 130, so the session stays resumable.
+Over stdio, stdout carries JSON-RPC and nothing else: agents run as child processes through
+the agent script's `serve` entry (`python -m moss @agent --entry serve REQUEST`, REQUEST one
+JSON object; docs/agent.md, "Entry points an agent script provides") whose stdout is read
+here: stream-json lines, of which this server reads only `session_start` (the id), `turn`
+(progress) and the last `result`. The SDK points fd 1 at stderr while it serves, so a stray
+print cannot corrupt the wire. Tools are async so a cancelled call stops at once: `run_agent`
+then sends SIGINT to its child, which saves its checkpoint and exits 130, so the session stays
+resumable.
 
 The project is the current directory's (host/context.find_project_root). The agents obey
 trust like any moss run: nothing here passes --trust or --allow-full. `view` and
@@ -69,16 +72,16 @@ def build(root: Path) -> MCPServer:
         if not task or not task.strip():
             raise ToolError("run_agent needs a task")
         _fits("run_agent", "task", task)
-        args = ["--output-format", "stream-json", "-n"]
+        request: dict[str, Any] = {"task": task}
         if role:
-            args.append(f"--role={role}")
+            request["role"] = role
         if machine:
-            args.append(f"--machine={machine}")
+            request["machine"] = machine
         if max_turns is not None:
             if max_turns < 1:
                 raise ToolError("max_turns must be 1 or more")
-            args.append(f"--max-turns={int(max_turns)}")
-        return await _run_child(root, [*args, "--", task], ctx, max_turns)
+            request["max_turns"] = int(max_turns)
+        return await _run_child(root, request, ctx, max_turns)
 
     @mcp.tool()
     async def resume_session(ctx: Context, session_id: str | None = None, message: str | None = None,
@@ -86,18 +89,13 @@ def build(root: Path) -> MCPServer:
         """Continue a saved session (the latest without session_id), optionally with a message
         for the agent (a message also reopens an answered or blocked session). Returns the
         result object, like run_agent."""
-        args = ["--output-format", "stream-json", "-n"]
-        if session_id:
-            _check_id(session_id)
-            args.append(f"--resume={session_id}")
-        else:
-            args.append("--resume")
+        request: dict[str, Any] = {"resume": _check_id(session_id) if session_id else True}
         if max_turns is not None:
-            args.append(f"--max-turns={int(max_turns)}")
+            request["max_turns"] = int(max_turns)
         if message:
             _fits("resume_session", "message", message)
-            args += ["--", message]
-        return await _run_child(root, args, ctx, max_turns)
+            request["message"] = message
+        return await _run_child(root, request, ctx, max_turns)
 
     @mcp.tool()
     async def send_message(text: str, session_id: str | None = None) -> dict[str, Any]:
@@ -118,28 +116,22 @@ def build(root: Path) -> MCPServer:
     async def list_sessions() -> dict[str, Any]:
         """{sessions: [...]}: saved sessions, oldest first: id, task, state, turn, reason, machine, role, done,
         mtime, and running (whether a moss process is working on it now)."""
-        from .. import inbox
-        from ..api.session import list_checkpoints
-
-        try:
-            rows = list_checkpoints(root)
-            live = {r["id"] for r in inbox.running(root)}
-        except MossError as e:
-            raise _fail(e) from None
-        return {"sessions": [{**r, "task": str(r.get("task") or "")[:500], "running": r["id"] in live}
-                             for r in rows]}
+        rows = await _sessions(root)
+        return {"sessions": [{**r, "task": str(r.get("task") or "")[:500]} for r in rows]}
 
     @mcp.tool()
     async def show_session(session_id: str) -> dict[str, Any]:
         """One session: its checkpoint summary and its log as a timeline (text)."""
-        from ..api.session import list_checkpoints, read_log
+        from ..api.session import read_log
 
         try:
             _check_id(session_id)
-            rows = [r for r in list_checkpoints(root) if r["id"] == session_id]
             events = read_log(root, session_id)
         except MossError as e:
-            raise _fail(e) from None
+            if e.kind != "not_found":
+                raise _fail(e) from None
+            events = []
+        rows = [r for r in await _sessions(root) if r.get("id") == session_id]
         if not rows and not events:
             raise ToolError(f"no session {session_id} in {root}")
         return {"session": rows[0] if rows else None, "timeline": await _timeline(root, session_id)}
@@ -196,20 +188,41 @@ def _check_id(sid: str) -> str:
         raise _fail(e) from None
 
 
+async def _sessions(root: Path) -> list[dict]:
+    """The saved sessions as the agent script's `sessions` entry lists them (`sessions json`:
+    one JSON object on stdout; docs/agent.md): what a session holds, and how one that is not
+    running stands, are the script's to say; `running` is the host's fact it relays."""
+    done = await anyio.run_process([sys.executable, "-m", "moss", "@agent", "--entry", "sessions", "json"],
+                                   cwd=root, stdin=subprocess.DEVNULL, check=False)
+    out = done.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        data = json.loads(out[-1]) if out else None
+    except ValueError:
+        data = None
+    rows = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        tail = done.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
+        raise ToolError(f"the agent's sessions entry gave no listing (exit {done.returncode})"
+                        + (f":\n{tail}" if tail else ""))
+    return [r for r in rows if isinstance(r, dict)]
+
+
 async def _timeline(root: Path, sid: str) -> str:
     """The session's timeline as `moss sessions show` draws it (the agent's Lua decides what
     it shows), as tab-separated text."""
     from ..tools.caps import cap
 
-    done = await anyio.run_process([sys.executable, "-m", "moss", "@agent", "--show-session", sid], cwd=root,
-                                   stdin=subprocess.DEVNULL, check=False)
+    done = await anyio.run_process([sys.executable, "-m", "moss", "@agent", "--entry", "sessions", "show", sid],
+                                   cwd=root, stdin=subprocess.DEVNULL, check=False)
     return cap(done.stdout.decode("utf-8", "replace"), MAX_TEXT)
 
 
-async def _run_child(root: Path, agent_args: list[str], ctx: Context, max_turns: int | None) -> dict[str, Any]:
-    """Run `moss @agent AGENT_ARGS` in `root`, report a progress notification per `turn`
-    event, and return its `result` event. Cancellation: SIGINT, then wait for its exit."""
-    cmd = [sys.executable, "-m", "moss", "@agent", *agent_args]
+async def _run_child(root: Path, request: dict, ctx: Context, max_turns: int | None) -> dict[str, Any]:
+    """Run `moss @agent --entry serve REQUEST` in `root`, report a progress notification per
+    `turn` event, and return its `result` event. Cancellation: SIGINT, then wait for its exit."""
+    arg = json.dumps(request, ensure_ascii=False)
+    _fits("the agent's request", "task", arg)  # escaping may lengthen it
+    cmd = [sys.executable, "-m", "moss", "@agent", "--entry", "serve", arg]
     env = dict(os.environ)
     env.pop("MOSS_ASSUME_TTY", None)  # nobody can answer a question on this channel
     env["PYTHONUNBUFFERED"] = "1"

@@ -38,7 +38,9 @@ function M.refusal(role, name)
   return ("role %s may start only %s children"):format(role.name, table.concat(role.spawn or {}, ", "))
 end
 
---- A child's result as its parent gets it: the output fields plus its kept evidence (capped).
+--- A child's result as its parent gets it: the output fields plus its kept evidence (capped)
+-- and its status. It is what agent.lua's `child` entry returns (also for a child that
+-- finished in an earlier run, from its checkpoint): the host computes no result of its own.
 function M.result(S)
   local r = require("lib.machine.output").result(S)
   local ev, used = {}, 0
@@ -51,6 +53,8 @@ function M.result(S)
     if used >= M.EVIDENCE_CHARS then break end
   end
   r.evidence = ev
+  -- how the host files it (handle:status()): done, failed, or cancelled
+  r.status = S.success and "done" or ((S.reason == "cancelled" or S.reason == "interrupted") and "cancelled" or "failed")
   return r
 end
 
@@ -65,7 +69,7 @@ end
 function M.reattach(S)
   for _, c in ipairs(S.children or {}) do
     if not c.delivered then
-      local ok, err = pcall(moss.spawn, { resume = c.id })
+      local ok, err = pcall(moss.spawn, { resume = c.id, role = c.role, task = c.task })
       moss.session.log(S.id, "child_reattach", { child = c.id, ok = ok, error = not ok and tostring(err) or nil })
     end
   end

@@ -96,6 +96,8 @@ M.EVENTS = {
   compact_failed = { "yellow", function(e) return "could not compact: " .. short(e.error, 80) end },
   child_start = { "cyan", function(e) return ("child %s (%s): %s"):format(short(e.child or e.id), short(e.role), short(e.task, 70)) end },
   child_end = { "cyan", function(e) return ("child %s ended %s"):format(short(e.child or e.id), short(e.reason)) end },
+  interrupt = { "yellow", function(e) return "stopped by " .. (e.by == "parent" and "its parent" or "a signal (Ctrl-C)") end },
+  entry_failed = { "red", function(e) return ("%s entry failed: %s"):format(short(e.entry), short(e.error)) end },
   session_end = { "bold", function(e)
     return ("%s after %s turns%s"):format(short(e.reason), short(e.turns), cost(e.usage))
   end },
@@ -149,7 +151,7 @@ local function children_of(sid, all)
 end
 
 local function label(s)
-  return ("%s %s · %s · %d turns%s"):format(s.id, short(s.role or "?"), short(s.reason or "running"),
+  return ("%s %s · %s · %d turns%s"):format(s.id, short(s.role or "?"), short(M.reason(s)),
     num(s.turn) or 0, "")
 end
 
@@ -210,13 +212,70 @@ function M.ago(t)
   return (d // 86400) .. "d"
 end
 
+--- How a listed session stands: "running" while a moss process runs it (the host's fact,
+-- `running`), else how it ended; one that did not end and that nothing runs was interrupted
+-- (its process was killed before it could say so).
+function M.reason(s)
+  if s.error then return s.reason end
+  if s.running then return "running" end
+  return s.reason or (s.done and "ended" or "interrupted")
+end
+
 --- `moss sessions list`: one row per saved session; a corrupt checkpoint is listed, named
 -- on stderr, and makes the exit status 2.
+-- The fields a listing shows, with the type each has when present: one of another type (a
+-- hand-edited file) makes the checkpoint unusable, listed as corrupt, not "running".
+M.LISTED = { { "id", "string" }, { "task", "string" }, { "state", "string" }, { "machine", "string" },
+  { "role", "string" }, { "reason", "string" }, { "turn", "integer" }, { "done", "boolean" } }
+
+--- Nil, or why a listed session's fields are not a session's (the row as moss.session.list gives it).
+function M.misshapen(s)
+  local kinds = type(s.field_kinds) == "table" and s.field_kinds or {}
+  for _, f in ipairs(M.LISTED) do
+    local key, want = f[1], f[2]
+    local v, got = s[key], kinds[key]
+    if v ~= nil and got == nil then
+      got = (want == "integer" and math.type(v) == "integer") and "integer" or type(v)
+    end
+    if got ~= nil and got ~= want and got ~= "null" then
+      return ("%s is %s, not %s %s"):format(key, got, want == "integer" and "an" or "a", want)
+    end
+  end
+end
+
+--- The saved sessions as moss.session.list gives them, oldest first, with a checkpoint whose
+-- listed fields are misshapen turned into a corrupt row (`error` says why).
+function M.sessions()
+  local out = {}
+  for _, s in ipairs(moss.session.list()) do
+    local why = not s.error and M.misshapen(s)
+    if why then
+      s = { id = s.id, mtime = s.mtime, running = s.running, state = "corrupt", reason = "corrupt",
+        error = (".moss/agent/session-%s.json is not a usable checkpoint (%s); delete it to start fresh, or " ..
+          "start a new session instead of resuming this one"):format(s.id, why) }
+    end
+    s.field_kinds = nil
+    out[#out + 1] = s
+  end
+  return out
+end
+
+--- The listing as data (MCP list_sessions): each session's saved fields, `running`, and a
+-- `reason` that says how a session that is not running stands (none while it runs).
+function M.data()
+  local out = {}
+  for _, s in ipairs(M.sessions()) do
+    if not s.error then s.reason = not s.running and M.reason(s) or nil end
+    out[#out + 1] = s
+  end
+  return out
+end
+
 function M.list()
   local rows, corrupt = {}, {}
-  for _, s in ipairs(moss.session.list()) do
+  for _, s in ipairs(M.sessions()) do
     rows[#rows + 1] = { id = s.id, age = M.ago(s.mtime), turns = s.turn, state = s.state,
-      reason = s.reason or "running", task = short(s.task or "", 60) }
+      reason = M.reason(s), task = short(s.task or "", 60) }
     if s.error then corrupt[#corrupt + 1] = s.error end
   end
   if #rows == 0 then moss.ui.print("no saved sessions", { style = "dim" }) return 0 end

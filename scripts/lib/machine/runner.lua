@@ -126,9 +126,10 @@ function M.new_session(t)
   }
 end
 
-function M.save(S, env)
+--- Checkpoint S; `final` when the session ended (its whole checkpoint is written at once).
+function M.save(S, env, final)
   S.usage = usage.of_session(S, env or {})
-  moss.session.save(S.id, S)
+  moss.session.save(S.id, S, final and { final = true } or nil)
 end
 
 -- The one place a session ends (a caught finish).
@@ -141,7 +142,7 @@ local function close(S, env, f)
   S.success = reason == "answered"
   for k, v in pairs(extra) do S[k] = v end
   if reason == "answered" then S.questions, S.progress = nil, nil end
-  M.save(S, env)
+  M.save(S, env, true)
   log(S, "session_end", { reason = reason, turns = S.turn, answer = answer, usage = S.usage })
   if env.out then env.out:finish(S) end
   return S
@@ -208,8 +209,8 @@ local function begin(machine, S, env)
   end
   S.usage_prior = S.usage
   env.usage_start = moss.llm.usage()
-  -- running again: an unfinished session's last reason ("interrupted", written by the host
-  -- when its process was stopped) is history now
+  -- running again: an unfinished session's last reason ("interrupted", written by its script's
+  -- `interrupted` entry when its process was stopped) is history now
   if not S.done then S.reason, S.success = nil, nil end
   if S.turn == 0 then
     log(S, "session_start", { session_id = S.id, root = moss.root, machine = S.machine, role = S.role })
