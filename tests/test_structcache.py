@@ -257,3 +257,35 @@ def _own_connections():
         c.close()
     structcache._local.conns = {}
     structcache._disabled.clear()
+
+
+def test_threads_share_the_cache_like_child_agents(project, tmp_path, monkeypatch):
+    """Child agents run in threads of one process: four threads searching the same files at
+    once, each with its own connection to the one cache file, all get the same labelled
+    answer, and the file holds one entry per file."""
+    import threading
+
+    for i in range(8):
+        project.write(f"m{i}.py", APP.replace("Store", f"Store{i}"))
+    db = tmp_path / "c.sqlite3"
+    monkeypatch.setenv("MOSS_STRUCTURE_CACHE", str(db))
+    treesitter.clear_caches()
+    got: list[str] = []
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            got.append(search(project.root, "needle"))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(got) == 4 and len(set(got)) == 1
+    assert all(f"(Store{i}/load L4-5)" in got[0] for i in range(8))
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 8
