@@ -46,7 +46,9 @@ def cache_path(env=os.environ) -> Path | None:
     if override:
         return None if override.strip().lower() in ("off", "0", "none") else Path(override)
     home = env.get("HOME") or os.path.expanduser("~")
-    base = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    base = env.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        base = os.path.join(home, ".cache")
     return Path(base) / "moss" / "structure.sqlite3"
 
 
