@@ -18,8 +18,9 @@ ratio is what moss's grouping, sorting and enclosing-symbol labels cost, on a fi
 (symbol cache cleared). "again" is the same search repeated in the same process, a
 session coming back to the same files: search() caches their symbols. "bare parse of the
 hit files" parses, with tree-sitter alone, the files holding the first 100 matches: the
-part of a first look that labels cannot do without. The CLI caches
-nothing (one shot) and labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
+part of a first look that labels cannot do without. The CLI keeps
+nothing in memory (one shot); with the structure cache on it extracts and stores each hit
+file's whole structure, with it off it labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
 environment may set PYTHONDONTWRITEBYTECODE, which would make every moss command
 compile them from source, about 25 ms for text-search).
 
@@ -27,7 +28,8 @@ view: `moss view FILE` (a skeleton) and `moss view FILE/Symbol` of the five larg
 files, against a bare tree-sitter parse of the same bytes (tree_sitter + tree_sitter_python,
 no moss code): the ratio is what moss's symbol extraction, formatting and (for FILE/Symbol)
 path and symbol lookup cost. moss caches outlines per file within a process; the
-in-process figures clear that cache before each repetition (a first look, as in the CLI).
+in-process figures clear that cache before each repetition (a first look, as in the CLI),
+and the view rows run with the structure cache off (a parse, as recorded before round 3).
 """
 
 from __future__ import annotations
