@@ -153,6 +153,7 @@ def run(s: Settings) -> dict:
         row["hit_files"] = len(sources)
         res["search"].append(row)
 
+    off_env = {**env, "MOSS_STRUCTURE_CACHE": "off"}
     os.environ["MOSS_STRUCTURE_CACHE"] = "off"  # view rows: a first look parses, as recorded before
     import tree_sitter
     import tree_sitter_python
@@ -175,10 +176,10 @@ def run(s: Settings) -> dict:
 
         jobs = {"parse": lambda src=src: parser.parse(src), "fn_view": cold_view,
                 "fn_view_warm": lambda rel=rel: view(root, rel, max_chars=0),
-                "cli_view": command([str(s.moss_bin), "view", rel], env=env, cwd=root)}
+                "cli_view": command([str(s.moss_bin), "view", rel], env=off_env, cwd=root)}
         if target:
             jobs["fn_symbol"] = cold_symbol
-            jobs["cli_symbol"] = command([str(s.moss_bin), "view", target], env=env, cwd=root)
+            jobs["cli_symbol"] = command([str(s.moss_bin), "view", target], env=off_env, cwd=root)
         row = {"file": rel, "bytes": len(src), "lines": src.count(b"\n"), "symbol": target,
                "view_chars": len(view(root, rel, max_chars=0)), **interleaved(jobs, reps)}
         res["view"].append(row)
