@@ -1,5 +1,13 @@
 """4. Tools on a large tree (the stdlib copy, tests included).
 
+Round 3 (the structure cache on disk, host/tools/structcache.py): every text-search row is
+timed three ways in the same rounds — warm (a cache file the warm-up round filled: a
+repository searched before), cold (a new empty cache file each time: the first search in
+a fresh checkout; it parses and writes the cache) and off (MOSS_STRUCTURE_CACHE=off: the
+old one-shot path, labels of the shown lines only, nothing written). In-process, "search()"
+is cold the same way, "new process, warm disk" clears the in-memory symbols but keeps the
+disk cache, and "again" keeps both. The cache lives under the bench's work directory.
+
 text-search: `moss text-search PATTERN` against plain `rg` over the same files (the same
 ripgrep binary moss uses, with moss's walk flags so both search the same file set), both
 as commands (what a user types; moss's figure includes Python start-up, so `moss --help` is
@@ -10,8 +18,9 @@ ratio is what moss's grouping, sorting and enclosing-symbol labels cost, on a fi
 (symbol cache cleared). "again" is the same search repeated in the same process, a
 session coming back to the same files: search() caches their symbols. "bare parse of the
 hit files" parses, with tree-sitter alone, the files holding the first 100 matches: the
-part of a first look that labels cannot do without. The CLI caches
-nothing (one shot) and labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
+part of a first look that labels cannot do without. The CLI keeps
+nothing in memory (one shot); with the structure cache on it extracts and stores each hit
+file's whole structure, with it off it labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
 environment may set PYTHONDONTWRITEBYTECODE, which would make every moss command
 compile them from source, about 25 ms for text-search).
 
@@ -19,13 +28,16 @@ view: `moss view FILE` (a skeleton) and `moss view FILE/Symbol` of the five larg
 files, against a bare tree-sitter parse of the same bytes (tree_sitter + tree_sitter_python,
 no moss code): the ratio is what moss's symbol extraction, formatting and (for FILE/Symbol)
 path and symbol lookup cost. moss caches outlines per file within a process; the
-in-process figures clear that cache before each repetition (a first look, as in the CLI).
+in-process figures clear that cache before each repetition (a first look, as in the CLI),
+and the view rows run with the structure cache off (a parse, as recorded before round 3).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
+import time
 from pathlib import Path
 
 from common import Settings, command, fmt_s, interleaved, moss_env, stdlib_tree
@@ -83,6 +95,39 @@ def run(s: Settings) -> dict:
     env = moss_env()
     res = {"reps": reps, "rg": rg, "search": [], "view": []}
 
+    # The structure cache (host/tools/structcache.py) in the work tree, never the user's:
+    # "warm" rows use one file that the warm-up round fills; "cold" rows a new empty file
+    # each time (a first search in a fresh checkout, nothing seen before).
+    caches = s.work / "structure-cache"
+    if caches.exists():
+        import shutil
+        shutil.rmtree(caches)
+    caches.mkdir(parents=True)
+    warm_db = str(caches / "warm.sqlite3")
+    fresh = iter(range(1_000_000))
+    warm_env = {**env, "MOSS_STRUCTURE_CACHE": warm_db}
+    os.environ["MOSS_STRUCTURE_CACHE"] = warm_db
+
+    def cold_cli(cmd: list[str]):
+        def job() -> float:
+            e = {**env, "MOSS_STRUCTURE_CACHE": str(caches / f"cold-{next(fresh)}.sqlite3")}
+            t0 = time.perf_counter()
+            subprocess.run(cmd, env=e, cwd=root, stdout=subprocess.DEVNULL, check=True)
+            return time.perf_counter() - t0
+        return job
+
+    def cold_fn(pat: str):
+        def job() -> float:
+            os.environ["MOSS_STRUCTURE_CACHE"] = str(caches / f"cold-{next(fresh)}.sqlite3")
+            treesitter.clear_caches()
+            try:
+                t0 = time.perf_counter()
+                search(root, pat, limit=100, max_chars=0)
+                return time.perf_counter() - t0
+            finally:
+                os.environ["MOSS_STRUCTURE_CACHE"] = warm_db
+        return job
+
     for pat in PATTERNS[: 2 if s.quick else None]:
         rg_cmd = [rg, "-n", *RG_WALK_FLAGS, "-e", pat, "--", "."]
         moss_rg = [rg, "--json", "--sort", "path", *RG_WALK_FLAGS, "-e", pat, "--", "."]
@@ -91,12 +136,16 @@ def run(s: Settings) -> dict:
         n_hits = sum(int(line) for line in hits.split() if line.isdigit())
         sources = hit_sources(root, moss_rg, 100)
         row = {"pattern": pat, "matches": n_hits, **interleaved({
-            "cli_moss": command([str(s.moss_bin), "text-search", pat], env=env, cwd=root),
+            "cli_moss": command([str(s.moss_bin), "text-search", pat], env=warm_env, cwd=root),
+            "cli_moss_cold": cold_cli([str(s.moss_bin), "text-search", pat]),
+            "cli_moss_nocache": command([str(s.moss_bin), "text-search", pat],
+                                        env={**env, "MOSS_STRUCTURE_CACHE": "off"}, cwd=root),
             "cli_help": command([str(s.moss_bin), "--help"], env=env, cwd=root),
             "cli_rg": command(rg_cmd, env=env, cwd=root, check=False),
             "cli_rg_sorted": command([rg, "-n", "--sort", "path", *RG_WALK_FLAGS, "-e", pat, "--", "."], env=env,
                                      cwd=root, check=False),
-            "fn_moss": lambda pat=pat: (treesitter.clear_caches(), search(root, pat, limit=100, max_chars=0)),
+            "fn_moss": cold_fn(pat),
+            "fn_moss_disk": lambda pat=pat: (treesitter.clear_caches(), search(root, pat, limit=100, max_chars=0)),
             "fn_moss_again": lambda pat=pat: search(root, pat, limit=100, max_chars=0),
             "fn_rg_json_sorted": lambda cmd=moss_rg: subprocess.run(cmd, cwd=root, capture_output=True),
             "fn_parse_hits": lambda src=sources: [treesitter.parse(b, lang) for b, lang in src],
@@ -104,6 +153,8 @@ def run(s: Settings) -> dict:
         row["hit_files"] = len(sources)
         res["search"].append(row)
 
+    off_env = {**env, "MOSS_STRUCTURE_CACHE": "off"}
+    os.environ["MOSS_STRUCTURE_CACHE"] = "off"  # view rows: a first look parses, as recorded before
     import tree_sitter
     import tree_sitter_python
 
@@ -125,15 +176,16 @@ def run(s: Settings) -> dict:
 
         jobs = {"parse": lambda src=src: parser.parse(src), "fn_view": cold_view,
                 "fn_view_warm": lambda rel=rel: view(root, rel, max_chars=0),
-                "cli_view": command([str(s.moss_bin), "view", rel], env=env, cwd=root)}
+                "cli_view": command([str(s.moss_bin), "view", rel], env=off_env, cwd=root)}
         if target:
             jobs["fn_symbol"] = cold_symbol
-            jobs["cli_symbol"] = command([str(s.moss_bin), "view", target], env=env, cwd=root)
+            jobs["cli_symbol"] = command([str(s.moss_bin), "view", target], env=off_env, cwd=root)
         row = {"file": rel, "bytes": len(src), "lines": src.count(b"\n"), "symbol": target,
                "view_chars": len(view(root, rel, max_chars=0)), **interleaved(jobs, reps)}
         res["view"].append(row)
     # What the CLI pays before doing anything (for reading the CLI columns).
     res["cli_floor"] = interleaved({"floor": command([str(s.moss_python), "-c", "pass"], env=env)}, reps)["floor"]
+    os.environ.pop("MOSS_STRUCTURE_CACHE", None)
     return res
 
 
@@ -142,18 +194,22 @@ def tables(res: dict) -> list[dict]:
     for r in res["search"]:
         rows.append([r["pattern"], f"{r['matches']:,}",
                      fmt_s(r["cli_moss"]["median"]), fmt_s(r["cli_help"]["median"]), fmt_s(r["cli_rg"]["median"]),
-                     f"{r['cli_moss']['median'] / r['cli_rg']['median']:.1f}×", f"{_cli_net(r):.1f}×",
+                     f"{r['cli_moss']['median'] / r['cli_rg']['median']:.1f}×", f"{_cli_net(r):.2f}×",
+                     fmt_s(r["cli_moss_cold"]["median"]), f"{_cli_net(r, 'cli_moss_cold'):.2f}×",
+                     fmt_s(r["cli_moss_nocache"]["median"]), f"{_cli_net(r, 'cli_moss_nocache'):.2f}×",
                      fmt_s(r["fn_moss"]["median"]), fmt_s(r["fn_rg_json_sorted"]["median"]),
                      f"{r['fn_moss']['median'] / r['fn_rg_json_sorted']['median']:.2f}×",
-                     fmt_s(r["fn_moss_again"]["median"]),
+                     fmt_s(r["fn_moss_disk"]["median"]), fmt_s(r["fn_moss_again"]["median"]),
                      f"{fmt_s(r['fn_parse_hits']['median'])} ({r['hit_files']})",
                      f"{r['fn_parse_hits']['median'] / r['fn_rg_json_sorted']['median']:.2f}×",
                      fmt_s(r["cli_rg_sorted"]["median"])])
     t1 = {"title": f"4. text-search over the stdlib copy (median of {res['reps']}; moss shows the first 100 "
                    f"matches, rg prints all)",
-          "columns": ["pattern", "matches", "moss text-search", "moss --help", "rg -n", "CLI ratio",
-                      "CLI − start-up ratio", "search() in-process",
-                      "rg --json --sort path", "in-process ratio", "search() again",
+          "columns": ["pattern", "matches", "moss text-search (warm cache)", "moss --help", "rg -n", "CLI ratio",
+                      "CLI − start-up ratio, warm", "text-search, cold cache", "− start-up ratio, cold",
+                      "text-search, cache off", "− start-up ratio, off", "search() in-process, cold",
+                      "rg --json --sort path", "in-process ratio", "search() new process, warm disk",
+                      "search() again",
                       "bare parse of the hit files (files)", "parse ratio", "rg -n --sort path"], "rows": rows}
     rows2 = []
     for r in res["view"]:
@@ -171,9 +227,9 @@ def tables(res: dict) -> list[dict]:
     return [t1, t2]
 
 
-def _cli_net(r: dict) -> float:
+def _cli_net(r: dict, key: str = "cli_moss") -> float:
     """(moss text-search − moss --help) / rg -n, medians of the same rounds."""
-    return (r["cli_moss"]["median"] - r["cli_help"]["median"]) / r["cli_rg"]["median"]
+    return (r[key]["median"] - r["cli_help"]["median"]) / r["cli_rg"]["median"]
 
 
 def summary_rows(res: dict) -> list[list[str]]:
@@ -183,11 +239,18 @@ def summary_rows(res: dict) -> list[list[str]]:
     out = [
         ["tools: moss text-search / rg -n (CLI, geo-mean)",
          f"{geo([r['cli_moss']['median'] / r['cli_rg']['median'] for r in s]):.1f}×", f"{len(s)} patterns"],
-        ["tools: (moss text-search − moss --help) / rg -n (CLI, geo-mean)",
-         f"{geo([max(_cli_net(r), 0.01) for r in s]):.1f}×", "start-up subtracted"],
-        ["tools: search() / rg --json --sort path (in-process, geo-mean)",
+        ["tools: (moss text-search − moss --help) / rg -n, warm structure cache (CLI, geo-mean)",
+         f"{geo([max(_cli_net(r), 0.01) for r in s]):.2f}×", "start-up subtracted; target ≤ 1.5×"],
+        ["tools: the same, cold structure cache (first search, fresh checkout)",
+         f"{geo([max(_cli_net(r, 'cli_moss_cold'), 0.01) for r in s]):.2f}×", "target ≤ 3×"],
+        ["tools: the same, structure cache off (labels of the shown lines only)",
+         f"{geo([max(_cli_net(r, 'cli_moss_nocache'), 0.01) for r in s]):.2f}×", "what the cold row pays extra"],
+        ["tools: search() / rg --json --sort path (in-process, cold, geo-mean)",
          f"{geo([r['fn_moss']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
-         "formatting + symbol labels"],
+         "formatting + symbol labels + cache writes"],
+        ["tools: search() in a new process, warm disk / rg --json --sort path (geo-mean)",
+         f"{geo([r['fn_moss_disk']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
+         "symbols read from the structure cache"],
         ["tools: search() again / rg --json --sort path (in-process, geo-mean)",
          f"{geo([r['fn_moss_again']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
          "symbols cached by the first"],

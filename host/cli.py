@@ -343,7 +343,41 @@ def text_search(pattern, only, limit, ignore_case):
     from .tools.search import search
 
     click.echo(search(find_project_root(), pattern, only=list(only) or None, limit=limit,
-                      ignore_case=ignore_case, max_chars=0, keep=False))  # one shot: cache nothing
+                      ignore_case=ignore_case, max_chars=0, keep=False))  # one shot: labels kept on disk only
+
+
+@cli.group("cache")
+def cache_group():
+    """The structure cache: parsed symbols of files moss has searched or viewed, kept in
+    your cache directory ($XDG_CACHE_HOME/moss, default ~/.cache/moss) so the next command,
+    session or child agent reads them instead of parsing again. Entries are keyed by the
+    file's content; the size is bounded by $MOSS_STRUCTURE_CACHE_MB (default 64)."""
+
+
+@cache_group.command("path")
+def cache_path_cmd():
+    """Where the structure cache is, how many entries it holds and their size."""
+    from .tools import structcache
+
+    path, n, size = structcache.stats()
+    if path is None:
+        click.echo("the structure cache is off (MOSS_STRUCTURE_CACHE=off)")
+        return
+    bound = structcache.max_bytes() / (1024 * 1024)
+    click.echo(f"{path}: {n:,} {'entry' if n == 1 else 'entries'}, {size / 1024:,.0f} KiB "
+               f"(bound {bound:g} MiB)")
+
+
+@cache_group.command("clear")
+def cache_clear_cmd():
+    """Remove every entry of the structure cache."""
+    from .tools import structcache
+
+    path, n = structcache.clear()
+    if path is None:
+        click.echo("the structure cache is off (MOSS_STRUCTURE_CACHE=off)")
+        return
+    click.echo(f"removed {n:,} {'entry' if n == 1 else 'entries'} from {path}")
 
 
 @cli.command()

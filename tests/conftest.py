@@ -134,6 +134,19 @@ class Project:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _user_cache_dir(tmp_path_factory):
+    """In-process tests keep moss's structure cache (host/tools/structcache.py) in a temp
+    directory, never the user's own ~/.cache/moss."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture
 def api():
     """The fake Anthropic/OpenAI server (tests/fakeapi.py) on 127.0.0.1."""

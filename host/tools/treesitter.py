@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import MossError
+from . import structcache
 
 
 # ---------------------------------------------------------------------------- symbols
@@ -718,9 +719,27 @@ def outline(path: Path, source: bytes | None = None) -> tuple[list[Symbol], str 
     if hit is not None:
         return hit[1], hit[2]
     src = path.read_bytes()
+    dkey, chash, got = _disk_get(src, lang, lite_ok=False)
+    if got is not None:
+        _store(key, stamp, got[0], got[1], lite=False)
+        return got[0], got[1]
     syms, doc = _extract(src, lang)
     _store(key, stamp, syms, doc, lite=False)
+    _disk_put(dkey, chash, syms, doc, lite=False)
     return syms, doc
+
+
+def _disk_get(src: bytes, lang: str, lite_ok: bool) -> tuple[bytes, bytes, tuple | None]:
+    """(entry key, content hash, (symbols, module doc, lite) or None) from the structure
+    cache on disk (host/tools/structcache.py) for these bytes."""
+    module = LANGUAGES[lang].module
+    chash = structcache.content_hash(src)
+    dkey = structcache.content_key(chash, lang, module)
+    return dkey, chash, structcache.get(dkey, chash, lite_ok)
+
+
+def _disk_put(dkey: bytes, chash: bytes, syms: list[Symbol], doc: str | None, lite: bool) -> None:
+    structcache.put(dkey, chash, syms, doc, lite)
 
 
 def _lite_lookup(path) -> tuple:
@@ -742,8 +761,14 @@ def structure(path: Path) -> list[Symbol]:
     path, lang, key, stamp, syms = _lite_lookup(path)
     if syms is not None:
         return syms
-    syms, _ = _extract(path.read_bytes(), lang, lite=True)
+    src = path.read_bytes()
+    dkey, chash, got = _disk_get(src, lang, lite_ok=True)
+    if got is not None:
+        _store(key, stamp, got[0], got[1], lite=got[2])
+        return got[0]
+    syms, _ = _extract(src, lang, lite=True)
     _store(key, stamp, syms, None, lite=True)
+    _disk_put(dkey, chash, syms, None, lite=True)
     return syms
 
 
@@ -766,7 +791,10 @@ def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
     search, where this costs about the parse alone against half as much again for the
     whole structure. A cached outline is used when there is one; for languages whose
     symbols may start above their node (a doc comment above a Rust fn), the whole
-    file's `structure`."""
+    file's `structure`. With the structure cache on disk (structcache.py) the whole
+    structure is always extracted and kept there: the next process reads it."""
+    if structcache.cache_path() is not None:
+        return structure(path)
     path, lang, key, stamp, syms = _lite_lookup(path)
     if syms is not None:
         return syms
@@ -819,6 +847,9 @@ def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], C
     key, stamp, hit = _cached(path, lite=False)
     if hit is not None:
         return hit[1], lambda sym: None
+    got = _disk_get(src, lang, lite_ok=False)[2]
+    if got is not None:
+        return got[0], lambda sym: None
     nodes: dict = {}
     want = [p for p in _SPLIT.split(query.strip()) if p]
     syms = _extract_named(src, lang, want[-1], nodes) if want else None

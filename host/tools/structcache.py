@@ -1,0 +1,335 @@
+"""The structure cache: each parsed file's symbols, kept on disk between processes.
+
+What search labels, `view FILE/Symbol` lookups and skeletons need from a file — its
+symbols (names, kinds, nesting, lines, bytes and, for a full outline, signatures and doc
+summaries) and its module doc — is stored here after the first parse, so the next
+process that looks at the same bytes (another `moss text-search`, a new session, a child
+agent) reads them instead of parsing again.
+
+- Where: `$XDG_CACHE_HOME/moss/structure.sqlite3` (default `~/.cache/moss/`), or
+  `$MOSS_STRUCTURE_CACHE` (a file path; `off` disables the cache). Never inside a
+  repository: nothing a repository ships is ever read as a cache entry.
+- Key: a hash of the file's bytes, its language and the extractor's version (moss's
+  version, this extractor's source and the grammar's files), so an entry can only be
+  served for exactly the bytes it was made from by exactly this extractor. The row also
+  holds the content hash, checked again on every read.
+- Bound: `$MOSS_STRUCTURE_CACHE_MB` megabytes of entries (default 64); past it the least
+  recently used entries are dropped (down to 80%).
+- Concurrency: sqlite in WAL mode; each write is one transaction, a busy database is
+  waited on briefly and then skipped (a cache write is never needed).
+- Damage: an entry that does not decode is ignored (and replaced by the next store); a
+  database file that is not one is moved aside and made again; any other failure turns
+  the cache off for this process. Nothing here raises into a search or a view.
+- Clear: `moss cache clear`, or delete the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import marshal
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MB = 64
+FORMAT = 1            # the entry encoding below; bump when it changes
+_TOUCH_EVERY_S = 3600  # a hit refreshes its entry's last use at most this often
+
+
+def cache_path(env=os.environ) -> Path | None:
+    """The cache file, or None when the cache is off."""
+    override = env.get("MOSS_STRUCTURE_CACHE")
+    if override:
+        return None if override.strip().lower() in ("off", "0", "none") else Path(override)
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = env.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        base = os.path.join(home, ".cache")
+    return Path(base) / "moss" / "structure.sqlite3"
+
+
+def max_bytes(env=os.environ) -> int:
+    raw = env.get("MOSS_STRUCTURE_CACHE_MB")
+    try:
+        mb = float(raw) if raw else DEFAULT_MB
+    except ValueError:
+        mb = DEFAULT_MB
+    return max(0, int(mb * 1024 * 1024))
+
+
+# ------------------------------------------------------------------------- versioning
+
+_versions: dict[str, bytes] = {}
+_vlock = threading.Lock()
+
+
+def _extractor_version(lang: str, module: str) -> bytes:
+    """moss's version, the extractor's source and the grammar package's files (names,
+    sizes, mtimes): anything that can change what a parse yields changes the key."""
+    with _vlock:
+        v = _versions.get(lang)
+    if v is not None:
+        return v
+    from .. import __version__
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{FORMAT}\0{__version__}\0{lang}\0".encode())
+    here = Path(__file__).resolve().parent
+    for name in ("treesitter.py", "structcache.py"):  # the extractor's code, as it is on disk
+        try:
+            st = os.stat(here / name)
+            h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        except OSError:
+            h.update(b"?")
+    try:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec is not None else None
+        folder = Path(origin).parent if origin else None
+        if folder is not None:
+            for e in sorted(os.scandir(folder), key=lambda e: e.name):
+                if e.is_file():
+                    st = e.stat()
+                    h.update(f"{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    except (ImportError, ValueError, OSError):
+        h.update(b"no-grammar")
+    v = h.digest()
+    with _vlock:
+        _versions[lang] = v
+    return v
+
+
+def content_key(chash: bytes, lang: str, module: str) -> bytes:
+    """The entry key of bytes hashing to `chash` parsed as `lang` by this extractor."""
+    return hashlib.blake2b(chash, digest_size=20, key=_extractor_version(lang, module)).digest()
+
+
+def content_hash(src: bytes) -> bytes:
+    return hashlib.sha256(src).digest()  # sha256: hardware-assisted on most CPUs, 2x blake2b
+
+
+# --------------------------------------------------------------------------- encoding
+# An entry is a checksum (sha256 of the rest, cut to 16 bytes) followed by a marshalled tuple: (FORMAT,
+# content hash, lite, module doc, symbols), each symbol a 12-tuple ending with its
+# children. The checksum is verified before anything is unmarshalled (marshal is not
+# meant for damaged input), and the shape is checked while the symbols are rebuilt.
+
+_SUM = 16
+
+
+def _enc(sym) -> tuple:
+    return (sym.name, sym.kind, sym.signature, sym.start_line, sym.end_line, sym.start_byte,
+            sym.end_byte, sym.doc, sym.doc_start_line, sym.doc_start_byte, sym.container,
+            tuple(_enc(c) for c in sym.children))
+
+
+def encode(syms: list, doc: str | None, lite: bool, chash: bytes) -> bytes:
+    body = marshal.dumps((FORMAT, chash, lite, doc, tuple(_enc(s) for s in syms)))
+    return hashlib.sha256(body).digest()[:_SUM] + body
+
+
+def _dec(raw: tuple, parent, Symbol) -> Any:
+    if type(raw) is not tuple or len(raw) != 12:
+        raise ValueError("not a symbol")
+    sym = Symbol(*raw[:7], [], raw[7], parent, *raw[8:11])
+    kids = raw[11]
+    if kids:
+        sym.children = [_dec(k, sym, Symbol) for k in kids]
+    return sym
+
+
+def decode(data: bytes, chash: bytes) -> tuple[list, str | None, bool] | None:
+    """(symbols, module doc, lite) from an entry made from bytes hashing to `chash`; None
+    for an entry that is damaged or was made from other bytes."""
+    from .treesitter import Symbol
+    try:
+        if type(data) is not bytes or len(data) <= _SUM:
+            return None
+        body = data[_SUM:]
+        if hashlib.sha256(body).digest()[:_SUM] != data[:_SUM]:
+            return None
+        fmt, h, lite, doc, syms = marshal.loads(body)
+        if fmt != FORMAT or h != chash or type(lite) is not bool or type(syms) is not tuple:
+            return None
+        if not (doc is None or type(doc) is str):
+            return None
+        return [_dec(s, None, Symbol) for s in syms], doc, lite
+    except (ValueError, TypeError, EOFError, RecursionError):
+        return None
+
+
+# ---------------------------------------------------------------------------- storage
+
+_local = threading.local()
+_disabled: set[str] = set()  # cache files that failed in this process
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (key BLOB PRIMARY KEY, data BLOB NOT NULL,
+    size INTEGER NOT NULL, used INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS entries_used ON entries(used);
+CREATE TABLE IF NOT EXISTS total (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
+INSERT OR IGNORE INTO total VALUES (0, 0);
+"""
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    conn = sqlite3.connect(str(path), timeout=2.0, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+    except BaseException:
+        conn.close()
+        raise
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass
+    return conn
+
+
+def _conn(path: Path) -> sqlite3.Connection | None:
+    key = str(path)
+    if key in _disabled:
+        return None
+    conns = getattr(_local, "conns", None)
+    if conns is None:
+        conns = _local.conns = {}
+    c = conns.get(key)
+    if c is not None:
+        return c
+    try:
+        c = _open(path)
+    except sqlite3.DatabaseError as e:
+        if isinstance(e, sqlite3.OperationalError):  # locked, unwritable: not damage
+            _disabled.add(key)
+            return None
+        try:  # not a database: move it aside and start again
+            os.replace(path, str(path) + ".corrupt")
+            for extra in ("-wal", "-shm"):
+                try:
+                    os.unlink(str(path) + extra)
+                except FileNotFoundError:
+                    pass
+            c = _open(path)
+        except (OSError, sqlite3.Error):
+            _disabled.add(key)
+            return None
+    except OSError:
+        _disabled.add(key)
+        return None
+    conns[key] = c
+    return c
+
+
+def get(key: bytes, chash: bytes, lite_ok: bool) -> tuple[list, str | None, bool] | None:
+    """The entry stored under `key`, if it is sound, made from bytes hashing to `chash`, and
+    full (or `lite_ok`)."""
+    path = cache_path()
+    if path is None or not path.exists():
+        return None
+    c = _conn(path)
+    if c is None:
+        return None
+    try:
+        row = c.execute("SELECT data, used FROM entries WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        got = decode(row[0], chash)
+        if got is None or (got[2] and not lite_ok):
+            return None
+        now = int(time.time())
+        if now - int(row[1]) > _TOUCH_EVERY_S:
+            c.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
+        return got
+    except sqlite3.Error:
+        return None
+
+
+def put(key: bytes, chash: bytes, syms: list, doc: str | None, lite: bool) -> None:
+    """Store an entry (a lite one never replaces a full one), then evict the least recently
+    used entries while the total is over the bound."""
+    path = cache_path()
+    if path is None:
+        return
+    bound = max_bytes()
+    data = encode(syms, doc, lite, chash)
+    if len(data) > bound:
+        return
+    c = _conn(path)
+    if c is None:
+        return
+    try:
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            old = c.execute("SELECT size, data FROM entries WHERE key = ?", (key,)).fetchone()
+            if old is not None and lite:
+                prev = decode(old[1], chash)
+                if prev is not None and not prev[2]:
+                    c.execute("ROLLBACK")
+                    return
+            c.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
+                      (key, data, len(data), int(time.time())))
+            c.execute("UPDATE total SET bytes = bytes + ? WHERE id = 0",
+                      (len(data) - (old[0] if old else 0),))
+            total = c.execute("SELECT bytes FROM total WHERE id = 0").fetchone()[0]
+            if total > bound:
+                _evict(c, total, bound * 8 // 10)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+    except sqlite3.Error:
+        pass
+
+
+def _evict(c: sqlite3.Connection, total: int, goal: int) -> None:
+    while total > goal:
+        rows = c.execute("SELECT key, size FROM entries ORDER BY used, rowid LIMIT 64").fetchall()
+        if not rows:
+            total = 0
+            break
+        for k, size in rows:
+            c.execute("DELETE FROM entries WHERE key = ?", (k,))
+            total -= size
+            if total <= goal:
+                break
+    c.execute("UPDATE total SET bytes = ? WHERE id = 0", (max(total, 0),))
+
+
+def stats() -> tuple[Path | None, int, int]:
+    """(cache file, entries, bytes of entries)."""
+    path = cache_path()
+    if path is None or not path.exists():
+        return path, 0, 0
+    c = _conn(path)
+    if c is None:
+        return path, 0, 0
+    try:
+        n, size = c.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM entries").fetchone()
+        return path, int(n), int(size)
+    except sqlite3.Error:
+        return path, 0, 0
+
+
+def clear() -> tuple[Path | None, int]:
+    """Remove every entry; returns (cache file, entries removed)."""
+    path, n, _ = stats()
+    if path is None or not path.exists():
+        return path, 0
+    c = _conn(path)
+    if c is not None:
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("DELETE FROM entries")
+            c.execute("UPDATE total SET bytes = 0 WHERE id = 0")
+            c.execute("COMMIT")
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            c.execute("VACUUM")
+        except sqlite3.Error:
+            pass
+    return path, n
