@@ -185,3 +185,32 @@ def test_view_and_text_search_through_head(project):
     line, err, code = head_1(project, "text-search", "fn main", "--limit", "500")
     assert line.strip()
     quiet(err, code)
+
+
+def test_trust_list_through_head(project):
+    """`moss trust --list` with 150 trusted projects (records made the way `moss trust --yes`
+    makes them, in this user's data directory): cut after the first line, it ends quietly."""
+    from moss import trust
+    from moss.config import read_layers
+
+    for i in range(150):
+        other = project.root.parent / f"other-{i:03d}"
+        (other / ".moss" / "scripts").mkdir(parents=True)
+        (other / ".moss" / "scripts" / "mine.lua").write_text("return {}\n")
+        trust.grant(other, project.env, trust.scan(other, read_layers(other, project.env)[1], project.env))
+    line, err, code = head_1(project, "trust", "--list")
+    assert line.strip()
+    quiet(err, code)
+
+
+def test_eval_compare_through_head(project):
+    """`moss eval compare` naming 300 flipped tasks: cut after the first line, it ends quietly."""
+    rows = []
+    for i in range(300):
+        for cell, passed in (("variant=a", i % 2 == 0), ("variant=b", i % 2 == 1)):
+            rows.append({"key": f"task-{i:03d}|{cell}|1", "task": f"task-{i:03d}", "cell": cell, "trial": 1,
+                         "passed": passed, "reason": "answered"})
+    project.write("results.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    line, err, code = head_1(project, "eval", "compare", "results.jsonl")
+    assert line.startswith("A = variant=a")
+    quiet(err, code)

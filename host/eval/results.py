@@ -75,16 +75,22 @@ def read(path: Path) -> list[dict]:
         path = path / FILE
     if not path.is_file():
         raise MossError(f"no eval results at {path}", kind="not_found")
-    rows = []
+    rows, other = [], 0
     for line in _read_text(path).splitlines():
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except ValueError:
+            other += 1
             continue  # the line being written when the eval was killed
         if isinstance(row, dict) and "key" in row:
             rows.append(row)
+        else:
+            other += 1
+    if not rows and other:
+        raise MossError(f"{path} holds no attempt rows of moss eval ({other} other lines): give an "
+                        f"attempts.jsonl or the run folder holding one", kind="config")
     return rows
 
 
