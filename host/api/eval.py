@@ -51,7 +51,11 @@ def functions(ctx):
 
     def suite(spec):
         path, origin = find_suite(str(spec))
-        s = suite_mod.load_suite(path)
+        from ..eval import exercises
+
+        # a folder of exercises (the layout public polyglot benchmarks use), else moss's TOML suite
+        s = exercises.load_exercises(path) if path.is_dir() and not (path / "suite.toml").exists() \
+            and exercises.is_exercise_dir(path) else suite_mod.load_suite(path)
         where = Path(s.path).resolve()
         home = where if where.is_dir() else where.parent
         for t in s.tasks:  # a suite shares only what lies beside it (a cloned one must not copy ~/.ssh)
