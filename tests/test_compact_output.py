@@ -97,10 +97,13 @@ def test_a_long_hit_list_shows_a_few_hits_a_file_and_the_search_that_lists_the_r
 
 def test_a_cli_view_and_search_keep_the_full_form(crate):
     """`moss view` and `moss text-search` on the command line are not the model's view: they
-    show end lines, docstrings and every hit's symbol extent as before."""
+    show end lines, docstrings and every hit's symbol extent as before; `--compact` shows the
+    model's form."""
     crate.write("tools.py", PY)
     r = crate.moss("view", "tools.py")
     assert r.returncode == 0, r.stderr
     assert "class Loader L4-20" in r.stdout and '"""Loads things."""' in r.stdout
     r = crate.moss("text-search", "ValueError")
     assert "(Loader/load L12-20)" in r.stdout
+    r = crate.moss("view", "tools.py", "--compact")  # the model's form, on request
+    assert "class Loader L4\n" in r.stdout and "Loads things" not in r.stdout
