@@ -167,13 +167,14 @@ def shell_command(step, root: Path) -> str:
 
 
 def same_output_command(step, moss_bin: Path) -> str:
-    """mini runs moss's own CLI: byte-identical tool output (the control)."""
+    """mini runs moss's own CLI in the form moss's agents are shown (`--compact`): byte-identical
+    tool output (the control)."""
     kind, target, only, _, _ = step
     m = shlex.quote(str(moss_bin))
     if kind == "search":
         return f"{m} text-search {shlex.quote(target)}" + (f" --only {shlex.quote(only)}" if only else "") + \
-            " --limit 50"
-    return f"{m} view {shlex.quote(target)}"
+            " --limit 50 --compact"
+    return f"{m} view {shlex.quote(target)} --compact"
 
 
 # --------------------------------------------------------------------------- the moss model

@@ -123,9 +123,14 @@ def _mini_run(s: Settings, root, steps: int, variant: str) -> dict:
     msgs = [m["content"] for m in out["messages"]]
     extra = [out["extra_prompt"]] if out["extra_prompt"] else []
     replies = [m["content"] for m in out["messages"] if m["role"] == "assistant"]
+    # the shell output of each step as mini's template shows it: the user messages after the
+    # task, up to the last call (the answer's own output is never sent)
+    seen = out["messages"][:out["calls"][-1]]
+    users = [i for i, m in enumerate(seen) if m["role"] == "user"]
+    observations = [seen[i]["content"] for i in users[1:]]
     # mini's LitellmModel marks the last message for Anthropic's prompt cache ("default_end")
     return {"calls": [extra + msgs[:n] for n in out["calls"]], "commands": cmds, "replies": replies,
-            "breakpoints": "end"}
+            "breakpoints": "end", "observations": observations}
 
 
 def _lcp(a: str, b: str) -> int:
@@ -207,7 +212,8 @@ def run(s: Settings) -> dict:
 
     tok = Tokens(s)
     texts = sorted({p for r in runs.values() for c in r["calls"] for p in c} |
-                   {t for r in runs.values() for t in r["replies"]})
+                   {t for r in runs.values() for t in r["replies"]} |
+                   {t for r in runs.values() for t in r.get("observations", [])})
     counts = dict(zip(texts, tok.count_many(texts)))
     out = {"steps": steps, "tokenizer": tok.name, "agents": {}}
     for name, r in runs.items():
@@ -231,6 +237,13 @@ def run(s: Settings) -> dict:
         if name in ("moss V1", "moss V2"):  # V2's evaluator writes the results its explorer reads back
             out["agents"][name]["floor"] = floor_cost(counts, r["calls"], replies,
                                                       CACHE_WRITE if name == "moss V2" else 1.0)
+    # tool output: what each agent was shown of its looks, frame included (moss: each distinct
+    # new-results block; mini: each observation message)
+    out["tool_output"] = {n: sum(counts[p] for p in {p for c in runs[n]["calls"] for p in c
+                                                     if p.startswith(RESULTS_HEADING)})
+                          for n in ("moss V2", "moss V1")}
+    if "mini" in runs:
+        out["tool_output"]["mini"] = sum(counts[t] for t in runs["mini"]["observations"])
     if "moss V2" in runs:
         out["v2_states"] = runs["moss V2"]["states"][:4]
     return out
@@ -334,6 +347,11 @@ def summary_rows(res: dict) -> list[list[str]]:
     rows = []
     m = agents["mini"]
     k = checkpoints(res["steps"])[-1]
+    tools = res.get("tool_output", {})
+    for n in ("moss V2", "moss V1"):
+        if tools.get("mini") and tools.get(n):
+            rows.append([f"context: {n} tool-output tokens / mini shell-output tokens, same looks",
+                         f"{tools[n] / tools['mini']:.2f}×", f"{tools[n]:,} vs {tools['mini']:,} tokens"])
     for n in ("moss V2", "moss V1"):
         a = agents[n]
         rows.append([f"context: {n}/mini prompt tokens at turn {k}", f"{a['turns'][k - 1] / m['turns'][k - 1]:.2f}×",

@@ -317,7 +317,8 @@ def config_path():
 @click.argument("target", default=".")
 @click.option("--depth", "-d", type=int, default=1, show_default=True,
               help="Skeleton/tree depth: 0 names only, 1 signatures and members, -1 everything.")
-def view(target, depth):
+@click.option("--compact", is_flag=True, help="The form an agent's model is shown (first lines, short docstrings).")
+def view(target, depth, compact):
     """Show TARGET: a directory tree, a file skeleton, FILE:A-B lines, or FILE/Symbol.
 
     \b
@@ -329,7 +330,7 @@ def view(target, depth):
     from .context import find_project_root
     from .tools.view import view as _view
 
-    click.echo(_view(find_project_root(), target, depth=depth, max_chars=0))
+    click.echo(_view(find_project_root(), target, depth=depth, max_chars=0, compact=compact))
 
 
 @cli.command("text-search")
@@ -337,13 +338,15 @@ def view(target, depth):
 @click.option("--only", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
 @click.option("--limit", type=int, default=100, show_default=True, help="Stop after this many matches.")
 @click.option("-i", "--ignore-case", is_flag=True, help="Case-insensitive.")
-def text_search(pattern, only, limit, ignore_case):
+@click.option("--compact", is_flag=True, help="The form an agent's model is shown (a few hits a file).")
+def text_search(pattern, only, limit, ignore_case, compact):
     """Search file contents for PATTERN (a regex), grouped by file, with enclosing symbols."""
     from .context import find_project_root
     from .tools.search import search
 
     click.echo(search(find_project_root(), pattern, only=list(only) or None, limit=limit,
-                      ignore_case=ignore_case, max_chars=0, keep=False))  # one shot: labels kept on disk only
+                      ignore_case=ignore_case, max_chars=0, keep=False,  # one shot: labels kept on disk only
+                      compact=compact))
 
 
 @cli.group("cache")

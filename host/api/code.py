@@ -9,7 +9,7 @@ def functions(ctx):
 
         opts = opts or {}
         return _view(ctx.root, str(target or "."), depth=int(opts.get("depth", 1)),
-                     max_chars=int(opts.get("max_chars", 20000)))
+                     max_chars=int(opts.get("max_chars", 20000)), compact=bool(opts.get("compact")))
 
     def search(pattern, opts=None):
         from ..tools.search import search as _search
@@ -19,6 +19,7 @@ def functions(ctx):
         if isinstance(only, str):
             only = [only]
         return _search(ctx.root, str(pattern), only=only or None, limit=int(opts.get("limit", 100)),
-                       ignore_case=bool(opts.get("ignore_case")), max_chars=int(opts.get("max_chars", 20000)))
+                       ignore_case=bool(opts.get("ignore_case")), max_chars=int(opts.get("max_chars", 20000)),
+                       compact=bool(opts.get("compact")))
 
     return {"code.view": view, "code.search": search}

@@ -237,18 +237,21 @@ moss.code = {}
 --- fuzzy path match). A unique suffix finds a file (`llm.rs`); an ambiguous one lists candidates
 --- (kind `ambiguous`). Binary and huge files get a one-line message. A file name with a control,
 --- bidi or separator character shows it escaped (`\x0a`, `\u202e`), in every tool's output, so each
---- name stays one line
+--- name stays one line. `compact`: what an agent's context gets: a skeleton's symbols by their first
+--- line only, without docstring summaries, and a symbol's Python docstring cut to its first line,
+--- each naming the `view` that shows what was left out
 ---@errors usage, not_found, ambiguous, denied, config
 ---@param target string
----@param opts? {depth?: integer, max_chars?: integer}
+---@param opts? {depth?: integer, max_chars?: integer, compact?: boolean}
 ---@return string
 function moss.code.view(target, opts) end
 
 --- ripgrep: hits grouped by file, each with its line number and enclosing symbol, then a total; a
---- bad regex is kind `usage`
+--- bad regex is kind `usage`. `compact`: labels without line ranges, `(same)` for a hit in the symbol
+--- of the one above, and at most 8 hits a file, then how many more and the search that lists them
 ---@errors usage, not_found, config
 ---@param pattern string
----@param opts? {only?: string|string[], limit?: integer, ignore_case?: boolean, max_chars?: integer}
+---@param opts? {only?: string|string[], limit?: integer, ignore_case?: boolean, max_chars?: integer, compact?: boolean}
 ---@return string
 function moss.code.search(pattern, opts) end
 

@@ -96,7 +96,8 @@ def _rg_reason(stderr: str) -> str:
 
 
 def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: int = 100,
-           ignore_case: bool = False, max_chars: int = 20000, keep: bool = True) -> str:
+           ignore_case: bool = False, max_chars: int = 20000, keep: bool = True,
+           compact: bool = False) -> str:
     """Search the project for `pattern` (a regex) and return hits grouped by file.
 
     `only` restricts the files searched to globs (`*.rs`, `src/**`, a directory, or
@@ -112,6 +113,11 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     wants: the next search or view of those files costs no parse). A one-shot caller
     passes False: only the shown lines' symbols are then looked for, which is cheaper
     once. The output is the same either way.
+
+    `compact`: the form an agent's context gets. A label names the enclosing symbol without
+    its line range, a hit in the same symbol as the one above says `(same)`, and a file
+    shows at most COMPACT_PER_FILE hits, then how many more and the search that lists them
+    (that file only, in the full form).
     """
     root = Path(root).resolve()
     if not root.is_dir():
@@ -202,7 +208,10 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     out: list[str] = []
     current = None
     syms = []
-    for path, line, text in hits:
+    if compact:
+        out = _compact_hits(hits, pattern, ignore_case,
+                            lambda p: _symbols_for(root, p, line_starts[p], keep))
+    for path, line, text in [] if compact else hits:
         if path != current:
             current = path
             out.append(f"{_shown_path(path)}:")
@@ -222,6 +231,49 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         summary += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
     out.append(summary)
     return cap("\n".join(out) + "\n", max_chars)
+
+
+COMPACT_PER_FILE = 8   # hits a file shows in the compact form before "… N more"
+
+
+def _quoted(word: str) -> str:
+    """`word` as one word of a moss command (lib/machine/parser.lua: no escapes inside single
+    quotes; `\\` and `\"` inside double quotes)."""
+    if "'" not in word:
+        return f"'{word}'"
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _compact_hits(hits: list[tuple[str, int, str]], pattern: str, ignore_case: bool,
+                  syms_of) -> list[str]:
+    """The compact form of the hit lines (see `search`)."""
+    out: list[str] = []
+    per_file: dict[str, int] = {}
+    for path, _, _ in hits:
+        per_file[path] = per_file.get(path, 0) + 1
+    current, syms, prev, shown = None, [], None, 0
+    for path, line, text in hits:
+        if path != current:
+            if current is not None and per_file[current] > shown:
+                _more(out, per_file[current] - shown, current, pattern, ignore_case)
+            current, prev, shown = path, None, 0
+            out.append(f"{_shown_path(path)}:")
+            syms = syms_of(path)
+        if shown >= COMPACT_PER_FILE:
+            continue
+        shown += 1
+        sym = innermost(syms, line)
+        label = None if sym is None else ("same" if sym is prev else sym.path)
+        prev = sym
+        out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
+    if current is not None and per_file[current] > shown:
+        _more(out, per_file[current] - shown, current, pattern, ignore_case)
+    return out
+
+
+def _more(out: list[str], n: int, path: str, pattern: str, ignore_case: bool) -> None:
+    flag = " -i" if ignore_case else ""
+    out.append(f"  … {n} more here: text-search {_quoted(pattern)} --only {_quoted(path)}{flag} --full")
 
 
 def _path_key(path: str) -> tuple[bytes, ...]:

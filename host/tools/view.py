@@ -40,16 +40,21 @@ SYMBOL_WINDOW = 150                # `file:N` shows at most this many lines of a
 MAX_LINE_CHARS = 2000              # a longer single line is shortened in line views
 
 _LINE_SPEC = re.compile(r"^(?P<path>.+?):L?(?P<a>\d+)(?:(?P<dash>-)L?(?P<b>\d+)?)?$")
-def view(root: Path, target: str, *, depth: int = 1, max_chars: int = 20000) -> str:
+def view(root: Path, target: str, *, depth: int = 1, max_chars: int = 20000,
+         compact: bool = False) -> str:
     """Render `target` (a directory, file, `file:A-B`, `file:N`, `file/Symbol` or a bare
     symbol name) relative to project `root`. Raises MossError not_found / ambiguous /
-    denied / usage with a message that says what to try instead."""
+    denied / usage with a message that says what to try instead.
+
+    `compact`: the form an agent's context gets (what each token buys): a skeleton shows
+    each symbol's first line only and no docstring summaries, a symbol's source keeps only
+    the first line of its docstring; each says which command shows what it left out."""
     root = Path(root).resolve()
     if not root.is_dir():
         raise MossError(f"project root {root} is not a directory", kind="not_found")
     target = (target or ".").strip() or "."
     try:
-        return cap(_view(root, target, depth), max_chars)
+        return cap(_view(root, target, depth, compact), max_chars)
     except OSError as e:  # a name the OS refuses (too long, ...), a file that vanished
         raise MossError(f"{_short(target)}: {e.strerror or e}", kind="usage") from None
 
@@ -70,7 +75,7 @@ def _shown(root: Path, path: Path) -> str:
     return visible_name(_rel(root, path))
 
 
-def _view(root: Path, target: str, depth: int) -> str:
+def _view(root: Path, target: str, depth: int, compact: bool = False) -> str:
     if target in (".", "./"):
         return _tree(root, root, depth)
     files: list[str] | None = None
@@ -88,17 +93,17 @@ def _view(root: Path, target: str, depth: int) -> str:
             return _line_view(root, path, a)
         found = _exact_file_and_symbol(root, target)
         if found is not None:
-            return _symbol_view(root, *found)
+            return _symbol_view(root, *found, compact=compact, named=True)
         files = list_files(root)
     try:
         path = resolve_path(root, target, files=files, suggest=False, root_is_real=True)
     except MossError as err:
         if err.kind != "not_found" or err.data.get("loop"):
             raise
-        return _fallback(root, target, depth, files)
+        return _fallback(root, target, depth, files, compact)
     if path.is_dir():
         return _tree(root, path, depth)
-    return _skeleton(root, path, depth)
+    return _skeleton(root, path, depth, compact, named=target.strip("/") == _rel(root, path))
 
 
 def _exact_file_and_symbol(root: Path, target: str) -> tuple[Path, str] | None:
@@ -126,7 +131,8 @@ def _not_found(root: Path, target: str, files: list[str] | None) -> MossError:
     return MossError(f"{target}: no such file or directory", kind="not_found")
 
 
-def _fallback(root: Path, target: str, depth: int, files: list[str] | None) -> str:
+def _fallback(root: Path, target: str, depth: int, files: list[str] | None,
+              compact: bool = False) -> str:
     """`file/Symbol`, `dir/Symbol` or a bare `Symbol` when no path matched."""
     parts = [p for p in target.strip("/").split("/") if p]
     for i in range(len(parts) - 1, 0, -1):
@@ -141,14 +147,14 @@ def _fallback(root: Path, target: str, depth: int, files: list[str] | None) -> s
         if not path.is_dir():
             require_regular(path, prefix, "view reads regular files and directories only")
         if path.is_file():
-            return _symbol_view(root, path, rest)
-        found = _symbol_search(root, rest, path)
+            return _symbol_view(root, path, rest, compact=compact)
+        found = _symbol_search(root, rest, path, compact)
         if found is not None:
             return found
         err = _not_found(root, target, files)
         raise MossError(f"{err.message}\n(no symbol {rest} under {_shown(root, path)}/ either)",
                         kind="not_found", **err.data)
-    found = _symbol_search(root, target, root)
+    found = _symbol_search(root, target, root, compact)
     if found is not None:
         return found
     err = _not_found(root, target, files)
@@ -229,19 +235,40 @@ def _doc_line(lang: str, doc: str, module: bool = False) -> str:
     return f"{pre}{doc}{post}"
 
 
+COMPACT_SIGNATURE = 100  # characters of a signature a compact skeleton shows
+
+
+def _compact_signature(sig: str, lang: str) -> str:
+    """A skeleton line's signature, compact: in Python without `def` and a method's `self`/
+    `cls` (the nesting says it is a method), cut to COMPACT_SIGNATURE characters."""
+    if lang == "python":
+        sig = _PY_DEF.sub(r"\1", sig, count=1)
+        sig = _PY_SELF.sub("(", sig, count=1)
+        sig = _PY_TRAILING_COMMENT.sub(r"\1", sig)
+    return sig if len(sig) <= COMPACT_SIGNATURE else sig[:COMPACT_SIGNATURE - 1].rstrip() + "…"
+
+
+_PY_DEF = re.compile(r"^((?:@\S+ )*(?:async )?)def ")
+_PY_TRAILING_COMMENT = re.compile(r"(\)(?:\s*->\s*[^:#]+)?):\s*#.*$")  # a comment after the ":"
+_PY_SELF = re.compile(r"\((?:self|cls)(?:, |(?=\)))")
+
+
 def _render_symbols(syms: list[Symbol], lang: str, level: int, depth: int,
-                    out: list[str]) -> None:
+                    out: list[str], compact: bool = False) -> None:
+    """One line per symbol, `signature L<start>-<end>` and its docstring summary under it;
+    `compact`: `signature L<start>` and no summary (a symbol's view shows both)."""
     for s in syms:
         ind = "  " * level
-        line = f"{ind}{s.signature} {s.lines}"
+        line = (f"{ind}{_compact_signature(s.signature, lang)} L{s.start_line}" if compact
+                else f"{ind}{s.signature} {s.lines}")
         expand = depth < 0 or level < depth
         if s.children and not expand and s.kind != "variant":
             line += f" (+{len(s.children)} more)"
         out.append(line)
-        if s.doc:
+        if s.doc and not compact:
             out.append(f"{ind}  {_doc_line(lang, s.doc)}")
         if s.children and expand:
-            _render_symbols(s.children, lang, level + 1, depth, out)
+            _render_symbols(s.children, lang, level + 1, depth, out, compact)
 
 
 def _head(rel: str, lines: list[str], out: list[str]) -> None:
@@ -283,14 +310,18 @@ def _markdown_outline(lines: list[str], depth: int) -> list[str]:
     return out
 
 
-def _skeleton(root: Path, path: Path, depth: int) -> str:
+def _skeleton(root: Path, path: Path, depth: int, compact: bool = False, named: bool = False) -> str:
+    """`named`: the target was the file's exact path, which a compact header need not repeat."""
     rel = _shown(root, path)
     loaded = _load(root, path, MAX_OUTLINE_BYTES)
     if isinstance(loaded, str):
         return loaded
     text, _ = loaded
     lines = _split_lines(text)
-    out = [f"# {rel}", f"Lines: {len(lines)}"]
+    if compact:
+        out = [f"# {len(lines)} lines" if named else f"# {rel}, {len(lines)} lines"]
+    else:
+        out = [f"# {rel}", f"Lines: {len(lines)}"]
     if not lines:
         out.append("(empty file)")
         return "\n".join(out) + "\n"
@@ -301,7 +332,10 @@ def _skeleton(root: Path, path: Path, depth: int) -> str:
             out.append(_doc_line(lang, mdoc, module=True))
         out.append("")
         if syms:
-            _render_symbols(syms, lang, 0, depth, out)
+            _render_symbols(syms, lang, 0, depth, out, compact)
+            if compact:
+                out.append(f"(first lines{', methods without self' if lang == 'python' else ''}; "
+                           f"`view {rel}/NAME` for one whole, `--full` for end lines and docstrings)")
         else:
             out.append("(no symbols; first lines:)")
             _head(rel, lines, out)
@@ -382,14 +416,16 @@ def _lines_from(data: bytes, start_byte: int, count: int) -> list[str]:
 
 
 def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
-                   data: bytes, complete=None) -> str:
+                   data: bytes, complete=None, compact: bool = False, asked: bool = False) -> str:
     """`data` is the file's (UTF-8) bytes; `complete(symbol)` fills in the signature of a
-    symbol from `for_lookup` before it is shown."""
+    symbol from `for_lookup` before it is shown. `compact`: no line for the enclosing symbol
+    (the path names it), and a Python docstring cut to its first line (the cut lines named);
+    with `asked` (the view named this file and symbol exactly) the header is its lines alone."""
     complete = complete or (lambda s: None)
     rel = _shown(root, path)
     a, b = sym.doc_start_line, sym.end_line
-    out = [f"# {rel}/{sym.path} ({_span(a, b)})"]
-    if sym.parent is not None:
+    out = [f"# {_span(a, b)}" if compact and asked else f"# {rel}/{sym.path} ({_span(a, b)})"]
+    if sym.parent is not None and not compact:  # compact: the path names it; its view shows it
         complete(sym.parent)
         out.append(f"# in {sym.parent.signature} {sym.parent.lines}")
     if sym.kind != "impl":
@@ -399,11 +435,43 @@ def _symbol_source(root: Path, path: Path, sym: Symbol, all_syms: list[Symbol],
             for s in impls:
                 complete(s)
             out.append("# also: " + "; ".join(f"{s.signature} {s.lines}" for s in impls))
-    out.extend(_lines_from(data, sym.doc_start_byte, b - a + 1))
+    body = _lines_from(data, sym.doc_start_byte, b - a + 1)
+    out.extend(_cut_docstring(body, a, sym.start_line, rel) if compact and path.suffix == ".py" else body)
     return "\n".join(out) + "\n"
 
 
-def _symbol_view(root: Path, path: Path, query: str) -> str:
+_DOC_OPEN = re.compile(r"^\s*[rRuU]?(\"\"\"|''')")
+
+
+def _cut_docstring(body: list[str], first: int, start: int, rel: str) -> list[str]:
+    """`body` (lines from line `first`; the symbol's own start at `start`) with the lines of
+    its docstring after its first line of text replaced by one line naming them (`… docstring
+    L12-30 cut: view FILE:12-30`). Unchanged when the docstring takes a line or two."""
+    i = start - first
+    for j in range(i, min(i + 12, len(body))):  # the signature ends at a line ending with ":"
+        if body[j].split("#", 1)[0].rstrip().endswith(":"):
+            break
+    else:
+        return body
+    k = j + 1
+    m = _DOC_OPEN.match(body[k]) if k < len(body) else None
+    if not m:
+        return body
+    quote = m.group(1)
+    rest = body[k][m.end():]
+    if quote in rest:
+        return body  # a one-line docstring
+    keep = k + (1 if rest.strip() else 2)  # quotes alone on their line: keep the summary under them
+    end = next((e for e in range(k + 1, len(body)) if quote in body[e]), None)
+    if end is None or end - keep < 1:  # a line or two is not worth a line saying so
+        return body
+    lo, hi = first + keep, first + end
+    ind = body[k][: len(body[k]) - len(body[k].lstrip())]
+    return body[:keep] + [f"{ind}… docstring L{lo}-{hi} cut: view {rel}:{lo}-{hi}"] + body[end + 1:]
+
+
+def _symbol_view(root: Path, path: Path, query: str, compact: bool = False, named: bool = False) -> str:
+    """`named`: `path` was given exactly, so a compact header need not repeat what was asked."""
     rel = _shown(root, path)
     loaded = _load(root, path, MAX_OUTLINE_BYTES)
     if isinstance(loaded, str):
@@ -414,7 +482,8 @@ def _symbol_view(root: Path, path: Path, query: str) -> str:
                         kind="not_found")
     syms, complete = for_lookup(path, data, query)
     sym = pick_symbol(syms, query, rel)
-    return _symbol_source(root, path, sym, syms, data, complete)
+    return _symbol_source(root, path, sym, syms, data, complete, compact,
+                          asked=named and query.strip("/") == sym.path)
 
 
 _SOURCE_GLOB = "*.{" + ",".join(sorted({e.lstrip(".") for s in LANGUAGES.values()
@@ -422,7 +491,7 @@ _SOURCE_GLOB = "*.{" + ",".join(sorted({e.lstrip(".") for s in LANGUAGES.values(
 _SEARCH_FILES = 300
 
 
-def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
+def _symbol_search(root: Path, query: str, scope: Path, compact: bool = False) -> str | None:
     """Find a symbol by name across source files under `scope`; None if there is none."""
     want = [p for p in re.split(r"::|[/.:]", query) if p]
     if not want or not re.fullmatch(r"[\w$#-]+", want[-1]):
@@ -455,7 +524,8 @@ def _symbol_search(root: Path, query: str, scope: Path) -> str | None:
     if len(hits) == 1:
         path, sym, syms = hits[0]
         loaded = _load(root, path, MAX_OUTLINE_BYTES)
-        return loaded if isinstance(loaded, str) else _symbol_source(root, path, sym, syms, loaded[1])
+        return loaded if isinstance(loaded, str) else _symbol_source(root, path, sym, syms, loaded[1],
+                                                                     compact=compact)
     listing = "\n".join(f"  {_shown(root, p)}/{s.path} ({s.kind}, {s.lines})"
                         for p, s, _ in hits[:20])
     more = f"\n  … and {len(hits) - 20} more" if len(hits) > 20 else ""

@@ -1,4 +1,6 @@
--- $(text-search "regex" [--only GLOB] [--limit N] [-i]): ripgrep with the enclosing symbols.
+-- $(text-search "regex" [--only GLOB] [--limit N] [-i] [--full]): ripgrep with the enclosing
+-- symbols. The model gets the compact form (labels without line ranges, at most a few hits
+-- a file, then the search that lists the rest); --full labels each hit with its symbol's lines.
 local args = require("lib.machine.args")
 
 return {
@@ -10,7 +12,8 @@ return {
   parallel = "code.search",
   parse = function(text)
     local opts, rest = args.flags(text,
-      { ["--only"] = "value", ["--limit"] = "value", ["-i"] = "flag", ["--ignore-case"] = "flag" })
+      { ["--only"] = "value", ["--limit"] = "value", ["-i"] = "flag", ["--ignore-case"] = "flag",
+        ["--full"] = "flag" })
     if #rest == 0 then
       moss.error("usage", 'text-search needs a pattern: $(text-search "regex" [--only GLOB] [--limit N])')
     end
@@ -18,6 +21,7 @@ return {
       only = opts["--only"],
       limit = tonumber(opts["--limit"] and opts["--limit"][1]) or 50,
       ignore_case = opts["-i"] or opts["--ignore-case"] or false,
+      compact = not opts["--full"],
     } }
   end,
   run = function(_, a) return moss.code.search(a[1], a[2]) end,

@@ -17,8 +17,8 @@ return {
       commands = { "tools", "note", "keep", "drop", "forget", "memorize", "answer", "ask", "wait", "checkpoint" },
       concludes = true,
       next = "agent",
-      footer = "*Results disappear next turn.* Keep what you need with $(keep N) or $(note ...), " ..
-        "run more commands, or $(answer ...) once you have the evidence.",
+      -- (the new results' heading already says they are shown once and how to keep one)
+      footer = "Note what you learn ($(note ...)), run more commands, or $(answer ...) with the evidence.",
     },
   },
 }
