@@ -623,7 +623,7 @@ function moss.eval.record(key, verdict) end
 
 --- end the eval: `{out, file, rows (every line, earlier runs' too), stopped ("budget"|nil),
 --- not_run, budget_cut (attempts the budget stopped), peak (most attempts at once), total, skipped}`
----@errors usage, denied, not_found
+---@errors usage, denied, not_found, config
 ---@return table
 function moss.eval.finish() end
 
@@ -635,7 +635,7 @@ function moss.eval.finish() end
 function moss.eval.summary(rows) end
 
 --- the rows of an attempts.jsonl (or of the run folder holding one)
----@errors usage, denied, not_found
+---@errors usage, denied, not_found, config
 ---@param path string
 ---@return table[]
 function moss.eval.read(path) end

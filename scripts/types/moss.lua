@@ -674,7 +674,7 @@ function moss.eval.record(key, verdict) end
 --- end the eval: `{out, file, rows (every line, earlier runs' too), stopped ("budget"|nil),
 --- not_run, budget_cut (attempts the budget stopped), peak (most attempts at once), total, skipped}`
 ---
---- Errors: `usage`, `denied`, `not_found`.
+--- Errors: `usage`, `denied`, `not_found`, `config`.
 ---@return table
 function moss.eval.finish() end
 
@@ -688,7 +688,7 @@ function moss.eval.summary(rows) end
 
 --- the rows of an attempts.jsonl (or of the run folder holding one)
 ---
---- Errors: `usage`, `denied`, `not_found`.
+--- Errors: `usage`, `denied`, `not_found`, `config`.
 ---@param path string
 ---@return table[]
 function moss.eval.read(path) end
