@@ -32,6 +32,13 @@ running:
   --max-tokens N          running attempts are stopped cleanly (reason budget, not counted)
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
 
+record and replay:
+  --record DIR            keep each attempt's LLM cassette in DIR (TASK--CELL--TRIAL.jsonl)
+  --replay DIR            run offline from DIR's cassettes (same suite and matrix; a variant
+                          cell without its own replays its base cell's): each attempt whose
+                          requests leave its recording is reported at the first request that
+                          differs (diverged, not counted; exit 1); one without is not run
+
 results:
   --out DIR               where attempts.jsonl and the logs go (default .moss/eval/RUN_ID/)
   --resume DIR            go on with an eval that was stopped: finished attempts are skipped
@@ -41,8 +48,8 @@ A pass is the agent's outcome `answered` AND the task's check passing. An attemp
 stopped (budget, Ctrl-C) or that could not run (setup or infrastructure error) counts neither
 way; a task whose check passes before the agent ran is a suite error.
 
-Exit status: 0 every attempt ran, 1 the budget stopped the eval or the suite has errors,
-2 usage, 130 interrupted (re-run with --resume DIR to go on).]]
+Exit status: 0 every attempt ran, 1 the budget stopped the eval, the suite has errors or a
+replayed attempt diverged or had no recording, 2 usage, 130 interrupted (re-run with --resume DIR to go on).]]
 
 M.FLAGS = {
   { "--suite", metavar = "SUITE", help = "the suite (or give it as the first word)" },
@@ -63,12 +70,15 @@ M.FLAGS = {
 }
 
 -- outcomes that say nothing about the agent: the eval stopped it, or it never really ran
-M.NOT_COUNTED = { budget = true, interrupted = true, infra_error = true, setup_error = true, suite_error = true }
+-- (replaying: an attempt that left its recording, or had none, says nothing about the agent either)
+M.NOT_COUNTED = { budget = true, interrupted = true, infra_error = true, setup_error = true, suite_error = true,
+                  diverged = true, not_recorded = true }
 -- a model or server that could not be reached is the infrastructure, not the agent
 M.INFRA_ERROR_KINDS = { llm = true, io = true }
 
 --- The verdict on an ended attempt: true (pass), false (fail) or nil (not counted), and why.
 function M.score(r)
+  if r.reason == "diverged" or r.reason == "not_recorded" then return nil, r.detail or r.reason end
   if M.NOT_COUNTED[r.reason] then return nil, r.reason end
   -- exit 2: the session could not start (a bad flag, no model configured): the eval's setup
   if r.exit == 2 then return nil, "could not start: " .. tostring(r.detail or r.error_kind or "usage") end
@@ -118,6 +128,14 @@ function M.cells(opts)
               if c[dim] then parts[#parts + 1] = dim .. "=" .. c[dim] end
             end
             c.name = #parts > 0 and table.concat(parts, " ") or "default"
+            -- replaying, a variant's cell with no recording of its own replays its base cell's: the
+            -- same cell without the variant, or with variant=base (the change checked against it)
+            if c.variant and c.variant ~= "base" then
+              local base = {}
+              for i = 1, #parts - 1 do base[i] = parts[i] end
+              c.recorded_as = { #base > 0 and table.concat(base, " ") or "default",
+                                table.concat(base, " ") .. (#base > 0 and " " or "") .. "variant=base" }
+            end
             cells[#cells + 1] = c
           end
         end
@@ -145,8 +163,14 @@ function M.attempts(suite, cells, trials)
   for trial = 1, trials do
     for _, task in ipairs(suite.tasks) do
       for _, cell in ipairs(cells) do
+        local recordings = nil
+        if cell.recorded_as then
+          recordings = { task.id .. "|" .. cell.name .. "|" .. trial }
+          for _, name in ipairs(cell.recorded_as) do recordings[#recordings + 1] = task.id .. "|" .. name .. "|" .. trial end
+        end
         out[#out + 1] = {
           key = task.id .. "|" .. cell.name .. "|" .. trial, task = task.id, cell = cell.name, trial = trial,
+          recordings = recordings,
           args = M.agent_args(task, cell), variant = cell.variant_path,
           info = { machine = cell.machine, role = cell.role, provider = cell.provider, model = cell.model,
                    variant = cell.variant },
@@ -163,7 +187,8 @@ local function fmt(v, pattern)
 end
 
 --- The summary per cell, as people read it.
-function M.table(cells)
+function M.table(cells, how)
+  how = how or {}
   local rows = {}
   for _, c in ipairs(cells) do
     rows[#rows + 1] = {
@@ -173,11 +198,12 @@ function M.table(cells)
       ["95% CI"] = c.n > 0 and ("%.0f-%.0f%%"):format(100 * c.ci_low, 100 * c.ci_high) or "-",
       turns = fmt(c.mean_turns, "%.1f"), tokens = fmt(c.mean_tokens, "%.0f"), cost = fmt(c.mean_cost, "$%.4f"),
       ["p50 s"] = fmt(c.p50_wall, "%.1f"), ["p90 s"] = fmt(c.p90_wall, "%.1f"),
-      ["not counted"] = tostring(c.not_counted),
+      ["not counted"] = tostring(c.not_counted), diverged = tostring(c.diverged or 0),
     }
   end
-  moss.ui.table(rows, { columns = { "cell", "passed", "rate", "95% CI", "turns", "tokens", "cost", "p50 s",
-                                    "p90 s", "not counted" } })
+  local columns = { "cell", "passed", "rate", "95% CI", "turns", "tokens", "cost", "p50 s", "p90 s", "not counted" }
+  if how.replay then columns[#columns + 1] = "diverged" end
+  moss.ui.table(rows, { columns = columns })
 end
 
 local function run_id()
@@ -205,6 +231,7 @@ function M.run(opts, rest)
     suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,
     max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, resume = opts.resume ~= nil,
     keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor,
+    record = moss.options.record, replay = moss.options.replay,
     title = ("eval %s (%d tasks x %d cells x %d trials)"):format(suite.name, #suite.tasks, #cells, trials),
   })
   if started.skipped > 0 then
@@ -219,26 +246,59 @@ function M.run(opts, rest)
   end
   local done = moss.eval.finish()
   local summary = moss.eval.summary(done.rows)
-  local suite_errors = {}
+  local suite_errors, diverged, not_recorded = {}, {}, 0
   for _, row in ipairs(done.rows) do
     if row.reason == "suite_error" then suite_errors[row.task] = row.detail end
+    if row.reason == "diverged" and row.diverged then
+      local d = row.diverged
+      diverged[#diverged + 1] = { task = row.task, cell = row.cell, trial = row.trial, request = d.request,
+                                  what = d.what, field = d.field, recorded = d.recorded, now = d.now,
+                                  detail = d.detail }
+    end
+    if row.reason == "not_recorded" then not_recorded = not_recorded + 1 end
   end
+  local replaying = moss.options.replay ~= nil
   if opts.json then
     print(moss.json.encode({ out = done.out, file = done.file, cells = summary, stopped = done.stopped or moss.json.null,
-                             not_run = done.not_run, suite_errors = moss.dict(suite_errors) }))
+                             not_run = done.not_run, suite_errors = moss.dict(suite_errors),
+                             diverged = replaying and diverged or nil,
+                             not_recorded = replaying and not_recorded or nil }))
   else
-    M.table(summary)
+    M.table(summary, { replay = replaying })
   end
   for task, why in pairs(suite_errors) do
     moss.ui.print(("suite error: task %s: %s"):format(task, why), { style = "red" })
   end
+  if replaying then M.report_replay(diverged, not_recorded, #done.rows, moss.options.replay) end
+  if opts.html then M.html(opts.html, summary, { title = started.out, replay = replaying }) end
   if done.stopped == "budget" then
     moss.ui.print(("budget reached: %d attempts not run, %d stopped; raise --max-cost/--max-tokens and " ..
       "`moss eval ... --resume %s` to go on"):format(done.not_run, done.budget_cut, done.out), { style = "yellow" })
   end
   moss.ui.print("results: " .. done.file, { style = "dim" })
-  if done.stopped or next(suite_errors) then return 1 end
+  if done.stopped or next(suite_errors) or #diverged > 0 or not_recorded > 0 then return 1 end
   return 0
+end
+
+--- Replaying: each attempt that left its recording, at its first differing request, then one line.
+function M.report_replay(diverged, not_recorded, total, dir)
+  for _, d in ipairs(diverged) do
+    local where = d.field ~= "" and ("%s changed: recorded %s vs now %s"):format(d.what, d.recorded, d.now) or d.detail
+    moss.ui.print(("diverged: %s (%s, trial %d) at request %d: %s"):format(d.task, d.cell, d.trial, d.request, where),
+      { style = "red" })
+  end
+  if not_recorded > 0 then
+    moss.ui.print(("not run: %d attempts have no recording in %s (recorded with another suite or matrix?)"):format(
+      not_recorded, dir), { style = "yellow" })
+  end
+  local replayed = total - not_recorded
+  if #diverged == 0 then
+    moss.ui.print(("replay: all %d replayed attempts sent exactly their recorded requests"):format(replayed),
+      { style = "green" })
+  else
+    moss.ui.print(("replay: %d of %d replayed attempts diverged from their recordings"):format(#diverged, replayed),
+      { style = "red" })
+  end
 end
 
 --- compare: pair the counted attempts of A and B on (task, trial), name the flips, and test.

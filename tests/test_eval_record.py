@@ -1,0 +1,132 @@
+"""`moss eval --record DIR` / `--replay DIR`, and the HTML report.
+
+Recording keeps each attempt's LLM cassette; replaying runs the same eval offline from them,
+so a Lua change can be checked for free: does the agent still send what it sent? Each story
+runs the real CLI against the fake API server (tests/fakeapi.py), with the fixture suite and
+scripted model of tests/test_eval.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import needs_bwrap
+from test_eval import TASK_OF, eval_project, model, rows_of
+
+
+def sent(api) -> int:
+    """Requests the fake server received (the model's, not the window questions)."""
+    return len([q for q in api.requests if q.body is not None])
+
+
+def verdicts(out: Path) -> dict[str, bool | None]:
+    return {row["task"]: row["passed"] for row in rows_of(out)}
+
+
+@needs_bwrap
+def test_record_then_replay_gives_the_same_verdicts_without_asking_the_model(project, api):
+    """An eval recorded with `--record DIR` leaves one cassette per attempt, named after it.
+    The same eval with `--replay DIR` reaches the same verdict on every task, while the fake
+    server receives not one request: every answer came from the cassettes. Nothing diverged,
+    and stderr says so."""
+    eval_project(project)
+    api.push(*[model] * 200)
+    tapes = project.root / "tapes"
+    live = project.root / "live"
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--record", str(tapes), "--out", str(live),
+                     "--json", env=api.env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert verdicts(live) == {t: True for t in TASK_OF.values()}
+    names = sorted(p.name for p in tapes.iterdir())
+    assert names == sorted(f"{t}--machine=v1--1.jsonl" for t in TASK_OF.values())
+    asked = sent(api)
+    assert asked == sum(len(p.read_text().splitlines()) for p in tapes.iterdir())
+
+    offline = project.root / "offline"
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--replay", str(tapes), "--out", str(offline),
+                     "--json", env=api.env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert sent(api) == asked  # not one request during the replay
+    assert verdicts(offline) == verdicts(live)
+    summary = json.loads(r.stdout)
+    assert summary["diverged"] == [] and summary["not_recorded"] == 0
+    assert "all 4 replayed attempts sent exactly their recorded requests" in r.stderr
+
+
+@needs_bwrap
+def test_a_variant_that_changes_a_role_prompt_diverges_at_the_first_request_naming_the_system_prompt(
+        project, api):
+    """The project as it is is recorded. A variant folder then extends the built-in explorer
+    role (the questions' role) with one more paragraph, `prompt_extra`, and is replayed against
+    that recording: its cell has no cassette of its own, so each attempt replays the base cell's.
+    Both questions diverge at request 1, the first they send, and the report names the system
+    prompt with an excerpt of the new paragraph, in each row and on stderr; they count neither
+    way, and the eval exits 1. The change tasks (another role) replay exactly and pass. No
+    request reached the server while replaying."""
+    eval_project(project)
+    api.push(*[model] * 200)
+    tapes = project.root / "tapes"
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--record", str(tapes),
+                     "--out", str(project.root / "live"), env=api.env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    asked = sent(api)
+    careful = project.write("variants/careful/scripts/roles/explorer.lua", """
+        return { extends = "explorer", prompt_extra = "Count twice before you answer." }
+    """).parent.parent.parent
+    out = project.root / "offline"
+    r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--variant", f"careful={careful}",
+                     "--replay", str(tapes), "--out", str(out), "--json", env=api.env(), timeout=600)
+    assert r.returncode == 1, r.stderr
+    assert sent(api) == asked
+    rows = {row["task"]: row for row in rows_of(out)}
+    assert {t: row["passed"] for t, row in rows.items()} == {
+        "count-functions": None, "version": None, "fix-add": True, "fix-mul": True}
+    for task in ("count-functions", "version"):
+        row = rows[task]
+        assert row["reason"] == "diverged" and row["cell"] == "machine=v1 variant=careful"
+        assert Path(row["replayed"]).name == f"{task}--machine=v1--1.jsonl"  # the base cell's recording
+        d = row["diverged"]
+        assert (d["request"], d["field"], d["what"]) == (1, "system", "the system prompt")
+        assert "Count twice" in d["now"] and "Count twice" not in d["recorded"]
+        assert (f"diverged: {task} (machine=v1 variant=careful, trial 1) at request 1: the system prompt "
+                f"changed: recorded ") in r.stderr
+    summary = json.loads(r.stdout)
+    assert sorted(d["task"] for d in summary["diverged"]) == ["count-functions", "version"]
+    [cell] = summary["cells"]
+    assert (cell["passed"], cell["n"], cell["diverged"]) == (2, 2, 2)
+    assert "replay: 2 of 4 replayed attempts diverged from their recordings" in r.stderr
+
+
+def test_an_attempt_without_a_recording_is_not_run_and_says_why(project, api):
+    """Replaying from a folder that holds a cassette for none of the attempts (recorded with
+    another matrix): no attempt is run, not even its copy made; each row says `not_recorded`
+    and which cassette was missing, none counts, stderr says how many were not run, and the
+    eval exits 1. The model is never asked."""
+    eval_project(project)
+    tapes = project.root / "tapes"
+    tapes.mkdir()
+    (tapes / "count-functions--machine=v2--1.jsonl").write_text("")
+    api.push(*[model] * 5)
+    out = project.root / "offline"
+    r = project.moss("eval", "suite", "--machine", "v1", "--replay", str(tapes), "--out", str(out), "--json",
+                     env=api.env(), timeout=120)
+    assert r.returncode == 1, r.stderr
+    rows = rows_of(out)
+    assert len(rows) == 4 and all(row["reason"] == "not_recorded" and row["passed"] is None for row in rows)
+    assert "count-functions--machine=v1--1.jsonl does not exist" in rows[0]["detail"]
+    assert f"not run: 4 attempts have no recording in {tapes}" in r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert (cell["n"], cell["not_recorded"]) == (0, 4)
+    assert sent(api) == 0
+
+
+def test_replay_and_record_folders_are_checked_before_anything_runs(project, api):
+    """A replay folder that does not exist, or the same folder to record into and replay from
+    (recording would erase the cassettes being replayed), is one clear line, exit 2."""
+    eval_project(project)
+    r = project.moss("eval", "suite", "--replay", "nowhere", timeout=60)
+    assert r.returncode == 2 and "--replay" in r.stderr and "nowhere: no such folder" in r.stderr, r.stderr
+    (project.root / "tapes").mkdir()
+    r = project.moss("eval", "suite", "--replay", "tapes", "--record", "tapes", timeout=60)
+    assert r.returncode == 2 and "--record and --replay name the same folder" in r.stderr, r.stderr
