@@ -10,9 +10,10 @@ local cli = require("lib.cli")
 local M = {}
 
 local HELP = [[
-usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [results]
+usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [record and replay] [results]
        moss eval compare A.jsonl B.jsonl [--fail-if worse] [--json]
        moss eval compare RESULTS          (one eval of two cells: the first is A)
+       moss eval report RESULTS [--html FILE] [--json]   (the table of an eval that ran)
 
 Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
 builtin) in every cell of the matrix, each attempt in a fresh copy of the task's repository.
@@ -43,6 +44,8 @@ results:
   --out DIR               where attempts.jsonl and the logs go (default .moss/eval/RUN_ID/)
   --resume DIR            go on with an eval that was stopped: finished attempts are skipped
   --json                  the summary as JSON on stdout instead of a table
+  --html FILE             also write a self-contained HTML report (FILE.html): the table and
+                          a chart of pass rate (with its 95% interval) against cost per cell
 
 A pass is the agent's outcome `answered` AND the task's check passing. An attempt the eval
 stopped (budget, Ctrl-C) or that could not run (setup or infrastructure error) counts neither
@@ -63,6 +66,7 @@ M.FLAGS = {
   { "--keep", type = "flag", help = "keep every copy" },
   { "--keep-failed", type = "flag", key = "keep_failed", help = "keep the copies of failed attempts" },
   { "--json", type = "flag", help = "JSON on stdout" },
+  { "--html", metavar = "FILE", help = "also write a self-contained HTML report" },
   { "--executor", metavar = "NAME", help = "where attempts run (local)" },
   { "--fail-if", metavar = "worse", key = "fail_if", choices = { "worse" }, help = "compare: exit 1 when B is worse" },
   { "--alpha", type = "number", help = "compare: significance level (default 0.05)" },
@@ -186,8 +190,9 @@ local function fmt(v, pattern)
   return pattern:format(v)
 end
 
---- The summary per cell, as people read it.
-function M.table(cells, how)
+--- The summary per cell as people read it: the columns and each cell's row of texts (the
+--- terminal table and the HTML report show the same).
+function M.rows(cells, how)
   how = how or {}
   local rows = {}
   for _, c in ipairs(cells) do
@@ -203,7 +208,72 @@ function M.table(cells, how)
   end
   local columns = { "cell", "passed", "rate", "95% CI", "turns", "tokens", "cost", "p50 s", "p90 s", "not counted" }
   if how.replay then columns[#columns + 1] = "diverged" end
+  return columns, rows
+end
+
+function M.table(cells, how)
+  local columns, rows = M.rows(cells, how)
   moss.ui.table(rows, { columns = columns })
+end
+
+--- The HTML report: the table; each cell's pass rate (with its 95% interval) against its mean
+--- cost per attempt, so a cheaper cell that passes as often stands out; then each task's passes
+--- per cell, to see where a cell lost.
+function M.report(cells, how, rows)
+  how = how or {}
+  local names, table_rows = M.rows(cells, how)
+  local columns = {}
+  for i, name in ipairs(names) do columns[i] = { key = name, label = name, numeric = name ~= "cell" } end
+  local points = {}
+  for _, c in ipairs(cells) do
+    points[#points + 1] = { label = c.cell, x = c.mean_cost, y = c.rate, low = c.n > 0 and c.ci_low or nil,
+                            high = c.n > 0 and c.ci_high or nil,
+                            note = c.n == 0 and "no counted attempts" or nil }
+  end
+  local sections = {
+    { title = "Cells", columns = columns, rows = table_rows },
+    { title = "Pass rate against cost", chart = { x_label = "mean cost per counted attempt (USD)",
+      y_label = "pass rate (bars: 95% Wilson interval)", x_format = "usd", points = points } },
+  }
+  -- each task's passes per cell: "2/3" (passes over counted attempts), "-" when none counted
+  local tasks, by = {}, {}
+  for _, row in ipairs(rows or {}) do
+    if not by[row.task] then by[row.task] = {}; tasks[#tasks + 1] = row.task end
+    local t = by[row.task][row.cell] or { k = 0, n = 0 }
+    by[row.task][row.cell] = t
+    if row.passed ~= nil and row.passed ~= moss.json.null then
+      t.n = t.n + 1
+      if row.passed == true then t.k = t.k + 1 end
+    end
+  end
+  if #tasks > 0 then
+    local tcols = { { key = "task", label = "task" } }
+    for _, c in ipairs(cells) do tcols[#tcols + 1] = { key = c.cell, label = c.cell, numeric = true } end
+    local trows = {}
+    for _, task in ipairs(tasks) do
+      local r = { task = task }
+      for _, c in ipairs(cells) do
+        local t = by[task][c.cell]
+        r[c.cell] = (t and t.n > 0) and ("%d/%d"):format(t.k, t.n) or "-"
+      end
+      trows[#trows + 1] = r
+    end
+    sections[#sections + 1] = { title = "Tasks (passes over counted attempts, per cell)", columns = tcols, rows = trows }
+  end
+  return {
+    title = how.title or "moss eval", subtitle = how.subtitle, sections = sections,
+    notes = {
+      "passed/rate: passes over counted attempts; 95% CI: the Wilson score interval of the rate.",
+      "turns, tokens, cost: means over counted attempts; p50/p90: wall time of an attempt, copy and check included.",
+      "not counted: attempts whose end says nothing about the agent (stopped by the eval, setup or " ..
+        "infrastructure errors, diverged replays).",
+    },
+  }
+end
+
+function M.html(path, cells, how, rows)
+  local written = moss.eval.html(path, M.report(cells, how, rows))
+  moss.ui.print("report: " .. written.file, { style = "dim" })
 end
 
 local function run_id()
@@ -270,7 +340,11 @@ function M.run(opts, rest)
     moss.ui.print(("suite error: task %s: %s"):format(task, why), { style = "red" })
   end
   if replaying then M.report_replay(diverged, not_recorded, #done.rows, moss.options.replay) end
-  if opts.html then M.html(opts.html, summary, { title = started.out, replay = replaying }) end
+  if opts.html then
+    M.html(opts.html, summary, { title = "moss eval: " .. suite.name, replay = replaying,
+      subtitle = ("%d tasks x %d cells x %d trials; results: %s"):format(#suite.tasks, #cells, trials, done.file) },
+      done.rows)
+  end
   if done.stopped == "budget" then
     moss.ui.print(("budget reached: %d attempts not run, %d stopped; raise --max-cost/--max-tokens and " ..
       "`moss eval ... --resume %s` to go on"):format(done.not_run, done.budget_cut, done.out), { style = "yellow" })
@@ -368,6 +442,25 @@ function M.compare(opts, files)
   return 0
 end
 
+--- report: the table (or JSON) of an eval that ran, and with --html its HTML report.
+function M.report_cmd(opts, files)
+  if #files ~= 1 then
+    moss.error("usage", "report takes one results file or folder: moss eval report RESULTS [--html FILE]", 0)
+  end
+  local rows = moss.eval.read(files[1])
+  local summary = moss.eval.summary(rows)
+  local replaying = false
+  for _, c in ipairs(summary) do
+    if (c.diverged or 0) > 0 or (c.not_recorded or 0) > 0 then replaying = true end
+  end
+  if opts.json then print(moss.json.encode({ cells = summary })) else M.table(summary, { replay = replaying }) end
+  if opts.html then
+    M.html(opts.html, summary, { title = "moss eval: " .. files[1], replay = replaying,
+      subtitle = ("%d attempts in %s"):format(#rows, files[1]) }, rows)
+  end
+  return 0
+end
+
 function M.main(args)
   local ok, opts, rest = pcall(cli.parse, args, M.FLAGS)
   if not ok then
@@ -379,6 +472,9 @@ function M.main(args)
   if rest[1] == "compare" then
     table.remove(rest, 1)
     run = M.compare
+  elseif rest[1] == "report" then
+    table.remove(rest, 1)
+    run = M.report_cmd
   end
   local okr, code = pcall(run, opts, rest)
   if not okr then

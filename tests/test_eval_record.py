@@ -9,6 +9,8 @@ scripted model of tests/test_eval.py.
 from __future__ import annotations
 
 import json
+import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 
 from conftest import needs_bwrap
@@ -114,7 +116,8 @@ def test_an_attempt_without_a_recording_is_not_run_and_says_why(project, api):
     assert r.returncode == 1, r.stderr
     rows = rows_of(out)
     assert len(rows) == 4 and all(row["reason"] == "not_recorded" and row["passed"] is None for row in rows)
-    assert "count-functions--machine=v1--1.jsonl does not exist" in rows[0]["detail"]
+    [first] = [row for row in rows if row["task"] == "count-functions"]
+    assert "count-functions--machine=v1--1.jsonl does not exist" in first["detail"]
     assert f"not run: 4 attempts have no recording in {tapes}" in r.stderr
     [cell] = json.loads(r.stdout)["cells"]
     assert (cell["n"], cell["not_recorded"]) == (0, 4)
@@ -130,3 +133,108 @@ def test_replay_and_record_folders_are_checked_before_anything_runs(project, api
     (project.root / "tapes").mkdir()
     r = project.moss("eval", "suite", "--replay", "tapes", "--record", "tapes", timeout=60)
     assert r.returncode == 2 and "--record and --replay name the same folder" in r.stderr, r.stderr
+
+
+QUESTIONS = """
+[suite]
+name = "questions"
+[[task]]
+id = "count-functions"
+repo = "repos/pycalc"
+prompt = "How many functions does calc.py define? Answer with the number."
+[task.check]
+answer = "3"
+[[task]]
+id = "version"
+repo = "repos/pycalc"
+prompt = "Which VERSION does calc.py declare?"
+[task.check]
+answer = "1.4.2"
+"""
+
+
+class Page(HTMLParser):
+    """What a browser would make of the report: its elements, their attributes, its text."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def named(self, tag: str) -> list[dict]:
+        return [a for t, a in self.tags if t == tag]
+
+
+def test_the_html_report_of_a_run_shows_each_cell_and_charts_its_pass_rate_against_cost(project, api):
+    """`moss eval SUITE --html FILE`: two cells, the project's good model and a lazy variant, on
+    two questions. The report is one file: the table with each cell's pass rate and its 95%
+    interval, an inline SVG chart with one labelled point and interval bar per cell, and each
+    task's passes per cell. It fetches nothing (no script, no outside URL; its
+    Content-Security-Policy forbids both)."""
+    eval_project(project)
+    shutil.copytree(project.root / "suite" / "repos", project.root / "questions" / "repos")
+    project.write("questions/suite.toml", QUESTIONS)
+    lazy = project.write("variants/lazy/config.toml", '[llm]\nmodel = "lazy"\n').parent
+    api.push(*[model] * 50)
+    page_file = project.root / "report.html"
+    r = project.moss("eval", "questions", "--machine", "v1", "--variant", "base=", "--variant", f"lazy={lazy}",
+                     "--html", str(page_file), "--out", str(project.root / "out"), env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"report: {page_file}" in r.stderr
+    text = page_file.read_text()
+    page = Page(text)
+    words = " ".join(page.text)
+    assert "machine=v1 variant=base" in words and "machine=v1 variant=lazy" in words
+    assert "2/2" in words and "100%" in words and "0/2" in words and "0%" in words
+    assert "34-100%" in words  # 2/2: the Wilson interval
+    [svg] = page.named("svg")
+    assert len(page.named("circle")) == 2  # one point per cell
+    assert len(page.named("line")) > 6     # axes, grid, interval bars
+    assert "count-functions" in words and "version" in words  # the per-task table
+    assert not page.named("script") and "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    [csp] = [a for a in page.named("meta") if a.get("http-equiv") == "Content-Security-Policy"]
+    assert "default-src 'none'" in csp["content"]
+
+
+def test_hostile_task_ids_and_cell_names_are_escaped_in_the_report(project):
+    """A results file whose task ids and cell names carry markup (a hostile suite, or model
+    names): `moss eval report RESULTS --html FILE` shows them as text. The page holds no
+    script element and no event handler attribute, and the names read back exactly."""
+    hostile_task = '<script>alert("task")</script>'
+    hostile_cell = 'model=<img src=x onerror=alert(1)> & "quoted"'
+    results = project.root / "attempts.jsonl"
+    results.write_text("".join(json.dumps({
+        "key": f"{t}|{c}|1", "task": t, "cell": c, "trial": 1, "passed": p, "reason": "answered",
+        "turns": 2, "tokens": 500, "cost": cost, "wall": 3.0}) + "\n"
+        for t, c, p, cost in [(hostile_task, hostile_cell, True, 0.002), ("fine", hostile_cell, False, 0.004),
+                              (hostile_task, "base", True, 0.001), ("fine", "base", True, 0.001)]))
+    page_file = project.root / "r.html"
+    r = project.moss("eval", "report", str(results), "--html", str(page_file), timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = page_file.read_text()
+    page = Page(text)
+    assert not page.named("script") and not page.named("img")
+    assert not [name for _, attrs in page.tags for name in attrs if name.startswith("on")]
+    assert "&lt;script&gt;" in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert hostile_task in page.text and hostile_cell in page.text  # read back as the very text
+    assert len(page.named("circle")) == 2
+
+
+def test_the_report_file_must_be_html_and_its_folder_must_exist(project):
+    """`--html` writes only a file named .html, into a folder that exists: anything else is one
+    clear line, exit 2, and nothing is written."""
+    results = project.root / "attempts.jsonl"
+    results.write_text(json.dumps({"key": "t|base|1", "task": "t", "cell": "base", "trial": 1, "passed": True,
+                                   "reason": "answered"}) + "\n")
+    r = project.moss("eval", "report", str(results), "--html", "notes.txt", timeout=60)
+    assert r.returncode == 2 and "must end in .html" in r.stderr, r.stderr
+    assert not (project.root / "notes.txt").exists()
+    r = project.moss("eval", "report", str(results), "--html", "nowhere/r.html", timeout=60)
+    assert r.returncode == 2 and "no folder" in r.stderr, r.stderr

@@ -652,6 +652,18 @@ function moss.eval.mcnemar(b, c) end
 ---@return integer
 function moss.eval.cpus() end
 
+--- write a self-contained HTML report (no JavaScript, nothing fetched: works offline) to `path`
+--- (ending in .html; its folder must exist; replaced, never written through a link): `report`
+--- is `{title, subtitle?, sections = {...}, notes? = {text...}}`, each section a table
+--- `{title?, columns = {{key, label, numeric?}...}, rows = {{[key] = text}...}}` or a chart
+--- `{title?, chart = {x_label, y_label, x_format ("usd"|"number"), points = {{label, x, y, low?,
+--- high?, note?}...}}}` (y, low, high in 0..1: a rate and its interval); every text is escaped
+---@errors usage, not_found, denied
+---@param path string
+---@param report table
+---@return {file: string}
+function moss.eval.html(path, report) end
+
 ---@class moss.store
 moss.store = {}
 
