@@ -44,15 +44,16 @@ results:
   --out DIR               where attempts.jsonl and the logs go (default .moss/eval/RUN_ID/)
   --resume DIR            go on with an eval that was stopped: finished attempts are skipped
   --json                  the summary as JSON on stdout instead of a table
-  --html FILE             also write a self-contained HTML report (FILE.html): the table and
-                          a chart of pass rate (with its 95% interval) against cost per cell
+  --html FILE             also write a self-contained HTML report (a name ending in .html):
+                          the table, pass rate (95% interval) against cost per cell, tasks
 
 A pass is the agent's outcome `answered` AND the task's check passing. An attempt the eval
 stopped (budget, Ctrl-C) or that could not run (setup or infrastructure error) counts neither
 way; a task whose check passes before the agent ran is a suite error.
 
-Exit status: 0 every attempt ran, 1 the budget stopped the eval, the suite has errors or a
-replayed attempt diverged or had no recording, 2 usage, 130 interrupted (re-run with --resume DIR to go on).]]
+Exit status: 0 every attempt ran, 1 the budget stopped the eval, the suite has errors, or a
+replayed attempt diverged or had no recording, 2 usage, 130 interrupted (re-run with
+--resume DIR to go on).]]
 
 M.FLAGS = {
   { "--suite", metavar = "SUITE", help = "the suite (or give it as the first word)" },

@@ -238,3 +238,32 @@ def test_the_report_file_must_be_html_and_its_folder_must_exist(project):
     assert not (project.root / "notes.txt").exists()
     r = project.moss("eval", "report", str(results), "--html", "nowhere/r.html", timeout=60)
     assert r.returncode == 2 and "no folder" in r.stderr, r.stderr
+
+
+def test_an_agent_that_sent_fewer_or_more_requests_than_recorded_diverged_too(tmp_path):
+    """Every request an agent sent may have had its recorded answer and the attempt still not be
+    the recording: it stopped early (a lower turn limit), or asked the same once more and got a
+    repeated answer. The count of requests says so, naming the first request that differs; a
+    request the replay could not answer, found in any of the attempt's session logs, comes
+    first."""
+    from moss.eval import cassettes
+
+    tape = tmp_path / "t.jsonl"
+    tape.write_text("".join(json.dumps({"request": {"system": "s"}, "response": {"text": str(i)}}) + "\n"
+                            for i in range(3)))
+    copy = tmp_path / "copy"
+    assert cassettes.divergence(copy, tape, 3) is None
+    fewer = cassettes.divergence(copy, tape, 2)
+    assert fewer is not None and fewer["request"] == 3
+    assert cassettes.describe(fewer) == "request 3: the agent ended after 2 requests; the recording has 3 " \
+                                        "(request 3 was never sent)"
+    more = cassettes.divergence(copy, tape, 4)
+    assert more is not None and more["request"] == 4 and "repeats" in more["detail"]
+    logs = copy / ".moss" / "agent" / "logs"
+    logs.mkdir(parents=True)
+    miss = {"request": 2, "entry": 2, "field": "system", "what": "the system prompt", "recorded": "'s'",
+            "now": "'t'", "detail": "system differs: recorded 's' vs now 't'"}
+    (logs / "child.jsonl").write_text(json.dumps({"event": "llm_error", "divergence": miss}) + "\n")
+    (logs / "root.jsonl").write_text(json.dumps({"event": "llm_error", "divergence": {**miss, "request": 3}}) + "\n")
+    assert cassettes.divergence(copy, tape, 1) == miss
+    assert cassettes.describe(miss) == "request 2: the system prompt changed: recorded 's' vs now 't'"
