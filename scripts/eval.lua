@@ -10,9 +10,10 @@ local cli = require("lib.cli")
 local M = {}
 
 local HELP = [[
-usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [results]
+usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [record and replay] [results]
        moss eval compare A.jsonl B.jsonl [--fail-if worse] [--json]
        moss eval compare RESULTS          (one eval of two cells: the first is A)
+       moss eval report RESULTS [--html FILE] [--json]   (the table of an eval that ran)
 
 Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
 builtin) in every cell of the matrix, each attempt in a fresh copy of the task's repository.
@@ -32,17 +33,27 @@ running:
   --max-tokens N          running attempts are stopped cleanly (reason budget, not counted)
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
 
+record and replay:
+  --record DIR            keep each attempt's LLM cassette in DIR (TASK--CELL--TRIAL.jsonl)
+  --replay DIR            run offline from DIR's cassettes (same suite and matrix; a variant
+                          cell without its own replays its base cell's): each attempt whose
+                          requests leave its recording is reported at the first request that
+                          differs (diverged, not counted; exit 1); one without is not run
+
 results:
   --out DIR               where attempts.jsonl and the logs go (default .moss/eval/RUN_ID/)
   --resume DIR            go on with an eval that was stopped: finished attempts are skipped
   --json                  the summary as JSON on stdout instead of a table
+  --html FILE             also write a self-contained HTML report (a name ending in .html):
+                          the table, pass rate (95% interval) against cost per cell, tasks
 
 A pass is the agent's outcome `answered` AND the task's check passing. An attempt the eval
 stopped (budget, Ctrl-C) or that could not run (setup or infrastructure error) counts neither
 way; a task whose check passes before the agent ran is a suite error.
 
-Exit status: 0 every attempt ran, 1 the budget stopped the eval or the suite has errors,
-2 usage, 130 interrupted (re-run with --resume DIR to go on).]]
+Exit status: 0 every attempt ran, 1 the budget stopped the eval, the suite has errors, or a
+replayed attempt diverged or had no recording, 2 usage, 130 interrupted (re-run with
+--resume DIR to go on).]]
 
 M.FLAGS = {
   { "--suite", metavar = "SUITE", help = "the suite (or give it as the first word)" },
@@ -56,6 +67,7 @@ M.FLAGS = {
   { "--keep", type = "flag", help = "keep every copy" },
   { "--keep-failed", type = "flag", key = "keep_failed", help = "keep the copies of failed attempts" },
   { "--json", type = "flag", help = "JSON on stdout" },
+  { "--html", metavar = "FILE", help = "also write a self-contained HTML report" },
   { "--executor", metavar = "NAME", help = "where attempts run (local)" },
   { "--fail-if", metavar = "worse", key = "fail_if", choices = { "worse" }, help = "compare: exit 1 when B is worse" },
   { "--alpha", type = "number", help = "compare: significance level (default 0.05)" },
@@ -63,12 +75,15 @@ M.FLAGS = {
 }
 
 -- outcomes that say nothing about the agent: the eval stopped it, or it never really ran
-M.NOT_COUNTED = { budget = true, interrupted = true, infra_error = true, setup_error = true, suite_error = true }
+-- (replaying: an attempt that left its recording, or had none, says nothing about the agent either)
+M.NOT_COUNTED = { budget = true, interrupted = true, infra_error = true, setup_error = true, suite_error = true,
+                  diverged = true, not_recorded = true }
 -- a model or server that could not be reached is the infrastructure, not the agent
 M.INFRA_ERROR_KINDS = { llm = true, io = true }
 
 --- The verdict on an ended attempt: true (pass), false (fail) or nil (not counted), and why.
 function M.score(r)
+  if r.reason == "diverged" or r.reason == "not_recorded" then return nil, r.detail or r.reason end
   if M.NOT_COUNTED[r.reason] then return nil, r.reason end
   -- exit 2: the session could not start (a bad flag, no model configured): the eval's setup
   if r.exit == 2 then return nil, "could not start: " .. tostring(r.detail or r.error_kind or "usage") end
@@ -118,6 +133,14 @@ function M.cells(opts)
               if c[dim] then parts[#parts + 1] = dim .. "=" .. c[dim] end
             end
             c.name = #parts > 0 and table.concat(parts, " ") or "default"
+            -- replaying, a variant's cell with no recording of its own replays its base cell's: the
+            -- same cell without the variant, or with variant=base (the change checked against it)
+            if c.variant and c.variant ~= "base" then
+              local base = {}
+              for i = 1, #parts - 1 do base[i] = parts[i] end
+              c.recorded_as = { #base > 0 and table.concat(base, " ") or "default",
+                                table.concat(base, " ") .. (#base > 0 and " " or "") .. "variant=base" }
+            end
             cells[#cells + 1] = c
           end
         end
@@ -145,8 +168,14 @@ function M.attempts(suite, cells, trials)
   for trial = 1, trials do
     for _, task in ipairs(suite.tasks) do
       for _, cell in ipairs(cells) do
+        local recordings = nil
+        if cell.recorded_as then
+          recordings = { task.id .. "|" .. cell.name .. "|" .. trial }
+          for _, name in ipairs(cell.recorded_as) do recordings[#recordings + 1] = task.id .. "|" .. name .. "|" .. trial end
+        end
         out[#out + 1] = {
           key = task.id .. "|" .. cell.name .. "|" .. trial, task = task.id, cell = cell.name, trial = trial,
+          recordings = recordings,
           args = M.agent_args(task, cell), variant = cell.variant_path,
           info = { machine = cell.machine, role = cell.role, provider = cell.provider, model = cell.model,
                    variant = cell.variant },
@@ -162,8 +191,10 @@ local function fmt(v, pattern)
   return pattern:format(v)
 end
 
---- The summary per cell, as people read it.
-function M.table(cells)
+--- The summary per cell as people read it: the columns and each cell's row of texts (the
+--- terminal table and the HTML report show the same).
+function M.rows(cells, how)
+  how = how or {}
   local rows = {}
   for _, c in ipairs(cells) do
     rows[#rows + 1] = {
@@ -173,11 +204,77 @@ function M.table(cells)
       ["95% CI"] = c.n > 0 and ("%.0f-%.0f%%"):format(100 * c.ci_low, 100 * c.ci_high) or "-",
       turns = fmt(c.mean_turns, "%.1f"), tokens = fmt(c.mean_tokens, "%.0f"), cost = fmt(c.mean_cost, "$%.4f"),
       ["p50 s"] = fmt(c.p50_wall, "%.1f"), ["p90 s"] = fmt(c.p90_wall, "%.1f"),
-      ["not counted"] = tostring(c.not_counted),
+      ["not counted"] = tostring(c.not_counted), diverged = tostring(c.diverged or 0),
     }
   end
-  moss.ui.table(rows, { columns = { "cell", "passed", "rate", "95% CI", "turns", "tokens", "cost", "p50 s",
-                                    "p90 s", "not counted" } })
+  local columns = { "cell", "passed", "rate", "95% CI", "turns", "tokens", "cost", "p50 s", "p90 s", "not counted" }
+  if how.replay then columns[#columns + 1] = "diverged" end
+  return columns, rows
+end
+
+function M.table(cells, how)
+  local columns, rows = M.rows(cells, how)
+  moss.ui.table(rows, { columns = columns })
+end
+
+--- The HTML report: the table; each cell's pass rate (with its 95% interval) against its mean
+--- cost per attempt, so a cheaper cell that passes as often stands out; then each task's passes
+--- per cell, to see where a cell lost.
+function M.report(cells, how, rows)
+  how = how or {}
+  local names, table_rows = M.rows(cells, how)
+  local columns = {}
+  for i, name in ipairs(names) do columns[i] = { key = name, label = name, numeric = name ~= "cell" } end
+  local points = {}
+  for _, c in ipairs(cells) do
+    points[#points + 1] = { label = c.cell, x = c.mean_cost, y = c.rate, low = c.n > 0 and c.ci_low or nil,
+                            high = c.n > 0 and c.ci_high or nil,
+                            note = c.n == 0 and "no counted attempts" or nil }
+  end
+  local sections = {
+    { title = "Cells", columns = columns, rows = table_rows },
+    { title = "Pass rate against cost", chart = { x_label = "mean cost per counted attempt (USD)",
+      y_label = "pass rate (bars: 95% Wilson interval)", x_format = "usd", points = points } },
+  }
+  -- each task's passes per cell: "2/3" (passes over counted attempts), "-" when none counted
+  local tasks, by = {}, {}
+  for _, row in ipairs(rows or {}) do
+    if not by[row.task] then by[row.task] = {}; tasks[#tasks + 1] = row.task end
+    local t = by[row.task][row.cell] or { k = 0, n = 0 }
+    by[row.task][row.cell] = t
+    if row.passed ~= nil and row.passed ~= moss.json.null then
+      t.n = t.n + 1
+      if row.passed == true then t.k = t.k + 1 end
+    end
+  end
+  if #tasks > 0 then
+    local tcols = { { key = "task", label = "task" } }
+    for _, c in ipairs(cells) do tcols[#tcols + 1] = { key = c.cell, label = c.cell, numeric = true } end
+    local trows = {}
+    for _, task in ipairs(tasks) do
+      local r = { task = task }
+      for _, c in ipairs(cells) do
+        local t = by[task][c.cell]
+        r[c.cell] = (t and t.n > 0) and ("%d/%d"):format(t.k, t.n) or "-"
+      end
+      trows[#trows + 1] = r
+    end
+    sections[#sections + 1] = { title = "Tasks (passes over counted attempts, per cell)", columns = tcols, rows = trows }
+  end
+  return {
+    title = how.title or "moss eval", subtitle = how.subtitle, sections = sections,
+    notes = {
+      "passed/rate: passes over counted attempts; 95% CI: the Wilson score interval of the rate.",
+      "turns, tokens, cost: means over counted attempts; p50/p90: wall time of an attempt, copy and check included.",
+      "not counted: attempts whose end says nothing about the agent (stopped by the eval, setup or " ..
+        "infrastructure errors, diverged replays).",
+    },
+  }
+end
+
+function M.html(path, cells, how, rows)
+  local written = moss.eval.html(path, M.report(cells, how, rows))
+  moss.ui.print("report: " .. written.file, { style = "dim" })
 end
 
 local function run_id()
@@ -205,6 +302,7 @@ function M.run(opts, rest)
     suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,
     max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, resume = opts.resume ~= nil,
     keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor,
+    record = moss.options.record, replay = moss.options.replay,
     title = ("eval %s (%d tasks x %d cells x %d trials)"):format(suite.name, #suite.tasks, #cells, trials),
   })
   if started.skipped > 0 then
@@ -219,26 +317,63 @@ function M.run(opts, rest)
   end
   local done = moss.eval.finish()
   local summary = moss.eval.summary(done.rows)
-  local suite_errors = {}
+  local suite_errors, diverged, not_recorded = {}, {}, 0
   for _, row in ipairs(done.rows) do
     if row.reason == "suite_error" then suite_errors[row.task] = row.detail end
+    if row.reason == "diverged" and row.diverged then
+      local d = row.diverged
+      diverged[#diverged + 1] = { task = row.task, cell = row.cell, trial = row.trial, request = d.request,
+                                  what = d.what, field = d.field, recorded = d.recorded, now = d.now,
+                                  detail = d.detail }
+    end
+    if row.reason == "not_recorded" then not_recorded = not_recorded + 1 end
   end
+  local replaying = moss.options.replay ~= nil
   if opts.json then
     print(moss.json.encode({ out = done.out, file = done.file, cells = summary, stopped = done.stopped or moss.json.null,
-                             not_run = done.not_run, suite_errors = moss.dict(suite_errors) }))
+                             not_run = done.not_run, suite_errors = moss.dict(suite_errors),
+                             diverged = replaying and diverged or nil,
+                             not_recorded = replaying and not_recorded or nil }))
   else
-    M.table(summary)
+    M.table(summary, { replay = replaying })
   end
   for task, why in pairs(suite_errors) do
     moss.ui.print(("suite error: task %s: %s"):format(task, why), { style = "red" })
+  end
+  if replaying then M.report_replay(diverged, not_recorded, #done.rows, moss.options.replay) end
+  if opts.html then
+    M.html(opts.html, summary, { title = "moss eval: " .. suite.name, replay = replaying,
+      subtitle = ("%d tasks x %d cells x %d trials; results: %s"):format(#suite.tasks, #cells, trials, done.file) },
+      done.rows)
   end
   if done.stopped == "budget" then
     moss.ui.print(("budget reached: %d attempts not run, %d stopped; raise --max-cost/--max-tokens and " ..
       "`moss eval ... --resume %s` to go on"):format(done.not_run, done.budget_cut, done.out), { style = "yellow" })
   end
   moss.ui.print("results: " .. done.file, { style = "dim" })
-  if done.stopped or next(suite_errors) then return 1 end
+  if done.stopped or next(suite_errors) or #diverged > 0 or not_recorded > 0 then return 1 end
   return 0
+end
+
+--- Replaying: each attempt that left its recording, at its first differing request, then one line.
+function M.report_replay(diverged, not_recorded, total, dir)
+  for _, d in ipairs(diverged) do
+    local where = d.field ~= "" and ("%s changed: recorded %s vs now %s"):format(d.what, d.recorded, d.now) or d.detail
+    moss.ui.print(("diverged: %s (%s, trial %d) at request %d: %s"):format(d.task, d.cell, d.trial, d.request, where),
+      { style = "red" })
+  end
+  if not_recorded > 0 then
+    moss.ui.print(("not run: %d attempts have no recording in %s (recorded with another suite or matrix?)"):format(
+      not_recorded, dir), { style = "yellow" })
+  end
+  local replayed = total - not_recorded
+  if #diverged == 0 then
+    moss.ui.print(("replay: all %d replayed attempts sent exactly their recorded requests"):format(replayed),
+      { style = "green" })
+  else
+    moss.ui.print(("replay: %d of %d replayed attempts diverged from their recordings"):format(#diverged, replayed),
+      { style = "red" })
+  end
 end
 
 --- compare: pair the counted attempts of A and B on (task, trial), name the flips, and test.
@@ -308,6 +443,25 @@ function M.compare(opts, files)
   return 0
 end
 
+--- report: the table (or JSON) of an eval that ran, and with --html its HTML report.
+function M.report_cmd(opts, files)
+  if #files ~= 1 then
+    moss.error("usage", "report takes one results file or folder: moss eval report RESULTS [--html FILE]", 0)
+  end
+  local rows = moss.eval.read(files[1])
+  local summary = moss.eval.summary(rows)
+  local replaying = false
+  for _, c in ipairs(summary) do
+    if (c.diverged or 0) > 0 or (c.not_recorded or 0) > 0 then replaying = true end
+  end
+  if opts.json then print(moss.json.encode({ cells = summary })) else M.table(summary, { replay = replaying }) end
+  if opts.html then
+    M.html(opts.html, summary, { title = "moss eval: " .. files[1], replay = replaying,
+      subtitle = ("%d attempts in %s"):format(#rows, files[1]) }, rows)
+  end
+  return 0
+end
+
 function M.main(args)
   local ok, opts, rest = pcall(cli.parse, args, M.FLAGS)
   if not ok then
@@ -319,6 +473,9 @@ function M.main(args)
   if rest[1] == "compare" then
     table.remove(rest, 1)
     run = M.compare
+  elseif rest[1] == "report" then
+    table.remove(rest, 1)
+    run = M.report_cmd
   end
   local okr, code = pcall(run, opts, rest)
   if not okr then

@@ -126,3 +126,24 @@ def test_bad_script_file(tmp_path):
     script.write_text('["ok", ')
     with pytest.raises(MossError, match="not valid JSON"):
         LLM({}, {"script": str(script)}, env={}).chat({"prompt": "x"})
+
+
+def test_a_miss_says_which_request_and_its_event_carries_where(tmp_path):
+    """Replaying a conversation whose second request changed: the first is answered, the second
+    fails naming request 2, and its `llm_error` event says the same as fields (what a caller in
+    another process, `moss eval --replay`, reads from the session log): the last user message
+    changed, with excerpts of both."""
+    cassette = _cassette(tmp_path)
+    events = []
+    replayer = LLM({}, {"replay": str(cassette)}, env={}, on_event=lambda n, f: events.append((n, f)))
+    assert replayer.chat({"prompt": "What is 2+2?"})["text"] == "one"
+    changed = [*CONVERSATION[:2], {"role": "user", "content": "Now patch lexer.py"}]
+    with pytest.raises(MossError, match=r"no recorded answer for request 2 in .*c.jsonl; nearest is entry 2"):
+        replayer.chat({"system": "sys", "messages": changed})
+    [d] = [f["divergence"] for n, f in events if n == "llm_error"]
+    assert d == {"request": 2, "entry": 2, "field": "messages[2].content", "what": "the last user message",
+                 "recorded": "'Now patch parser.py'", "now": "'Now patch lexer.py'",
+                 "detail": "messages[2].content differs: recorded 'Now patch parser.py' vs now 'Now patch lexer.py'"}
+    with pytest.raises(MossError) as e:
+        replayer.chat({"system": "another", "messages": CONVERSATION})
+    assert e.value.data["divergence"]["what"] == "the system prompt" and e.value.data["divergence"]["request"] == 3

@@ -3,7 +3,8 @@
 The script loads a suite (``suite``), expands it into attempts, starts them (``start``), takes
 each as it ends (``next``) and says whether it passed (``record``, which writes its line and
 removes its copy), then reads the summary (``finish``, ``summary``). ``read`` and ``mcnemar``
-serve ``moss eval compare``.
+serve ``moss eval compare``; ``html`` writes the HTML report the policy laid out
+(host/eval/report.py).
 
 A suite inside the project (not moss's built-in one, not one in the user's own script folder)
 is the project's content: its setup and check commands run only when the project is trusted,
@@ -119,6 +120,13 @@ def functions(ctx):
     def cpus():
         return os.cpu_count() or 1
 
+    def html(path, report):
+        from ..eval import report as report_mod
+
+        if not isinstance(path, str) or not path:
+            raise MossError("eval.html: path must be a file name ending in .html", kind="usage")
+        return {"file": report_mod.write(path, report if isinstance(report, dict) else {})}
+
     return {"eval.suite": suite, "eval.start": start, "eval.next": next_, "eval.record": record,
             "eval.finish": finish, "eval.summary": summary, "eval.read": read, "eval.mcnemar": mcnemar,
-            "eval.cpus": cpus}
+            "eval.cpus": cpus, "eval.html": html}

@@ -719,6 +719,7 @@
 ---@field status? integer
 ---@field attempts? integer
 ---@field duration? number
+---@field divergence? table           # replay: the request no recorded one answers, `{request (its number, from 1), entry (the nearest recorded, from 1), field, what (in words), recorded, now (excerpts), detail}`
 
 --- a warning about an LLM call
 ---@class moss.log.llm_warning

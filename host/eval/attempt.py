@@ -8,7 +8,9 @@ whether it passed:
 
     key, task, cell, trial, kind ("question" | "change"),
     reason      the agent's outcome (docs/agent.md), or "budget" / "interrupted" when the eval
-                stopped it, or "setup_error" / "suite_error" / "infra_error" when it never ran
+                stopped it, or "setup_error" / "suite_error" / "infra_error" when it never ran;
+                replaying (--replay): "not_recorded" (no cassette: not run) or "diverged" (the
+                agent's requests left its recording; ``diverged`` says where, host/eval/cassettes.py)
     exit, success, answer, turns, usage {input_tokens, output_tokens, cost_usd, ...},
     tokens, cost, wall (seconds), session_id,
     check       {passed, detail} (absent when no check ran), detail (what went wrong)
@@ -37,6 +39,8 @@ class Spec:
     info: dict = field(default_factory=dict)  # the cell's dimensions, kept in the row
     max_cost: float | None = None   # this attempt's share of the eval's budget (what is left)
     max_tokens: int | None = None
+    record: Path | None = None      # --record DIR: the agent's LLM cassette is written here
+    replay: Path | None = None      # --replay DIR: the agent answers from this cassette
 
 
 class Control:
@@ -99,6 +103,12 @@ def check(task, copy: Path, answer: str | None, setup=None) -> dict:
 def kind_of(task) -> str:
     """A task is a change when its check runs commands, else a question (docs/eval.md)."""
     return "change" if getattr(task.check, "run", None) else "question"
+
+
+def safe_name(key: str) -> str:
+    """An attempt's key as a file name: `task--cell--trial`, other characters than letters,
+    digits and `.=-` as `_` (its session log, stderr and cassette are named so)."""
+    return "".join(c if c.isalnum() or c in "._=-" else "_" for c in key.replace("|", "--"))
 
 
 def base_row(spec: Spec) -> dict:

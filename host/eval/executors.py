@@ -27,7 +27,7 @@ from ..errors import MossError
 from ..llm.usage import total_tokens
 from ..tools import procs
 from . import attempt as att
-from . import copies, results
+from . import cassettes, copies, results
 
 KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
 
@@ -100,6 +100,10 @@ class LocalAttempts(AttemptExecutor):
 
     def run(self, spec: att.Spec, control: att.Control) -> dict:
         row = att.base_row(spec)
+        if spec.replay is not None and not spec.replay.is_file():  # nothing to replay: not run at all
+            row.update(reason="not_recorded", wall=0.0,
+                       detail=f"not run: no recording of this attempt ({spec.replay} does not exist)")
+            return row
         start = time.monotonic()
         home = copies.new_home(spec.key)
         row["home"] = str(home)
@@ -146,8 +150,14 @@ class LocalAttempts(AttemptExecutor):
             argv += ["--max-cost", f"{spec.max_cost:.6f}"]
         if spec.max_tokens is not None:
             argv += ["--max-tokens", str(int(spec.max_tokens))]
+        if spec.record is not None:
+            spec.record.unlink(missing_ok=True)  # an attempt run again (--resume) records afresh
+            argv += ["--record", str(spec.record)]
+        if spec.replay is not None:  # after the policy's words: the last --provider is the one used
+            argv += ["--provider", "replay", "--replay", str(spec.replay)]
+            row["replayed"] = str(spec.replay)
         argv += ["--", spec.task.prompt]
-        safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in spec.key.replace("|", "--"))
+        safe = att.safe_name(spec.key)
         stderr_path = self.logs / f"{safe}.stderr"
         env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
         with results.open_log(stderr_path) as err:
@@ -198,10 +208,17 @@ class LocalAttempts(AttemptExecutor):
         for k in ("detail", "error_kind"):
             if result.get(k):
                 row[k] = result[k]
+        if spec.replay is not None and not control.stopped:
+            calls = usage.get("calls")
+            d = cassettes.divergence(copy, spec.replay, calls if isinstance(calls, int) else None)
+            if d is not None:
+                row.update(reason="diverged", diverged=d, detail="replay diverged: " + cassettes.describe(d))
         if sid:
             log = copy / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
             if log.is_file() and not log.is_symlink():
                 kept = self.logs / f"{safe}.jsonl"
                 results.write(kept, log.read_bytes())
                 row["log"] = str(kept)
+        if row.get("reason") == "diverged":
+            return None  # the replay could not go on as recorded: no check, the attempt says nothing
         return result

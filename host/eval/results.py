@@ -132,7 +132,8 @@ def _mean(values) -> float | None:
 def summary(rows: list[dict]) -> list[dict]:
     """One entry per cell, in the order cells first appear: counted attempts (passed true or
     false; null ones are infrastructure or budget ends and are listed apart), passes, the rate
-    and its interval, mean turns/tokens/cost and p50/p90 wall time over the counted ones."""
+    and its interval, mean turns/tokens/cost and p50/p90 wall time over the counted ones; with
+    --replay, the attempts that diverged from their recording and those that had none."""
     cells: dict[str, list[dict]] = {}
     for row in finished(rows).values():
         cells.setdefault(str(row.get("cell")), []).append(row)
@@ -144,6 +145,8 @@ def summary(rows: list[dict]) -> list[dict]:
         out.append({
             "cell": cell, "attempts": len(rs), "n": n, "passed": k, "rate": (k / n) if n else None,
             "ci_low": lo, "ci_high": hi, "not_counted": len(rs) - n,
+            "diverged": sum(1 for r in rs if r.get("reason") == "diverged"),
+            "not_recorded": sum(1 for r in rs if r.get("reason") == "not_recorded"),
             "mean_turns": _mean(r.get("turns") for r in counted),
             "mean_tokens": _mean(r.get("tokens") for r in counted),
             "mean_cost": _mean(r.get("cost") for r in counted),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import MossError
 from . import attempt as att
-from . import copies, executors, progress, results, runner
+from . import cassettes, copies, executors, progress, results, runner
 
 
 class EvalRun:
@@ -26,6 +26,13 @@ class EvalRun:
         cls = executors.executor(opts.get("executor") or "local")
         self.out = Path(os.path.abspath(opts["out"]))  # not resolved: a link under .moss/ is refused, not followed
         self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
+        self.record_dir, self.replay_dir = _folder(opts.get("record")), _folder(opts.get("replay"))
+        if self.replay_dir is not None and not self.replay_dir.is_dir():
+            raise MossError(f"--replay {self.replay_dir}: no such folder (give the folder an eval's --record wrote)",
+                            kind="not_found")
+        if self.record_dir is not None and self.record_dir == self.replay_dir:
+            raise MossError(f"--record and --replay name the same folder {self.record_dir}: recording would "
+                            f"replace the cassettes being replayed; record into another folder", kind="usage")
         resume = bool(opts.get("resume"))
         file = self.out / results.FILE
         if resume and not file.exists() and not (self.out / "run.json").exists():
@@ -34,6 +41,8 @@ class EvalRun:
             raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
                             f"or another --out", kind="usage")
         results.mkdir(self.out / "logs")
+        if self.record_dir is not None:
+            results.mkdir(self.record_dir)
         before = results.read(file) if file.exists() else []
         done = results.finished(before)
         tasks = {t.id: t for t in suite.tasks}
@@ -53,7 +62,9 @@ class EvalRun:
             specs.append(att.Spec(key=a["key"], task=task, cell=str(a.get("cell") or "default"),
                                   trial=int(a.get("trial") or 1), args=[str(w) for w in a.get("args") or []],
                                   variant=Path(variant).resolve() if variant else None,
-                                  info=dict(a.get("info") or {})))
+                                  info=dict(a.get("info") or {}),
+                                  record=cassettes.file_for(self.record_dir, a["key"]) if self.record_dir else None,
+                                  replay=self._recording(a) if self.replay_dir else None))
         self.total = len(seen)
         self.skipped = self.total - len(specs)
         counted = [r for r in done.values() if r["key"] in seen]
@@ -72,9 +83,22 @@ class EvalRun:
         self.waiting: dict[str, dict] = {}
         self.budget_cut = 0  # attempts of this run that ended for the budget (they run again on --resume)
         meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "suite": str(suite.path),
-                "args": list(ctx.args), "attempts": self.total, **(opts.get("meta") or {})}
+                "args": list(ctx.args), "attempts": self.total,
+                "record": str(self.record_dir) if self.record_dir else None,
+                "replay": str(self.replay_dir) if self.replay_dir else None, **(opts.get("meta") or {})}
         results.write(self.out / ("run.json" if not resume else "resume.json"), json.dumps(meta, indent=2) + "\n")
         self.runner.start()
+
+    def _recording(self, a: dict) -> Path:
+        """The cassette an attempt replays: the first of its `recordings` (keys; default its own)
+        that is in the replay folder, else its own (missing: the attempt is not run)."""
+        assert self.replay_dir is not None
+        keys = [str(k) for k in a.get("recordings") or [] if k] or [a["key"]]
+        for k in keys:
+            f = cassettes.file_for(self.replay_dir, k)
+            if f.is_file():
+                return f
+        return cassettes.file_for(self.replay_dir, keys[0])
 
     def next(self):
         try:
@@ -132,3 +156,7 @@ class EvalRun:
         self.waiting.clear()
         self.progress.close()
         self.executor.close()
+
+
+def _folder(value) -> Path | None:
+    return Path(os.path.abspath(os.path.expanduser(str(value)))) if value else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -86,7 +87,12 @@ def _read_jsonl(path: str, what: str) -> list:
 
 
 class Replay:
-    """Answers from a cassette. The same request recorded twice replays its answers in order."""
+    """Answers from a cassette. The same request recorded twice replays its answers in order.
+
+    A request with no recorded answer raises MossError(kind="llm") naming the first difference
+    from the nearest recorded request; its ``data["divergence"]`` says the same as fields
+    (``divergence``), and the LLM's ``llm_error`` event carries them, so a caller replaying a
+    run in another process (``moss eval --replay``) reads them from the session log."""
 
     def __init__(self, path: str):
         self.path = path
@@ -95,38 +101,87 @@ class Replay:
         for e in self.entries:
             self._by_key.setdefault(e.get("key") or request_key(e["request"]), []).append(e["response"])
         self._used: dict[str, int] = {}
+        self.asked = 0  # requests asked so far, answered or not (the tree's: children share this)
         self._lock = threading.Lock()
 
     def answer(self, req: Mapping) -> dict:
         key = request_key(req)
         with self._lock:
+            self.asked += 1
+            n = self.asked
             answers = self._by_key.get(key)
             if answers:
                 i = self._used.get(key, 0)
                 self._used[key] = i + 1
                 return dict(answers[min(i, len(answers) - 1)])
-        raise MossError(self._miss_message(normalise(req)), kind="llm")
+        found = divergence(n, self.entries, normalise(req))
+        raise MossError(self._miss_message(found), kind="llm", divergence=found)
 
-    def _miss_message(self, now: dict) -> str:
-        head = f"replay: no recorded answer for this request in {self.path}"
+    def _miss_message(self, d: dict) -> str:
+        head = f"replay: no recorded answer for request {d['request']} in {self.path}"
         if not self.entries:
             return head + " (the cassette is empty)"
-        diffs = [first_difference(e["request"], now) for e in self.entries]
-        best = min(range(len(diffs)), key=lambda i: diffs[i][0])
-        return f"{head}; nearest is entry {best + 1}: {diffs[best][1]}"
+        return f"{head}; nearest is entry {d['entry']}: {d['detail']}"
+
+
+def divergence(n: int, entries: list, now: Mapping) -> dict:
+    """How request `n` (1-based), which no entry of `entries` answers, differs from the nearest:
+    {request, entry (1-based, 0 when there is none), field (a path such as messages[2].content),
+    what (in words: "the system prompt", "the last user message", ...), recorded, now (short
+    excerpts around the first differing character), detail (one line)}."""
+    if not entries:
+        return {"request": n, "entry": 0, "field": "", "what": "the recording has no requests", "recorded": "",
+                "now": "", "detail": "the cassette is empty"}
+    compared = [_compare(e["request"], now) for e in entries]
+    best = min(range(len(compared)), key=lambda i: compared[i][0])
+    _, field, a, b = compared[best]
+    if field is None:
+        return {"request": n, "entry": best + 1, "field": "", "what": "nothing (corrupt key?)", "recorded": "",
+                "now": "", "detail": "identical request (corrupt key?)"}
+    rec, cur = _show(a, b), _show(b, a)
+    return {"request": n, "entry": best + 1, "field": field, "what": _what(field, now), "recorded": rec,
+            "now": cur, "detail": f"{field} differs: recorded {rec} vs now {cur}"}
 
 
 def first_difference(recorded: Mapping, now: Mapping) -> tuple[tuple, str]:
     """(closeness score, "messages[2].content differs: recorded '...' vs now '...'")."""
+    score, field, a, b = _compare(recorded, now)
+    if field is None:
+        return score, "identical request (corrupt key?)"
+    return score, f"{field} differs: recorded {_show(a, b)} vs now {_show(b, a)}"
+
+
+def _compare(recorded: Mapping, now: Mapping) -> tuple[tuple, str | None, Any, Any]:
+    """(closeness score, path of the first difference or None, recorded value, value now)."""
     differing = [f for f in KEY_FIELDS if recorded.get(f) != now.get(f)]
     if not differing:
-        return (0, 0), "identical request (corrupt key?)"
+        return (0, 0), None, None, None
     field = differing[0]
     path, a, b = _descend(field, recorded.get(field), now.get(field))
     # Nearer: fewer differing fields, then a longer common beginning.
     ja, jb = (json.dumps([r.get(f) for f in KEY_FIELDS], sort_keys=True) for r in (recorded, now))
     common = next((i for i, (x, y) in enumerate(zip(ja, jb)) if x != y), min(len(ja), len(jb)))
-    return (len(differing), -common), f"{path} differs: recorded {_show(a, b)} vs now {_show(b, a)}"
+    return (len(differing), -common), path, a, b
+
+
+_FIELD_WORDS = {"system": "the system prompt", "model": "the model asked for", "max_tokens": "the reply limit",
+                "stop": "the stop sequences", "temperature": "the temperature",
+                "messages length": "the number of messages"}
+
+
+def _what(path: str, now: Mapping) -> str:
+    """A differing request field in words: "the system prompt", "the last user message", ..."""
+    head = path.split("[", 1)[0].split(".", 1)[0]
+    if path == "messages length" or head != "messages":
+        return _FIELD_WORDS.get(path, _FIELD_WORDS.get(head, head))
+    m = re.match(r"messages\[(\d+)\]", path)
+    msgs = now.get("messages") or []
+    if not m or not isinstance(msgs, list):
+        return "the messages"
+    i = int(m.group(1))
+    role = msgs[i].get("role") if i < len(msgs) and isinstance(msgs[i], Mapping) else None
+    who = f"{role} message" if role else "message"
+    return f"the last {who}" if i == len(msgs) - 1 else f"message {i + 1} ({who})"
 
 
 def _descend(path: str, a: Any, b: Any) -> tuple[str, Any, Any]:

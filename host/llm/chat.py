@@ -232,9 +232,10 @@ class LLM:
                        **({"usage": usage, "chars": len(c.text)} if usage is not None else {}))
             raise stopped from None
         except MossError as e:
+            extra = {"divergence": e.data["divergence"]} if e.data.get("divergence") else {}
             self._emit("llm_error", **fields, kind=e.kind, message=e.message,
                        status=e.data.get("status"), attempts=e.data.get("attempts", attempts),
-                       duration=round(time.monotonic() - start, 3))
+                       duration=round(time.monotonic() - start, 3), **extra)
             raise
         reply = {**reply, "text": valid_text(reply.get("text"))}
         usage = self._account(p, req, reply)

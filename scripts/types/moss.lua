@@ -632,6 +632,7 @@ function moss.memory.write(kind, text, opts) end
 ---@field args string[]      # words for `moss @agent` before the prompt (--machine, --role, --model, ...)
 ---@field variant? string    # a folder laid over the copy's .moss/
 ---@field info? table        # kept in the attempt's row (the cell's dimensions)
+---@field recordings? string[] # replaying: the keys whose cassette it may replay, the first found (default: its own key)
 
 ---@class moss.eval
 moss.eval = {}
@@ -647,10 +648,13 @@ function moss.eval.suite(spec) end
 --- start the attempts (in parallel, `jobs` at once, under one budget): each in a fresh copy of its
 --- task's repository in a temp folder, the agent a `moss @agent` subprocess there, then the check.
 --- With `resume`, attempts already in `out`'s attempts.jsonl are skipped. A project suite's
---- commands are refused (`denied`) while the project is untrusted.
+--- commands are refused (`denied`) while the project is untrusted. `record`: a folder where each
+--- attempt's agent writes its LLM cassette (`KEY.jsonl`, the key made a file name); `replay`: a
+--- folder of such cassettes the agents answer from, offline (an attempt without one ends
+--- `not_recorded`, one whose requests leave it `diverged`, with the row's `diverged` saying where).
 ---
 --- Errors: `usage`, `denied`, `not_found`, `config`.
----@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, jobs?: integer, max_cost?: number, max_tokens?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, title?: string, meta?: table}
+---@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, jobs?: integer, max_cost?: number, max_tokens?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, title?: string, meta?: table, record?: string, replay?: string}
 ---@return {out: string, total: integer, skipped: integer, to_run: integer}
 function moss.eval.start(opts) end
 
@@ -679,7 +683,7 @@ function moss.eval.record(key, verdict) end
 function moss.eval.finish() end
 
 --- per cell: `{cell, attempts, n, passed, rate, ci_low, ci_high (95% Wilson), not_counted,
---- mean_turns, mean_tokens, mean_cost, p50_wall, p90_wall}`
+--- diverged, not_recorded (replaying), mean_turns, mean_tokens, mean_cost, p50_wall, p90_wall}`
 ---
 --- Errors: `usage`.
 ---@param rows table[]
@@ -704,6 +708,19 @@ function moss.eval.mcnemar(b, c) end
 --- how many CPUs this machine has
 ---@return integer
 function moss.eval.cpus() end
+
+--- write a self-contained HTML report (no JavaScript, nothing fetched: works offline) to `path`
+--- (ending in .html; its folder must exist; replaced, never written through a link): `report`
+--- is `{title, subtitle?, sections = {...}, notes? = {text...}}`, each section a table
+--- `{title?, columns = {{key, label, numeric?}...}, rows = {{[key] = text}...}}` or a chart
+--- `{title?, chart = {x_label, y_label, x_format ("usd"|"number"), points = {{label, x, y, low?,
+--- high?, note?}...}}}` (y, low, high in 0..1: a rate and its interval); every text is escaped
+---
+--- Errors: `usage`, `not_found`, `denied`.
+---@param path string
+---@param report table
+---@return {file: string}
+function moss.eval.html(path, report) end
 
 ---@class moss.store
 moss.store = {}
