@@ -244,8 +244,9 @@ def parent_model(child_task="count the functions in calc.py", parent_answer="the
     def reply(body):
         user = last_user_text(body)
         if task_of(body) == child_task:
-            if "def f" in user:
-                return slow(f"$(answer {user.count('def f')} functions)", 0.1)
+            funcs = set(re.findall(r"\bf(\d+)\(", user))  # the view's functions, full form or compact
+            if funcs:
+                return slow(f"$(answer {len(funcs)} functions)", 0.1)
             return slow("$(view calc.py)", 0.1)
         m = re.search(r"answer:\s*(\d+) functions", user)
         if m:
