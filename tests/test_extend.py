@@ -50,7 +50,7 @@ def test_the_docs_todo_command_runs_as_written(project):
     result, saved, err = run_v1(project, ["$(todo write the tests) $(view a.py)", "$(answer x is 1)"])
     assert result["reason"] == "answered" and result["answer"] == "x is 1"
     assert "TODO: write the tests" in kept(saved)
-    assert "refused" not in err
+    assert "$(todo)" not in err  # nothing was refused
 
 
 def test_a_command_the_state_does_not_allow_is_named_on_stderr_and_to_the_model(project, api):
@@ -72,6 +72,18 @@ def test_a_command_the_state_does_not_allow_is_named_on_stderr_and_to_the_model(
     assert '"command_refused"' in log
     saved = next((project.root / ".moss/agent").glob("session-*.json")).read_text()
     assert "TODO:" not in saved
+
+
+def test_a_built_in_command_a_state_refuses_is_said_once_without_advice_to_allow_it(project, api):
+    """V2's evaluator writing $(view) (small models do) is not run; stderr says so once for the
+    session — state and what it allows — without telling the person to allow it."""
+    project.write("a.py", "x = 1\n")
+    api.push("$(view a.py)", "$(view a.py) $(view a.py)", "$(view a.py)", "$(answer x is 1)")
+    r = project.moss("@agent", "--provider", "anthropic", "--v2", "-n", "--max-turns", "4", "what is x?",
+                     env=api.env())
+    told = [line for line in r.stderr.splitlines() if "$(view)" in line]
+    assert len(told) == 1, r.stderr
+    assert '"evaluator"' in told[0] and "Allow it" not in told[0]
 
 
 def test_the_docs_extended_role_adds_a_command_and_a_paragraph(project, api):
@@ -109,7 +121,7 @@ def test_the_docs_extended_machine_changes_one_state(project):
                      "--output-format", "json", "what is x?")
     result = json.loads(r.stdout)
     assert result["reason"] == "max_turns" and result["turns"] == 10, r.stderr
-    assert "refused" not in r.stderr
+    assert "$(todo)" not in r.stderr  # nothing was refused
 
 
 def test_a_role_of_another_name_extends_a_built_in(project):

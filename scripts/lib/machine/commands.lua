@@ -294,13 +294,16 @@ local function refuse(S, state, env, c, def)
   end
   log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
   local key = tostring(S.id) .. " " .. tostring(S.state) .. " " .. def.name
-  if not told[key] and not def.concludes and def.origin ~= "built-in" then
+  if not told[key] and not def.concludes then
     told[key] = true
-    moss.ui.print(("$(%s) was refused: state %q of machine %s does not allow it (it allows %s). Allow it in "
-      .. "the role's `commands` (or `add_commands` in a role that extends it), the state's `commands`, or "
-      .. "with `states = { %q }` in %s"):format(def.name, tostring(S.state), tostring(S.machine),
-      #allowed > 0 and table.concat(allowed, ", ") or "no commands", tostring(S.state),
-      def.path or ("commands/" .. def.name .. ".lua")), { style = "yellow" })
+    local line = ("$(%s) was not run: state %q of machine %s does not allow it (it allows %s)"):format(def.name,
+      tostring(S.state), tostring(S.machine), #allowed > 0 and table.concat(allowed, ", ") or "no commands")
+    if def.origin ~= "built-in" then -- your own command: where to allow it
+      line = line .. (". Allow it in the role's `commands` (or `add_commands` in a role that extends it), the " ..
+        "state's `commands`, or with `states = { %q }` in %s"):format(tostring(S.state),
+        def.path or ("commands/" .. def.name .. ".lua"))
+    end
+    moss.ui.print(line, { style = "yellow" })
   end
 end
 
