@@ -45,6 +45,15 @@ def wait_for_running(project, timeout=20):
     raise AssertionError("the session never started running")
 
 
+def wait_for_the_model(api, timeout=20):
+    """Until the session's first model call reached the (slow) fake API: the user now talks
+    over a model that is thinking."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not api.requests:
+        time.sleep(0.05)
+    assert api.requests, "the session never called the model"
+
+
 def events_of(stdout: str) -> list[dict]:
     return [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
 
@@ -53,7 +62,7 @@ def say_while_it_waits(project, api, message, timeout=40):
     """Start a session, tell it `message` with `moss say` while its model answers; (process, stdout, stderr)."""
     p = start(project, api)
     wait_for_running(project)
-    time.sleep(0.5)
+    wait_for_the_model(api)
     said = project.moss("say", message)
     assert said.returncode == 0, said.stderr
     out, err = p.communicate(timeout=timeout)
@@ -88,7 +97,7 @@ def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, 
     api.push(slow("$(view .)", SLOW))
     p = start(project, api)
     sid = wait_for_running(project)
-    time.sleep(0.5)
+    wait_for_the_model(api)
     t0 = time.monotonic()
     said = project.moss("say", "stop")
     assert said.returncode == 0 and sid in said.stderr
@@ -180,7 +189,7 @@ def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(p
     p, master = start_on_a_terminal(project, api, "-n")
     try:
         wait_for_running(project)
-        time.sleep(0.5)
+        wait_for_the_model(api)
         t0 = time.monotonic()
         os.write(master, b"stop\n")
         seen = read_until(p.stderr, "will stop after this step", SLOW - 1)
@@ -199,7 +208,7 @@ def test_stream_json_input_controls_a_session(project, api):
     api.push(slow("$(view .)", SLOW))
     p = start(project, api, "--input-format", "stream-json", stdin=subprocess.PIPE)
     wait_for_running(project)
-    time.sleep(0.5)
+    wait_for_the_model(api)
     p.stdin.write(json.dumps({"type": "control", "action": "stop"}) + "\n")
     p.stdin.flush()
     out, err = p.communicate(timeout=30)
@@ -224,7 +233,7 @@ def test_pause_on_a_terminal_waits_for_go_on_and_carries_on(project, api):
 
     try:
         wait_for_running(project)
-        time.sleep(0.5)
+        wait_for_the_model(api)
         os.write(master, b"pause\n")
         assert "paused: type 'go on'" in read_until(p.stderr, "paused: type 'go on'", SLOW - 1)
         time.sleep(0.5)
