@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+from agentmodel import H
 from fakeapi import FakeAPI, last_user_text, slow, state_of
 
 SLOW = 6  # seconds the model takes on the turn we talk over
@@ -168,7 +169,7 @@ def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_ne
     states = [state_of(r.body) for r in api.requests if state_of(r.body) in ("explorer", "evaluator")]
     assert states[:3] == ["explorer", "evaluator", "explorer"]
     explorer2 = [r.body for r in api.requests if state_of(r.body) == "explorer"][1]
-    assert "The user adds:** the build script is make.sh" in last_user_text(explorer2)
+    assert f"**{H['user_adds']}:** the build script is make.sh" in last_user_text(explorer2)
 
 
 def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(project, api):
