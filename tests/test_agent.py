@@ -348,6 +348,7 @@ def test_same_command_with_new_output_is_not_a_loop(crate, api):
     assert (crate.root / "ticks.txt").read_text().count("tick") == 5
 
 
+@pytest.mark.slow
 def test_memorize_persists_and_is_recalled_next_session(crate, api):
     api.push("$(note looked) $(memorize Provider enum lives in src/workflow/llm.rs) $(answer noted)")
     r = agent(crate, api, "--v1", "-n", "Where is the Provider enum?")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from agentmodel import H
 from fakeapi import FakeAPI, last_user_text, slow, state_of
 
@@ -94,6 +95,7 @@ def model(replies_by_state):
     return reply
 
 
+@pytest.mark.slow
 def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, api):
     api.push(slow("$(view .)", SLOW))
     p = start(project, api)
@@ -119,6 +121,7 @@ def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, 
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
+@pytest.mark.slow
 def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resumes(project, api):
     """Nobody at a terminal to say "go on": pause ends the session `paused`, exit 3, not a
     success, with a checkpoint that --resume continues."""
@@ -136,6 +139,7 @@ def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resume
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
+@pytest.mark.slow
 def test_a_related_message_joins_the_next_request(project, api):
     api.push(*[model({"inbox": "RELATED", "turns": [
         lambda b: slow("$(view .)", SLOW),
@@ -149,6 +153,7 @@ def test_a_related_message_joins_the_next_request(project, api):
     assert received and received[0]["class"] == "related"
 
 
+@pytest.mark.slow
 def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_next(project, api):
     """v2's explorer starts from what the evaluator saw (a shared, cached prefix); a task the
     user added to meanwhile must not be hidden behind that reused prefix."""
@@ -172,6 +177,7 @@ def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_ne
     assert f"**{H['user_adds']}:** the build script is make.sh" in last_user_text(explorer2)
 
 
+@pytest.mark.slow
 def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(project, api):
     api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [
         lambda b: slow("$(view .)", SLOW),
