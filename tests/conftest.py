@@ -38,6 +38,13 @@ def builtin_lua():
         ctx.runtime = rt
         yield rt, root
 
+def lua_value(module: str, name: str):
+    """A value a built-in Lua module exports (`require(module)[name]`, as Python): tests that
+    check text moss writes for the model read its words from there instead of copying them."""
+    with builtin_lua() as (rt, _root):
+        return rt.to_py(rt.execute(f"return require({module!r})[{name!r}]"))
+
+
 # Tests of the sandboxed access levels (read-shell, edit) need bubblewrap; CI installs it.
 needs_bwrap = pytest.mark.skipif(
     subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,

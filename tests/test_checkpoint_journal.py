@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import sigkill_when
 from moss import api
 from moss.api.session import JOURNAL_MAX_SAVES, apply_ops, checkpoint_path, journal_path, read_checkpoint
@@ -111,6 +112,7 @@ def test_an_old_checkpoint_without_journal_still_resumes(project):
     assert read_checkpoint(path)["mem"]["items"][0]["content"] == "first look"
 
 
+@pytest.mark.slow
 def test_sigkill_mid_session_resumes_from_the_last_finished_turn(project):
     """Killed while turn 41 waits for its model, a session resumes at turn 40 with every note
     of turns 1-40: the journal holds what the base (written at turn 0) does not."""

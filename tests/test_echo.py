@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, lua_value
 from fakeapi import last_user_text, system_text
 
 
@@ -71,7 +71,8 @@ def test_a_placeholder_answer_copied_from_the_prompt_is_not_accepted(crate, api)
     result = json.loads(r.stdout)
     assert result["answer"] == "A small Rust command-line tool." and result["turns"] == 2
     assert [e["turn"] for e in events(crate, result["session_id"]) if e["event"] == "echo"] == [1]
-    assert "Messages from moss" in last_user_text(api.requests[1].body)  # the model was told
+    told = f"**{lua_value('lib.machine.messages', 'HEADING')}:**"
+    assert told in last_user_text(api.requests[1].body)  # the model was told
 
 
 def test_only_placeholder_answers_end_as_a_loop(crate, api):

@@ -10,6 +10,7 @@ import json
 import sys
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -175,6 +176,7 @@ def _client(project, api):
     return Client(stdio_client(params, errlog=open(project.root.parent / "server-stderr.log", "a")))
 
 
+@pytest.mark.slow
 def test_the_mcp_server_runs_and_resumes_through_the_project_agents_serve_entry(project, api):
     """run_agent and resume_session start `moss @agent --entry serve REQUEST`: the project's
     agent reads the JSON request and writes stream-json, and the client gets its final

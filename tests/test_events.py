@@ -46,6 +46,7 @@ def stream(project, api, *args, model=None, n=40):
                         env=api.env(), timeout=90)
 
 
+@pytest.mark.slow
 def test_every_event_of_a_multi_turn_session_matches_the_schema(crate, api):
     r = stream(crate, api, "--v2", "--include-partial", "How many variants does Provider have?",
                model=Model("provider"))
@@ -69,6 +70,7 @@ def test_every_event_of_a_multi_turn_session_matches_the_schema(crate, api):
     assert "partial" not in {e["type"] for e in events_of(r2)}
 
 
+@pytest.mark.slow
 def test_pipeline_failure_and_resume_events_match_the_schema(crate, api):
     r = stream(crate, api, "--v2", "--role", "explorer,auditor", "How many variants does Provider have?",
                model=Model("provider"))

@@ -52,6 +52,7 @@ def test_shell_delete_is_refused_at_the_default_auto_approve(repo, api):
     assert cmd["refused"] is True and "risk high" in cmd["output"] and "--auto-approve" in cmd["output"]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_shell_delete_runs_when_the_user_approves_that_risk(repo, api):
     r = run_fixer(repo, api, "--auto-approve", "high", "--validate", "true",

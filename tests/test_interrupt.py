@@ -25,6 +25,21 @@ end
 """
 
 
+def wait_until_spinning(p, cpu_s: float = 0.1, timeout: float = 10.0) -> None:
+    """Until process `p` has burnt `cpu_s` more seconds of CPU: it is stuck in its loop (a
+    wall-clock sleep would prove nothing on a loaded machine)."""
+    import os
+
+    def cpu() -> float:
+        fields = open(f"/proc/{p.pid}/stat").read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    start, deadline = cpu(), time.monotonic() + timeout
+    while cpu() - start < cpu_s and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert cpu() - start >= cpu_s, "the script never started spinning"
+
+
 @pytest.mark.parametrize("mode", ["plain", "pcall", "recursive", "coroutine", "xpcall"])
 def test_sigint_stops_spin_within_one_second(project, mode):
     project.script("spin", SPIN)
@@ -32,7 +47,7 @@ def test_sigint_stops_spin_within_one_second(project, mode):
     try:
         line = p.stdout.readline()
         assert line.strip() == f"spinning {mode}", p.stderr.read() if p.poll() is not None else line
-        time.sleep(0.3)  # let it get properly stuck
+        wait_until_spinning(p)
         start = time.monotonic()
         p.send_signal(signal.SIGINT)
         p.wait(timeout=5)
@@ -55,7 +70,7 @@ def test_sigint_stops_code_no_hook_reaches(project, code):
     p = project.popen("@stuck")
     try:
         assert p.stdout.readline().strip() == "spinning c"
-        time.sleep(0.3)
+        wait_until_spinning(p)
         start = time.monotonic()
         p.send_signal(signal.SIGINT)
         p.wait(timeout=10)

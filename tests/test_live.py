@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+from agentmodel import H
 from fakeapi import FakeAPI, last_user_text, slow, state_of
 
 SLOW = 6  # seconds the model takes on the turn we talk over
@@ -45,6 +47,15 @@ def wait_for_running(project, timeout=20):
     raise AssertionError("the session never started running")
 
 
+def wait_for_the_model(api, timeout=20):
+    """Until the session's first model call reached the (slow) fake API: the user now talks
+    over a model that is thinking."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not api.requests:
+        time.sleep(0.05)
+    assert api.requests, "the session never called the model"
+
+
 def events_of(stdout: str) -> list[dict]:
     return [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
 
@@ -53,7 +64,7 @@ def say_while_it_waits(project, api, message, timeout=40):
     """Start a session, tell it `message` with `moss say` while its model answers; (process, stdout, stderr)."""
     p = start(project, api)
     wait_for_running(project)
-    time.sleep(0.5)
+    wait_for_the_model(api)
     said = project.moss("say", message)
     assert said.returncode == 0, said.stderr
     out, err = p.communicate(timeout=timeout)
@@ -84,11 +95,12 @@ def model(replies_by_state):
     return reply
 
 
+@pytest.mark.slow
 def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, api):
     api.push(slow("$(view .)", SLOW))
     p = start(project, api)
     sid = wait_for_running(project)
-    time.sleep(0.5)
+    wait_for_the_model(api)
     t0 = time.monotonic()
     said = project.moss("say", "stop")
     assert said.returncode == 0 and sid in said.stderr
@@ -109,6 +121,7 @@ def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, 
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
+@pytest.mark.slow
 def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resumes(project, api):
     """Nobody at a terminal to say "go on": pause ends the session `paused`, exit 3, not a
     success, with a checkpoint that --resume continues."""
@@ -126,6 +139,7 @@ def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resume
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
+@pytest.mark.slow
 def test_a_related_message_joins_the_next_request(project, api):
     api.push(*[model({"inbox": "RELATED", "turns": [
         lambda b: slow("$(view .)", SLOW),
@@ -139,6 +153,7 @@ def test_a_related_message_joins_the_next_request(project, api):
     assert received and received[0]["class"] == "related"
 
 
+@pytest.mark.slow
 def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_next(project, api):
     """v2's explorer starts from what the evaluator saw (a shared, cached prefix); a task the
     user added to meanwhile must not be hidden behind that reused prefix."""
@@ -159,9 +174,10 @@ def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_ne
     states = [state_of(r.body) for r in api.requests if state_of(r.body) in ("explorer", "evaluator")]
     assert states[:3] == ["explorer", "evaluator", "explorer"]
     explorer2 = [r.body for r in api.requests if state_of(r.body) == "explorer"][1]
-    assert "The user adds:** the build script is make.sh" in last_user_text(explorer2)
+    assert f"**{H['user_adds']}:** the build script is make.sh" in last_user_text(explorer2)
 
 
+@pytest.mark.slow
 def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(project, api):
     api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [
         lambda b: slow("$(view .)", SLOW),
@@ -180,7 +196,7 @@ def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(p
     p, master = start_on_a_terminal(project, api, "-n")
     try:
         wait_for_running(project)
-        time.sleep(0.5)
+        wait_for_the_model(api)
         t0 = time.monotonic()
         os.write(master, b"stop\n")
         seen = read_until(p.stderr, "will stop after this step", SLOW - 1)
@@ -199,7 +215,7 @@ def test_stream_json_input_controls_a_session(project, api):
     api.push(slow("$(view .)", SLOW))
     p = start(project, api, "--input-format", "stream-json", stdin=subprocess.PIPE)
     wait_for_running(project)
-    time.sleep(0.5)
+    wait_for_the_model(api)
     p.stdin.write(json.dumps({"type": "control", "action": "stop"}) + "\n")
     p.stdin.flush()
     out, err = p.communicate(timeout=30)
@@ -224,7 +240,7 @@ def test_pause_on_a_terminal_waits_for_go_on_and_carries_on(project, api):
 
     try:
         wait_for_running(project)
-        time.sleep(0.5)
+        wait_for_the_model(api)
         os.write(master, b"pause\n")
         assert "paused: type 'go on'" in read_until(p.stderr, "paused: type 'go on'", SLOW - 1)
         time.sleep(0.5)

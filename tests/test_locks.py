@@ -79,17 +79,18 @@ def test_timeout_names_the_holder_and_waiters_queue_in_order(tmp_path):
 
     order = []
 
-    def take(owner, delay):
-        time.sleep(delay)
-        h = m.acquire([Target("f.py")], owner, "", timeout=5)
+    def take(owner, queued):
+        h = m.acquire([Target("f.py")], owner, "", timeout=5, on_wait=lambda _blocker: queued.set())
         order.append(owner)
-        time.sleep(0.05)
         m.release(h)
 
-    threads = [threading.Thread(target=take, args=(f"w{i}", i * 0.05)) for i in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(0.4)
+    # each waiter is started once the one before it has queued (its on_wait was heard)
+    threads = []
+    for i in range(4):
+        queued = threading.Event()
+        threads.append(threading.Thread(target=take, args=(f"w{i}", queued)))
+        threads[-1].start()
+        assert queued.wait(5), f"w{i} never queued"
     assert order == []  # all queued behind sess-a
     m.release(a)
     for t in threads:
@@ -126,9 +127,18 @@ def test_two_processes_contend_for_one_file_lock(project):
         assert r.stdout.startswith("NO\tlocked by holder01 (auditor, pid %d) since " % holder.pid)
         # a waiter in the other process gets the lock once the holder lets go
         _lock_script(project, 20)
+        log = project.root / ".moss/agent/logs/locker01.jsonl"
+
+        def waits():  # lock_wait events so far (the refused attempt above logged one)
+            return log.read_text().count('"lock_wait"') if log.exists() else 0
+
+        before = waits()
         waiter = project.popen("@lockit")
-        time.sleep(1.5)
-        assert waiter.poll() is None  # still queued
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and waiter.poll() is None and waits() == before:
+            time.sleep(0.05)
+        assert waits() == before + 1  # it queued behind the holder (its lock_wait is logged) ...
+        assert waiter.poll() is None  # ... and is still waiting
         t0 = time.monotonic()
         holder.stdin.write("\n")
         holder.stdin.flush()

@@ -457,6 +457,7 @@ def _server_pids() -> set[int]:
     return out
 
 
+@pytest.mark.slow
 def test_tools_need_full_unless_the_users_config_says_read_only(project):
     script = """
         local ok, e = pcall(moss.mcp.tools, "t")
@@ -524,6 +525,7 @@ def test_untrusted_projects_server_never_starts(project, tmp_path):
     assert "mcp.servers.u.url" in shown.stdout + shown.stderr
 
 
+@pytest.mark.slow
 def test_hostile_server_is_capped_sanitised_and_timed_out(project):
     user_server(project, env={"MCP_TEST_HOSTILE": "1"}, timeout=2)
     project.script("m", """
@@ -550,6 +552,7 @@ def test_hostile_server_is_capped_sanitised_and_timed_out(project):
     assert "after\t3" in out  # the same server goes on serving after a timed-out call
 
 
+@pytest.mark.slow
 def test_a_hostile_result_reaches_the_model_and_the_terminal_without_escapes_or_bidi(crate, api):
     user_server(crate, env={"MCP_TEST_HOSTILE": "1"})
     seen = []
@@ -607,6 +610,7 @@ def test_mcp_is_not_offered_when_no_server_is_within_the_roles_access(crate, api
     assert not (crate.root / ".moss/agent/mcp/t.log").exists()  # the server never started
 
 
+@pytest.mark.slow
 def test_moss_is_a_client_of_its_own_http_server(crate, api):
     server = HttpServer(crate, api)
     try:

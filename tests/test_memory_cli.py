@@ -6,6 +6,7 @@ The real CLI on a temporary project's .moss/memory/; organize against the fake A
 
 from __future__ import annotations
 
+import pytest
 from fakeapi import label_of, last_user_text
 
 FACTS = """\
@@ -134,6 +135,7 @@ def test_organize_writes_after_yes(project, api):
     assert len(r.stdout.splitlines()) == 4  # 4 memories → 3 (and the header)
 
 
+@pytest.mark.slow
 def test_organize_yes_writes_without_asking_and_a_bad_reply_writes_nothing(project, api):
     mem = memories(project)
     r = organize(project, api, "--yes", reply="Sure! Here is the organised memory:\n- a\n")

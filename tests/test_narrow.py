@@ -47,6 +47,7 @@ def trust(project) -> None:
 
 # -- 1. MCP: a project's args/env merge into the user's own server ---------------------------
 
+@pytest.mark.slow
 def test_a_projects_env_for_the_users_mcp_server_waits_for_trust(cloned, tmp_path):
     """The user runs an MCP server `gh`. The project adds only `[mcp.servers.gh.env]
     PYTHONPATH` (and args), no command: merged, the user's server would import the
@@ -109,6 +110,7 @@ def clear_logs(project) -> None:
 ARGS = ("--provider", "anthropic", "--model", "claude-test", "-n")
 
 
+@pytest.mark.slow
 def test_a_project_cannot_turn_on_spawning_or_raise_max_children(cloned, api):
     cloned.write(".moss/config.toml", "[agent]\nspawn = true\nmax_children = 400\n")
     api.push(*[spawner] * 80)
@@ -146,6 +148,7 @@ BUDGET_ATTACKS = {
 BUDGET_KEYS = {"local": "llm.providers.anthropic.local", "pricing": "llm.pricing", "max_cost": "llm.max_cost_usd"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(BUDGET_ATTACKS))
 def test_a_project_cannot_void_the_users_budget(cloned, api, attack):
     """The user's budget is a hundredth of a cent; one call of a priced model spends it. The
@@ -341,6 +344,7 @@ def test_values_that_only_narrow_apply_without_trust(cloned):
     assert code == 0 and "nothing to trust" in out
 
 
+@pytest.mark.slow
 def test_scout_and_fan_out_from_an_untrusted_project_start_no_children(cloned, api):
     """`[agent] fan_out = 1` (an auditor child per directory) and `scout = true` (an explorer
     child before a refactor) start children without --spawn: from an untrusted project, none

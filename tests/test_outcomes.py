@@ -139,6 +139,7 @@ def test_a_fix_that_makes_validation_pass_ends_answered(project, api, baseline):
     assert whys == (["baseline", "edit"] if baseline else ["edit"])
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_an_answer_on_an_untouched_passing_tree_stands_at_once(project, api):
     """Validation passes before the session; the model only reads and answers: answered, and

@@ -589,16 +589,20 @@ def test_few_thousand_files_restore_exactly(tmp_path):
     assert sh.changed(sid) == {"modified": [], "added": [], "deleted": []}
 
 
-def test_edits_to_files_skipped_by_the_stat_memo_are_still_seen(tmp_path):
+def test_edits_to_files_skipped_by_the_stat_memo_are_still_seen(tmp_path, monkeypatch):
     """Once files are a few seconds old a capture stops showing them to git; a
-    same-size rewrite, a chmod and another process's capture must all still count."""
+    same-size rewrite, a chmod and another process's capture must all still count.
+    (The margin is cut from 3 s to 0.3 s here, so the files age in 0.4 s, not 3.2.)"""
+    from moss.tools.shadow import capture
+
+    monkeypatch.setattr(capture, "_RACY_NS", 300_000_000)
     root = tmp_path / "p"
     for i in range(20):
         write(root, f"f{i}.txt", f"content {i:02}\n")
     before = manifest(root)
     sh = Shadow(root)
     sid = sh.snapshot("s")
-    time.sleep(3.2)                         # older than the racy margin now
+    time.sleep(0.4)                         # older than the racy margin now
     sh.snapshot("aged")                     # files are now skipped when unchanged
     write(root, "f1.txt", "CONTENT 01\n")   # same size
     (root / "f2.txt").chmod(0o755)

@@ -12,7 +12,7 @@ import json
 
 import pytest
 from agentmodel import Model
-from conftest import FIXTURES
+from conftest import FIXTURES, lua_value
 from fakeapi import FakeAPI, last_user_text
 
 from moss.llm import LLM, resolve_provider
@@ -140,4 +140,4 @@ def test_a_reply_cut_at_its_limit_tells_the_model_next_turn(project):
         assert [e["turn"] for e in cut] == [1] and cut[0]["max_tokens"] <= 1024
         assert [e["cmd"] for e in events if e["event"] == "command"] == ["view Cargo.toml"]
         second = [q.body for q in server.requests if q.path.endswith("/chat/completions")][1]
-        assert "Messages from moss" in second["messages"][-1]["content"]
+        assert f"**{lua_value('lib.machine.messages', 'HEADING')}:**" in second["messages"][-1]["content"]

@@ -43,6 +43,12 @@ def entries(text: str) -> dict[str, str]:
     return dict(re.findall(r'<entry key="([^"]*)">([^<\n]*)</entry>', text))
 
 
+def command_log(text: str) -> str:
+    """The newest command_log entry of a request's working memory ("Action: <type>, ...")."""
+    logs = sorted((k, v) for k, v in entries(text).items() if k.startswith("command_log_"))
+    return logs[-1][1] if logs else ""
+
+
 def states(api) -> list[str]:
     return [state_of(r.body) for r in api.requests]
 
@@ -114,9 +120,9 @@ def test_full_run_thinks_commands_evaluates_and_answers(project, api):
     assert '<entry key="task">Remember the answer, then tell me what it is.</entry>' in u[0]
     assert "think_log_001" in u[1] and "Store the fact" in u[1]
     # storage_save normalised the tags; the search found it with other order, case and a duplicate
-    assert "Result: Saved in storage as answer,project_facts" in u[2]
-    assert entries(u[4])["answer,project_facts"] == "answer,project_facts"
-    assert "Result: 1 match for answer,project_facts" in u[4]
+    assert command_log(u[2]).startswith("Action: storage_save") and "answer,project_facts" in command_log(u[2])
+    assert entries(u[4])["answer,project_facts"] == "answer,project_facts"  # the search's one match
+    assert command_log(u[4]).startswith("Action: storage_search") and "answer,project_facts" in command_log(u[4])
     assert '<entry key="answer,project_facts">the answer is 42</entry>' in u[6]  # storage_load copied it
     # command_log keeps max_entries = 1 by default: only the newest
     assert "command_log_001" in u[6] and "command_log_002" not in u[6]

@@ -15,6 +15,7 @@ import json
 import sys
 import time
 
+import pytest
 from fakeapi import last_user_text, slow, state_of
 from screen import Terminal
 
@@ -82,6 +83,7 @@ def model(api, turns, classified="RELATED"):
     return [reply] * 12
 
 
+@pytest.mark.slow
 def test_a_line_typed_while_the_reply_streams_stays_whole_and_is_acknowledged_at_once(project, api):
     api.push(*model(api, [slow(WORDS + "\n$(view .)", delay=0.2, chunk_delay=0.08), "$(answer built with make)"]))
     with start(project, api) as t:

@@ -17,9 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import lua_value
 from fakeapi import FakeAPI, last_user_text, system_text
 
 from moss.tools.sandbox import bwrap_problem
+
+# the words moss writes around what it shows the model (lib/wild/prompts.lua), never copied here
+H = lua_value("lib.wild.prompts", "HEADINGS")
+SOURCES = lua_value("lib.wild.prompts", "SOURCES")
 
 HAS_BWRAP = shutil.which("bwrap") is not None and bwrap_problem() is None
 needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap not installed")
@@ -357,8 +362,8 @@ def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
     # exploring without a sweep re-prompts (Ralph loop) with the command's results
     assert stages[:2] == ["EXPLORING", "EXPLORING"]
     explore2 = model.calls[1][2]
-    assert "Results of your commands" in explore2 and "time.sleep" in explore2
-    assert re.search(r"\*\*Your notes:\*\*\n- \[\w+\] lr is --lr", explore2)
+    assert f"**{H['results']}**" in explore2 and "time.sleep" in explore2
+    assert re.search(r"\*\*" + re.escape(H["notes"]) + r":\*\*\n- \[\w+\] lr is --lr", explore2)
     # then one event per turn: the NaN alert first, two run events, then the analysis
     assert stages[2] == "RUNNING: alert"
     assert sorted(stages[3:5]) == ["RUNNING: run failed", "RUNNING: run finished"]
@@ -367,7 +372,7 @@ def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
     assert "severity **CRITICAL**" in alert and "loss is nan" in alert and '"continue", "stop"' in alert
     assert '<resolve_alert>{"alert_id": "' in alert and "step 0 loss nan" in alert
     for _, _detail, text in model.calls[3:5]:
-        assert "Log tail (last 1000 characters)" in text and "step 2 loss" in text
+        assert f"{H['log_tail']} (last 1000 characters)" in text and "step 2 loss" in text
         assert '**Sweep "lr sweep":** `python3 train.py`' in text
     finished = next(t for _, d, t in model.calls if d == "run finished")
     assert "exit code 0" in finished and "--lr=0.001" in finished
@@ -409,7 +414,7 @@ def test_an_alert_left_pending_is_shown_again_before_the_analysis(lab, api):
     assert r.returncode == 0, r.stderr
     assert model.stages() == ["EXPLORING", "RUNNING: alert", "RUNNING: run failed",
                               "RUNNING: alert still pending", "ANALYZING"]
-    assert "this alert is still pending" in model.calls[3][2]
+    assert H["still_pending"] in model.calls[3][2]
     (rec,) = model.at_analysis[0]
     assert rec["status"] == "failed" and rec["alerts"][0]["choice"] == "continue"
 
@@ -442,8 +447,8 @@ def test_invalid_sweep_reprompts_grid_is_cut_and_continue_explores_again(lab, ap
     assert "the grid has 3 combinations; only the first 2 run" in model.calls[2][2]
     assert stages[-2:] == ["ANALYZING", "EXPLORING"]
     explore3 = model.calls[-1][2]
-    assert "(iteration 2)" in explore3 and "Earlier sweeps" in explore3 and '"first"' in explore3
-    assert "Your analysis then: Analysis: lr=0.001" in explore3
+    assert "(iteration 2)" in explore3 and f"**{H['earlier']}:**" in explore3 and '"first"' in explore3
+    assert f"{H['analysis_then']}: Analysis: lr=0.001" in explore3
     # COMPLETE in EXPLORING ends the loop too (promises count in every stage)
     assert json.loads(r.stdout)["answer"] == "nothing left to try"
 
@@ -667,7 +672,7 @@ def test_llm_judge_raises_an_alert_rate_limited(lab, api):
     assert len(model.judged) == 1 and "args ['--lr=0.001'" in model.judged[0]  # the run's own log
     assert model.stages()[:2] == ["EXPLORING", "RUNNING: alert"]
     alert = model.calls[1][2]
-    assert "raised by the LLM judge" in alert and "judge: the loss stopped improving" in alert
+    assert SOURCES["judge"] in alert and "judge: the loss stopped improving" in alert
     (rec,) = runs_on_disk(lab)
     assert rec["status"] == "stopped"
     assert [(a["source"], a["severity"], a["choice"]) for a in rec["alerts"]] == [("judge", "critical", "stop")]

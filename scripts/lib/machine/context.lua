@@ -40,7 +40,7 @@ end
 local function task_block(S)
   local parts = { "**" .. M.HEADINGS.task .. ":** " .. S.task }
   if S.context_note and S.context_note ~= "" then parts[#parts + 1] = S.context_note end
-  for _, said in ipairs(S.user_adds or {}) do parts[#parts + 1] = "**The user adds:** " .. said end
+  for _, said in ipairs(S.user_adds or {}) do parts[#parts + 1] = "**" .. M.HEADINGS.user_adds .. ":** " .. said end
   return table.concat(parts, "\n\n")
 end
 M.task_block = task_block
@@ -48,7 +48,8 @@ M.task_block = task_block
 -- The titles of the context's sections, in one place (a project rewording them changes
 -- this table; tests and the scripted test model read it instead of copying the words)
 M.HEADINGS = { task = "Task", memory = "Working memory", new_results = "New results", plan = "Plan",
-  notes = "Notes", last_results = "Last results", history = "History" }
+  notes = "Notes", last_results = "Last results", history = "History",
+  user_adds = "The user adds" }
 local H = M.HEADINGS
 local MEMORY_HEADING = "**" .. H.memory .. "** (notes and kept results; $(drop ID) to remove):"
 local NEW_RESULTS = "**" .. H.new_results .. "** (shown once; $(keep N) to keep):"

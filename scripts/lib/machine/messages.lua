@@ -3,6 +3,9 @@
 -- turn and then cleared. Every machine shows them with `block`, so they read the same.
 local M = {}
 
+-- The block's title (tests read it here instead of copying the words)
+M.HEADING = "Messages from moss"
+
 --- Add a message for the current state (or `state`).
 function M.say(S, msg, state)
   state = state or S.state
@@ -27,7 +30,7 @@ function M.block(S, extra, style)
   if style == "xml" then
     return "<messages_from_moss>\n" .. table.concat(lines, "\n") .. "\n</messages_from_moss>"
   end
-  return "**Messages from moss:**\n" .. table.concat(lines, "\n")
+  return "**" .. M.HEADING .. ":**\n" .. table.concat(lines, "\n")
 end
 
 --- Forget the current state's messages (they were shown).

@@ -327,12 +327,12 @@ function M.truncated(S, resp)
 end
 
 --- One last call that must answer (after too many turns without new evidence).
+M.FORCE_ANSWER = "You have explored enough: several turns brought no new evidence. Answer now with " ..
+  "$(answer YOUR ANSWER) using what you have; say what is uncertain."
 function M.force_answer(S, state, env)
   S.turn = S.turn + 1
   if env.out then env.out:turn(S, state) end
-  local resp = llm_call(S, state, env,
-    "You have explored enough: several turns brought no new evidence. Answer now with " ..
-    "$(answer YOUR ANSWER) using what you have; say what is uncertain.")
+  local resp = llm_call(S, state, env, M.FORCE_ANSWER)
   if not resp then return nil end
   if env.out then env.out:llm(S, state, resp.text) end
   return commands.answer_in(S, state, resp.text, env)

@@ -168,7 +168,7 @@ local function tail_chars() return tonumber(M.config().log_tail_chars) or 1000 e
 local function notes_block(S)
   local notes = S.mem and require("lib.machine.memory").notes(S.mem) or {}
   if #notes == 0 then return nil end
-  local lines = { "**Your notes:**" }
+  local lines = { "**" .. P.HEADINGS.notes .. ":**" }
   for _, n in ipairs(notes) do lines[#lines + 1] = "- [" .. n.id .. "] " .. n.content end
   return table.concat(lines, "\n")
 end
@@ -176,7 +176,7 @@ end
 local function results_block(S)
   local pending = S.mem and S.mem.pending or {}
   if #pending == 0 then return nil end
-  return context.outputs_block("**Results of your commands** (shown once):", pending)
+  return context.outputs_block("**" .. P.HEADINGS.results .. "** (shown once):", pending)
 end
 
 --- Build the prompt for event `ev` and remember it as the one being answered.

@@ -18,6 +18,14 @@ M.SWEEP_TEMPLATE = [[
 -- who raised an alert (moss.runs' `source`), as the alert prompt says it; rules say nothing
 M.SOURCES = { manual = "raised by a person", script = "raised by a script", judge = "raised by the LLM judge" }
 
+-- The titles of the prompts' sections and the reminder of a pending alert, in one place (a
+-- project rewording them changes this table; tests read it instead of copying the words)
+M.HEADINGS = { results = "Results of your commands", notes = "Your notes", earlier = "Earlier sweeps",
+  analysis_then = "Your analysis then", log_tail = "Log tail",
+  still_pending = "Every run has ended, but this alert is still pending: the loop cannot move on to the " ..
+    "analysis until it is resolved." }
+local H = M.HEADINGS
+
 M.ICONS = { finished = "✅", failed = "❌", stopped = "⏹", running = "🏃", queued = "⏳" }
 
 local context = require("lib.machine.context")
@@ -109,13 +117,13 @@ end
 local function history_block(W)
   local hist = W.history or {}
   if #hist == 0 then return nil end
-  local lines = { "**Earlier sweeps:**" }
+  local lines = { "**" .. H.earlier .. ":**" }
   for i = math.max(1, #hist - 2), #hist do
     local h = hist[i]
     lines[#lines + 1] = ("- iteration %d, %q (`%s`): %s"):format(h.iteration, h.name, h.base_command, h.summary)
     for _, rl in ipairs(h.runs or {}) do lines[#lines + 1] = "  - " .. rl end
     if h.analysis and h.analysis ~= "" then
-      lines[#lines + 1] = "  Your analysis then: " .. h.analysis:gsub("\n+", " ")
+      lines[#lines + 1] = "  " .. H.analysis_then .. ": " .. h.analysis:gsub("\n+", " ")
     end
   end
   return table.concat(lines, "\n")
@@ -155,12 +163,11 @@ function M.alert(S, W, a, view, o)
       a.run_name or "?", a.run_id or "?", M.SOURCES[a.source] and (" — " .. M.SOURCES[a.source]) or "",
       a.message or ""),
     a.line and a.line ~= "" and ("Log line:\n" .. fence(a.line)) or nil,
-    o.reminder and "Every run has ended, but this alert is still pending: the loop cannot move on to the " ..
-      "analysis until it is resolved." or nil,
+    o.reminder and H.still_pending or nil,
     "**Choices:** " .. table.concat(choices, ", ") .. " (one starting with \"stop\" stops the run)\n\n" ..
       "Decide, then resolve it with the choice you picked, e.g.:\n\n" ..
       ('<resolve_alert>{"alert_id": "%s", "choice": "%s"}</resolve_alert>'):format(a.id, example),
-    o.tail and o.tail ~= "" and ("Log tail of " .. (a.run_name or "the run") .. ":\n" .. fence(o.tail)) or nil,
+    o.tail and o.tail ~= "" and (H.log_tail .. " of " .. (a.run_name or "the run") .. ":\n" .. fence(o.tail)) or nil,
     M.sweep_block(W.sweep, view),
     messages(o.messages)
   )
@@ -175,7 +182,7 @@ function M.run_event(S, W, r, view, o)
       r.code ~= nil and (" with exit code " .. tostring(r.code)) or "",
       r.duration and (" after %.1f s"):format(r.duration) or "",
       r.params ~= "" and r.params or "(none)", r.cmd),
-    ("Log tail (last %d characters):\n"):format(o.tail_chars) .. fence(o.tail ~= "" and o.tail or "(empty log)"),
+    (H.log_tail .. " (last %d characters):\n"):format(o.tail_chars) .. fence(o.tail ~= "" and o.tail or "(empty log)"),
     M.sweep_block(W.sweep, view),
     messages(o.messages),
     "Note briefly what this result tells you. Nothing else is needed now: moss shows you the next event " ..
