@@ -7,7 +7,8 @@ answers every request after 300 ms: the first with `$(view calc.py)`, the one af
 the file with `$(answer NUMBER)`; two LLM calls per attempt, machine v1.
 
 - parallel: `moss eval SUITE -j 8` against `-j 1`, the same suite, whole-process wall time,
-  taking turns round after round (the median of each). Target ≤ 0.2, ideal 0.125.
+  one round (40 attempts at -j 1 take minutes on 2 shared cores), the bare runs below split
+  before and after them. Target ≤ 0.2, ideal 0.125.
 - harness: `-j 1` wall / N (the eval's start-up shared over its attempts) against the mean
   wall of a bare `moss @agent --output-format stream-json -n --trust ARGS -- PROMPT` (the
   command an attempt runs) on one of the same tasks, in a fresh copy of the repository made
@@ -366,7 +367,7 @@ def tables(res: dict) -> list[dict]:
     rows = [[f"{n} attempts, -j 1", f"{res['j1']:.1f} s", "1.00×", f"CPU {res['j1_cpu']:.1f} s"],
             [f"{n} attempts, -j 8", f"{res['j8']:.1f} s", f"{res['ratio']:.3f}×",
              f"CPU {res['j8_cpu']:.1f} s; target ≤ 0.2×: {met}"],
-            [f"floor here: {res['cores']} cores, X = {res['bare_cpu']:.2f} s CPU per bare attempt, "
+            [f"floor on a quiet machine: {res['cores']} cores, X = {res['bare_cpu']:.2f} s CPU per bare attempt, "
              f"W = {res['wait']:.1f} s waiting", "", f"{res['floor']:.3f}×",
              "max(X/C, (X+W)/8) / (X+W)"],
             *([["  of X: python -c 'import anthropic' alone (CPU, median of 3)", "", "", fmt_s(res["sdk_cpu"])]]
@@ -385,7 +386,7 @@ def tables(res: dict) -> list[dict]:
              "", f"{res['cores_j1']:.2f}, {res['cores_j8']:.2f}, {res['cores_bare']:.2f}"]]
     t1 = {"title": f"8. moss eval: {n} question attempts, {res['turns']:.1f} LLM calls each at "
                    f"{res['latency_s'] * 1000:.0f} ms ({res['cores']} cores, load {res['load_start']} at the start, "
-                   f"{res['load_end']} at the end; median of {res['rounds']} rounds, -j 1 and -j 8 taking turns)",
+                   f"{res['load_end']} at the end; -j 1 then -j 8, bare runs before and after)",
           "columns": ["what", "wall time", "ratio", "detail"], "rows": rows}
     p = res["profile"]
     a = max(1, p["attempts"])
