@@ -28,7 +28,8 @@ matrix (comma lists; every combination is a cell):
   --trials N              attempts per task and cell (default 1)
 
 running:
-  -j N                    attempts at once (default min(4, CPUs))
+  -j N                    attempts at once (default min(4, CPUs), capped by [llm] max_parallel
+                          or a provider's max_parallel: what its rate limit takes)
   --max-cost USD          one budget for the whole eval: once spent, nothing new starts and
   --max-tokens N          running attempts are stopped cleanly (reason budget, not counted)
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
@@ -281,6 +282,28 @@ local function run_id()
   return os.date("!%Y%m%d-%H%M%S") .. "-" .. moss.session.new_id()
 end
 
+--- How many attempts at once without -j: the CPUs (at most 4), and no more than the model
+--- providers of the matrix take side by side — `[llm] max_parallel`, or `max_parallel` in a
+--- provider's `[llm.providers.NAME]` (an account with a low rate limit answers more with 429s).
+function M.default_jobs(cells)
+  local jobs = math.min(4, moss.eval.cpus())
+  local llm = moss.config.llm or {}
+  local function cap(v, where)
+    if v == nil then return end
+    if math.type(v) ~= "integer" or v < 1 then
+      moss.error("config", where .. " max_parallel must be a whole number >= 1, got " .. tostring(v), 0)
+    end
+    jobs = math.min(jobs, v)
+  end
+  cap(llm.max_parallel, "[llm]")
+  for _, c in ipairs(cells) do
+    local name = c.provider or llm.provider
+    local p = name and type(llm.providers) == "table" and llm.providers[name] or nil
+    if type(p) == "table" then cap(p.max_parallel, "[llm.providers." .. name .. "]") end
+  end
+  return jobs
+end
+
 function M.run(opts, rest)
   local spec = opts.suite or rest[1]
   if not spec then moss.error("usage", "which suite? moss eval SUITE (a folder, a .toml file, or builtin)", 0) end
@@ -288,8 +311,9 @@ function M.run(opts, rest)
   if #rest > 1 then moss.error("usage", "unexpected '" .. rest[2] .. "' (see moss eval --help)", 0) end
   local trials = opts.trials or 1
   if trials < 1 or trials ~= math.floor(trials) then moss.error("usage", "--trials must be a whole number >= 1", 0) end
-  local jobs = opts.jobs or math.min(4, moss.eval.cpus())
-  if jobs < 1 or jobs ~= math.floor(jobs) then moss.error("usage", "-j must be a whole number >= 1", 0) end
+  if opts.jobs and (opts.jobs < 1 or opts.jobs ~= math.floor(opts.jobs)) then
+    moss.error("usage", "-j must be a whole number >= 1", 0)
+  end
   if opts.out and opts.resume then moss.error("usage", "--resume DIR is the results folder: no --out with it", 0) end
   local suite = moss.eval.suite(spec)
   if not moss.trust.trusted and moss.trust.needed then
@@ -297,6 +321,7 @@ function M.run(opts, rest)
       "config, not its .moss/ (`moss trust` to use them)", { style = "yellow" })
   end
   local cells = M.cells(opts)
+  local jobs = opts.jobs or M.default_jobs(cells)
   local out = opts.resume or opts.out or (moss.root .. "/.moss/eval/" .. run_id())
   local started = moss.eval.start({
     suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,
@@ -331,7 +356,8 @@ function M.run(opts, rest)
   local replaying = moss.options.replay ~= nil
   if opts.json then
     print(moss.json.encode({ out = done.out, file = done.file, cells = summary, stopped = done.stopped or moss.json.null,
-                             not_run = done.not_run, suite_errors = moss.dict(suite_errors),
+                             not_run = done.not_run, suite_errors = moss.dict(suite_errors), jobs = jobs,
+                             peak = done.peak,
                              diverged = replaying and diverged or nil,
                              not_recorded = replaying and not_recorded or nil }))
   else

@@ -114,3 +114,24 @@ def test_a_folder_of_exercises_is_a_suite_its_examples_pass_and_the_stubs_fail(p
         kept = Path(row["kept"])
         assert (kept / "leap_test.py").exists() or (kept / "hello_world_test.py").exists()
         assert not (kept / ".meta").exists() and not list(kept.rglob("example.py"))
+
+
+def test_without_j_a_providers_max_parallel_caps_the_attempts_at_once(project, api):
+    """Without -j, an eval of four questions on a machine of two or more CPUs would run two or
+    more at once; the provider's `max_parallel = 1` (its rate limit) makes it one at a time, and
+    the summary says so (`jobs`, and `peak`: the most that ran at once). A bad value is one
+    clear configuration error."""
+    import shutil
+
+    from conftest import FIXTURES
+
+    shutil.copytree(FIXTURES / "evalsuite", project.root / "suite")
+    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "m"\n'
+                                       '[llm.providers.anthropic]\nmax_parallel = 1\n')
+    api.push(*["$(answer 3)"] * 40)
+    r = project.moss("eval", "suite", "--machine", "v1", "--json", env=api.env(), timeout=600)
+    summary = json.loads(r.stdout)
+    assert summary["jobs"] == 1 and summary["peak"] == 1, r.stderr
+    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmax_parallel = 0\n')
+    r = project.moss("eval", "suite", "--machine", "v1", "--json", env=api.env(), timeout=120)
+    assert r.returncode == 2 and "max_parallel must be a whole number" in r.stderr and "Traceback" not in r.stderr
