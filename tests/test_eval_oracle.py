@@ -70,6 +70,16 @@ def test_the_oracle_scores_every_task_and_doing_nothing_scores_no_change(project
     failed = {t: (row["reason"], row.get("check")) for t, row in oracle.items() if not row["passed"]}
     assert not failed, failed
     assert not [t for t in changes if lazy[t]["passed"]]
+    # the table a person reads, and the verdict: doing nothing is worse, each flipped task named
+    table = project.moss("eval", "report", summary["out"])
+    assert table.returncode == 0, table.stderr
+    for cell in ("variant=oracle", "variant=nothing"):
+        assert cell in table.stdout
+    assert f"{len(SUITE.tasks)}/{len(SUITE.tasks)}" in table.stdout.replace(" ", "") or "100%" in table.stdout
+    verdict = project.moss("eval", "compare", summary["out"], "--fail-if", "worse")
+    assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+    assert "B is worse than A" in verdict.stdout
+    assert all(f"broken in B: {t} trial 1" in verdict.stdout for t in changes)
 
 
 @needs_bwrap
