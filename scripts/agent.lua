@@ -65,12 +65,7 @@ role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on
 validate_baseline, compact_at, spawn, max_commands_per_reply; [llm] context_window. While it works, type to it, or: moss say "...".]]
 end
 
-local function copy(t)
-  if type(t) ~= "table" then return t end
-  local out = {}
-  for k, v in pairs(t) do out[k] = copy(v) end
-  return out
-end
+local copy = extend.copy -- a deep copy
 
 local function load_module(kind, name)
   local ok, m = pcall(extend.load, kind .. "s", name) -- a fresh copy, its `extends` laid under it

@@ -12,7 +12,7 @@ local M = {}
 local HELP = [[
 usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [record and replay] [results]
        moss eval compare A.jsonl B.jsonl [--fail-if worse] [--json]
-       moss eval compare RESULTS          (one eval of two cells: the first is A)
+       moss eval compare RESULTS          (one eval of two cells: the first of the matrix is A)
        moss eval report RESULTS [--html FILE] [--json]   (the table of an eval that ran)
 
 Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
@@ -168,7 +168,7 @@ function M.attempts(suite, cells, trials)
   local out = {}
   for trial = 1, trials do
     for _, task in ipairs(suite.tasks) do
-      for _, cell in ipairs(cells) do
+      for ci, cell in ipairs(cells) do
         local recordings = nil
         if cell.recorded_as then
           recordings = { task.id .. "|" .. cell.name .. "|" .. trial }
@@ -179,7 +179,7 @@ function M.attempts(suite, cells, trials)
           recordings = recordings,
           args = M.agent_args(task, cell), variant = cell.variant_path,
           info = { machine = cell.machine, role = cell.role, provider = cell.provider, model = cell.model,
-                   variant = cell.variant },
+                   variant = cell.variant, cell_index = ci }, -- ci: the cell's place in the matrix (compare's A, B)
         }
       end
     end
@@ -408,15 +408,20 @@ function M.compare(opts, files)
     moss.error("usage", "compare takes two results files (one cell each), or one holding two cells: " ..
       "moss eval compare A.jsonl B.jsonl", 0)
   end
-  -- the counted attempts of a file, per cell (in the order cells first appear): cell -> "task|trial" -> row
+  -- the counted attempts of a file, per cell: cell -> "task|trial" -> row; the cells in the
+  -- matrix's order (the command line's), not the order attempts happened to end in
   local function cells_of(path)
-    local by, order = {}, {}
+    local by, order, place = {}, {}, {}
     for _, row in ipairs(moss.eval.read(path)) do
       if row.passed ~= nil and row.reason ~= "budget" and row.reason ~= "interrupted" then
-        if not by[row.cell] then by[row.cell] = {}; order[#order + 1] = row.cell end
+        if not by[row.cell] then
+          by[row.cell] = {}; order[#order + 1] = row.cell
+          place[row.cell] = math.type(row.cell_index) == "integer" and row.cell_index or (1000000 + #order)
+        end
         by[row.cell][row.task .. "|" .. tostring(row.trial)] = row
       end
     end
+    table.sort(order, function(x, y) return place[x] < place[y] end)
     return by, order
   end
   local function one(path)

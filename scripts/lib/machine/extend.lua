@@ -25,6 +25,7 @@ local function copy(t)
   for k, v in pairs(t) do out[k] = copy(v) end
   return out
 end
+M.copy = copy -- a deep copy (tables only; a cycle is not expected in a role or machine)
 
 -- a table of named fields, not a list (an empty table counts as neither: it replaces)
 local function is_map(t)
