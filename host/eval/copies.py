@@ -50,11 +50,16 @@ def make(task, home: Path, *, project_root: Path, project_trusted: bool, variant
     moss_dir.mkdir()
     config: dict = {}
     if project_trusted:
-        src = Path(project_root) / ".moss"
-        if (src / "config.toml").is_file():
-            config = _toml(src / "config.toml")
-        if (src / "scripts").is_dir():
-            shutil.copytree(src / "scripts", moss_dir / "scripts", dirs_exist_ok=True, symlinks=True)
+        import stat
+
+        with safefs.Tree(project_root) as tree:  # the project's own files: never through a planted link
+            st = tree.lstat(".moss/config.toml")
+            if st is not None and stat.S_ISREG(st.st_mode):
+                config = _parse_toml(tree.read_text(".moss/config.toml"), Path(project_root) / ".moss/config.toml")
+            st = tree.lstat(".moss/scripts")
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                shutil.copytree(Path(project_root) / ".moss" / "scripts", moss_dir / "scripts", dirs_exist_ok=True,
+                                symlinks=True)
     if variant is not None:
         config = _overlay(Path(variant), moss_dir, config)
     if config:
@@ -90,9 +95,13 @@ def _overlay(variant: Path, moss_dir: Path, config: dict) -> dict:
 
 
 def _toml(path: Path) -> dict:
+    return _parse_toml(path.read_text(encoding="utf-8", errors="replace"), path)
+
+
+def _parse_toml(text: str, path: Path) -> dict:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise MossError(f"{path}: not valid TOML ({e})", kind="config") from None
 
 
