@@ -33,6 +33,12 @@ running:
   --max-cost USD          one budget for the whole eval: once spent, nothing new starts and
   --max-tokens N          running attempts are stopped cleanly (reason budget, not counted)
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
+  --executor local|ray    where attempts run (default [eval] executor, else local); ray: each
+                          attempt one Ray job on a cluster (docs/fleet.md)
+  --ray-address URL       the cluster's dashboard (default [eval] ray_address, $RAY_ADDRESS)
+  --num-cpus N            CPUs each attempt's Ray job asks for (default [eval] ray_num_cpus, 1)
+  --retries N             a Ray job lost or stopped on the cluster is tried again N times
+                          (default 1), then counted as an infrastructure error
 
 record and replay:
   --record DIR            keep each attempt's LLM cassette in DIR (TASK--CELL--TRIAL.jsonl)
@@ -69,7 +75,10 @@ M.FLAGS = {
   { "--keep-failed", type = "flag", key = "keep_failed", help = "keep the copies of failed attempts" },
   { "--json", type = "flag", help = "JSON on stdout" },
   { "--html", metavar = "FILE", help = "also write a self-contained HTML report" },
-  { "--executor", metavar = "NAME", help = "where attempts run (local)" },
+  { "--executor", metavar = "NAME", help = "where attempts run (local, ray)" },
+  { "--ray-address", metavar = "URL", key = "ray_address", help = "ray: the cluster's dashboard" },
+  { "--num-cpus", type = "number", key = "num_cpus", help = "ray: CPUs per attempt's job" },
+  { "--retries", type = "number", help = "ray: tries of a lost job before an infrastructure error" },
   { "--fail-if", metavar = "worse", key = "fail_if", choices = { "worse" }, help = "compare: exit 1 when B is worse" },
   { "--alpha", type = "number", help = "compare: significance level (default 0.05)" },
   { "-h", "--help", type = "flag", help = "show this help" },
@@ -322,11 +331,15 @@ function M.run(opts, rest)
   end
   local cells = M.cells(opts)
   local jobs = opts.jobs or M.default_jobs(cells)
+  -- where attempts run: the flags, else [eval] in the config (a project's needs trust: host/trust.py)
+  local ecfg = type(moss.config.eval) == "table" and moss.config.eval or {}
   local out = opts.resume or opts.out or (moss.root .. "/.moss/eval/" .. run_id())
   local started = moss.eval.start({
     suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,
     max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, resume = opts.resume ~= nil,
-    keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor,
+    keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor or ecfg.executor,
+    ray_address = opts.ray_address or ecfg.ray_address, num_cpus = opts.num_cpus or ecfg.ray_num_cpus,
+    retries = opts.retries,
     record = moss.options.record, replay = moss.options.replay,
     title = ("eval %s (%d tasks x %d cells x %d trials)"):format(suite.name, #suite.tasks, #cells, trials),
   })

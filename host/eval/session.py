@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import MossError
 from . import attempt as att
 from . import cassettes, copies, executors, progress, results, runner
+from . import ray_executor  # noqa: F401  (registers the `ray` executor)
 
 
 class EvalRun:
@@ -71,6 +72,9 @@ class EvalRun:
         trust = ctx.trust
         self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is not None and trust.trusted),
                             logs=self.out / "logs", setup=setup_from_config(ctx.user_config, ctx.config))
+        prepare = getattr(self.executor, "prepare", None)  # an executor with options of its own (ray)
+        if prepare is not None:
+            prepare(self.out, opts)
         self.progress = progress.Progress(self.total, title=str(opts.get("title") or f"eval {suite.name}"),
                                           done=len(counted))
         for r in counted:

@@ -6,6 +6,7 @@ API over HTTP with the standard library, so the host never imports Ray:
 
     POST   /api/jobs/                     submit {entrypoint, submission_id, runtime_env,
                                           metadata, entrypoint_num_cpus, entrypoint_num_gpus}
+    GET    /api/jobs/                     every job the cluster knows (its specs and metadata)
     GET    /api/jobs/{id}                 status (PENDING RUNNING SUCCEEDED FAILED STOPPED)
     GET    /api/jobs/{id}/logs            {"logs": the whole driver log so far}
     POST   /api/jobs/{id}/stop            SIGTERM, then SIGKILL (Ray's grace)
@@ -189,6 +190,24 @@ class RayJobs:
                 self._request("PUT", f"/api/packages/gcs/{name}", raw=data, timeout=max(self.timeout, 120))
             self._uploaded.add(name)
         return f"gcs://{name}"
+
+    def has_package(self, name: str) -> bool:
+        status, _ = self._request("GET", f"/api/packages/gcs/{name}", ok=(200, 404))
+        return status == 200
+
+    def put_package(self, name: str, data: bytes) -> str:
+        """Upload a package (a zip named by its content's hash); its gcs:// URI."""
+        if len(data) > MAX_PACKAGE:
+            raise MossError(f"package {name} is {len(data) >> 20} MiB, over Ray's limit of {MAX_PACKAGE >> 20} MiB "
+                            "for one package", kind="usage")
+        self._request("PUT", f"/api/packages/gcs/{name}", raw=data, timeout=max(self.timeout, 120))
+        self._uploaded.add(name)
+        return f"gcs://{name}"
+
+    def jobs(self) -> list[dict]:
+        """Every job the cluster knows, with its entrypoint, runtime_env and metadata."""
+        out = self._json("GET", "/api/jobs/")
+        return out if isinstance(out, list) else []
 
     def submit(self, entrypoint: str, submission_id: str, *, runtime_env: dict | None = None,
                metadata: dict | None = None, num_cpus: float | None = None, num_gpus: float | None = None) -> str:
