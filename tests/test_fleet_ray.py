@@ -152,3 +152,142 @@ def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_ke
     keys = {(r.headers.get("x-api-key") or r.headers.get("authorization", "")).removeprefix("Bearer ")
             for r in keyed_api.requests}
     assert keys == {KEY}  # the server takes no other key: the jobs' requests carried the nodes' one
+
+
+def task_of(body) -> str:
+    text = json.dumps(body)
+    return next((t for marker, t in (("How many functions", "count-functions"), ("add() returns", "fix-add"),
+                                     ("mul() returns", "fix-mul")) if marker in text), "?")
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_driver_killed_mid_run_resumes_and_every_attempt_runs_once(project, keyed_api, head):
+    """The driver is SIGKILLed once the first attempt is recorded, while fix-add's job waits for
+    the model and fix-mul's has been submitted. Both jobs go on without it; the same command
+    with `--resume` re-attaches to them and collects their rows, and submits nothing new: the
+    head's job list holds exactly one job per attempt, and no task's agent asked the model again
+    after the kill."""
+    fleet_project(project)
+    release = threading.Event()
+    asked: list[str] = []
+
+    def held(body):
+        t = task_of(body)
+        asked.append(t)
+        if t == "fix-add":
+            release.wait(180)
+        return model(body)
+
+    keyed_api.push(*[held] * 400)
+    out = project.root / "results"
+    words = ("eval", "suite", "-j", "2", "--executor", "ray", "--ray-address", head.address)
+    p = project.popen(*words, "--out", str(out), env=driver_env(keyed_api))
+    try:
+        sigkill_when(p, lambda: len(rows_of(out)) >= 1 and (out / "ray.json").exists()
+                     and len(jobs_of(head, run_id(out))) == 3, timeout=300)
+    finally:
+        release.set()
+    run = run_id(out)
+    first = {row["task"] for row in rows_of(out)}
+    assert first == {"count-functions"}
+    before = len(asked)
+    r = project.moss(*words, "--resume", str(out), "--json", env=driver_env(keyed_api), timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = rows_of(out)
+    assert sorted(row["task"] for row in rows) == ["count-functions", "fix-add", "fix-mul"]
+    assert all(row["passed"] is True for row in rows)
+    attached = {row["task"]: row["ray"].get("attached") for row in rows}
+    assert attached["fix-add"] is True  # the job the dead driver had started, picked up, not run again
+    jobs = jobs_of(head, run)
+    assert sorted(j["metadata"]["moss_attempt"] for j in jobs) == sorted(row["key"] for row in rows)
+    assert all(j["submission_id"].endswith("-t0") and j["status"] == "SUCCEEDED" for j in jobs)
+    assert "count-functions" not in asked[before:]
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_budget_stops_a_running_job_and_a_resume_runs_it_again_as_a_fresh_try(project, keyed_api, head):
+    """One budget across the fleet: the first attempt to end spends more than `--max-tokens`, so
+    the job still waiting for the model is stopped on the cluster (its row: reason budget) and
+    the third attempt is never submitted. A resume with more budget runs what was stopped as
+    the next try of its attempt (the eval stopped it: no failure counted) and the rest."""
+    fleet_project(project)
+    release = threading.Event()
+    lock = threading.Lock()
+    order: dict[str, int] = {}
+
+    def held(body):
+        t = task_of(body)
+        with lock:
+            if t not in order:
+                order[t] = len(order)
+            n = order[t]
+        if n == 1:  # the second attempt to reach the model waits
+            release.wait(180)
+        return model(body)
+
+    keyed_api.push(*[held] * 400)
+    out = project.root / "results"
+    words = ("eval", "suite", "-j", "2", "--executor", "ray", "--ray-address", head.address)
+    try:
+        r = project.moss(*words, "--max-tokens", "50", "--out", str(out), env=driver_env(keyed_api), timeout=600)
+    finally:
+        release.set()
+    assert r.returncode == 1, r.stderr
+    assert "budget reached: 1 attempt" in r.stderr
+    rows = rows_of(out)
+    assert len(rows) == 2
+    [stopped] = [row for row in rows if row["reason"] == "budget"]
+    assert stopped["passed"] is None and stopped["ray"]["stopped"] is True
+    run = run_id(out)
+    status = {j["submission_id"]: j["status"] for j in jobs_of(head, run)}
+    assert len(status) == 2 and status[stopped["ray"]["submission_id"]] == "STOPPED"
+    assert stopped["ray"]["submission_id"] in json.loads((out / "ray.json").read_text())["stopped"]
+    r = project.moss(*words, "--resume", str(out), "--json", env=driver_env(keyed_api), timeout=600)
+    assert r.returncode == 0, r.stderr
+    final = {row["task"]: row for row in rows_of(out) if row["reason"] != "budget"}
+    assert sorted(final) == ["count-functions", "fix-add", "fix-mul"] and all(r["passed"] for r in final.values())
+    assert final[stopped["task"]]["ray"]["submission_id"].endswith("-t1")
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_job_stopped_on_the_cluster_is_tried_again_then_counted_as_infrastructure(project, keyed_api, head):
+    """Someone stops the attempt's job on the cluster, twice. With `--retries 1` moss submits it
+    again once, then records the attempt as an infrastructure failure: it counts neither way,
+    and the row names both jobs."""
+    fleet_project(project, tasks=("count-functions",))
+    release = threading.Event()
+    keyed_api.push(*[lambda body: (release.wait(180), model(body))[1]] * 50)
+    out = project.root / "results"
+    p = project.popen("eval", "suite", "--executor", "ray", "--ray-address", head.address, "--retries", "1",
+                      "--out", str(out), "--json", env=driver_env(keyed_api))
+    try:
+        for n in (0, 1):
+            deadline = time.monotonic() + 120
+            job = None
+            while time.monotonic() < deadline:
+                if (out / "ray.json").exists():
+                    job = next((j for j in jobs_of(head, run_id(out)) if j["submission_id"].endswith(f"-t{n}")
+                                and j["status"] == "RUNNING"), None)
+                    if job and keyed_api.requests:
+                        break
+                time.sleep(0.2)
+            assert job is not None, f"try {n} never ran"
+            post_stop(head, job["submission_id"])
+        stdout, stderr = p.communicate(timeout=300)
+    finally:
+        release.set()
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, stderr
+    [row] = rows_of(out)
+    assert row["reason"] == "infra_error" and row["passed"] is None
+    assert "failed 2 times" in row["detail"] and "-t0 STOPPED" in row["detail"] and "-t1 STOPPED" in row["detail"]
+    [cell] = json.loads(stdout)["cells"]
+    assert cell["n"] == 0 and cell["not_counted"] == 1
+    assert sorted(j["status"] for j in jobs_of(head, run_id(out))) == ["STOPPED", "STOPPED"]
