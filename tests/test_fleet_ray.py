@@ -291,3 +291,36 @@ def test_a_job_stopped_on_the_cluster_is_tried_again_then_counted_as_infrastruct
     [cell] = json.loads(stdout)["cells"]
     assert cell["n"] == 0 and cell["not_counted"] == 1
     assert sorted(j["status"] for j in jobs_of(head, run_id(out))) == ["STOPPED", "STOPPED"]
+
+
+def test_a_projects_ray_address_and_executor_wait_for_trust(project, api):
+    """A cloned repository's config saying `[eval] executor = "ray"` with a cluster address
+    would send the project's files, and the attempts, to whatever that address names. Until the
+    project is trusted moss ignores both, says so, and runs the eval here (here a budget of 0
+    lets nothing start); once trusted, the eval goes to that cluster (which is not there)."""
+    fleet_project(project, tasks=("count-functions",))
+    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n'
+                  '[eval]\nexecutor = "ray"\nray_address = "http://127.0.0.1:9"\n')
+    project.trusted = False
+    r = project.moss("eval", "suite", "--max-cost", "0", env=api.env(), input="")
+    assert r.returncode == 1 and "budget reached" in r.stderr, r.stderr
+    assert "eval.executor" in r.stderr and "eval.ray_address" in r.stderr
+    assert "Ray cluster" not in r.stderr
+    project.trusted = True
+    r = project.moss("eval", "suite", "--max-cost", "0", env=api.env())
+    assert r.returncode != 0 and "cannot reach the Ray cluster at http://127.0.0.1:9" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("words, message", [
+    (("--num-cpus", "0"), "--num-cpus must be a number above 0, got 0"),
+    (("--retries", "1.5"), "--retries must be a whole number from 0 to 100, got 1.5"),
+    (("--ray-address", "ray://127.0.0.1:10001"), "is a Ray Client address"),
+    (("--record", "tapes"), "--record and --replay need --executor local"),
+])
+def test_bad_ray_options_are_one_clear_line(project, api, words, message):
+    """Each mistake is refused before any attempt starts or the cluster is asked, in one line."""
+    fleet_project(project, tasks=("count-functions",))
+    r = project.moss("eval", "suite", "--executor", "ray", "--ray-address", "http://127.0.0.1:9", *words,
+                     env=api.env())
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
