@@ -30,17 +30,23 @@ from rayhead import RayHead, ray_importable
 from test_eval import model, rows_of
 
 KEY = "sk-ant-fleet-7Q2vX9kLmN4pR8sT1uW3yZ5b"  # fake, distinctive: found anywhere, it leaked
+FILE_KEY = "sk-fleetfile-Hq8Zr3Vn6Bw1Lk5Tp9Xc"  # the other one, only in the nodes' credentials file
 ray_only = [pytest.mark.ray, pytest.mark.slow,
             pytest.mark.skipif(not ray_importable(), reason="Ray is not installed: pip install -e '.[ray]'")]
 
 
 class KeyedHead(RayHead):
     """A head whose nodes hold the model's key and this interpreter's folder first on PATH (so
-    a job's `python3` has moss's dependencies; moss itself arrives with each job)."""
+    a job's `python3` has moss's dependencies; moss itself arrives with each job), and a
+    credentials file (MOSS_CREDENTIALS_FILE) with an OpenAI key."""
 
     def env(self) -> dict:
         env = super().env()
         env["ANTHROPIC_API_KEY"] = KEY
+        creds = self.base / "credentials"
+        creds.write_text(f"# placed by the operator\nOPENAI_API_KEY={FILE_KEY}\n")
+        creds.chmod(0o600)
+        env["MOSS_CREDENTIALS_FILE"] = str(creds)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         return env
 
@@ -149,9 +155,33 @@ def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_ke
     for j in jobs:
         log = job_logs(head, j["submission_id"])
         assert "MOSS-ATTEMPT" in log and KEY not in log and KEY[-12:] not in log
+    travelled = {name for j in jobs_of(head) for name in (j.get("runtime_env") or {}).get("env_vars", {})}
+    assert travelled <= {"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PYTHONUNBUFFERED"}, travelled
     keys = {(r.headers.get("x-api-key") or r.headers.get("authorization", "")).removeprefix("Bearer ")
             for r in keyed_api.requests}
     assert keys == {KEY}  # the server takes no other key: the jobs' requests carried the nodes' one
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_job_can_take_its_key_from_the_nodes_credentials_file(project, head):
+    """The driver holds no key at all; the attempt's agent (provider openai) reaches a server
+    that takes only the key in the file the operator placed on the nodes (MOSS_CREDENTIALS_FILE),
+    and neither the job list nor the job's log shows it."""
+    fleet_project(project, tasks=("count-functions",))
+    project.write(".moss/config.toml", '[llm]\nprovider = "openai"\nmodel = "good"\n')
+    with FakeAPI(api_key=FILE_KEY) as api:
+        api.push(*[model] * 50)
+        out = project.root / "results"
+        r = project.moss("eval", "suite", "--executor", "ray", "--ray-address", head.address, "--out", str(out),
+                         env={"OPENAI_BASE_URL": api.openai_url}, timeout=300)
+        assert r.returncode == 0, r.stderr
+        [row] = rows_of(out)
+        assert row["passed"] is True, row
+        assert {rq.headers.get("authorization") for rq in api.requests} == {f"Bearer {FILE_KEY}"}
+    [job] = jobs_of(head, run_id(out))
+    assert FILE_KEY not in json.dumps(jobs_of(head)) and FILE_KEY not in job_logs(head, job["submission_id"])
 
 
 def task_of(body) -> str:

@@ -292,7 +292,11 @@ class RayAttempts(AttemptExecutor):
             row.update(reason="infra_error", detail=e.message)
         except OSError as e:
             row.update(reason="infra_error", detail=f"{type(e).__name__}: {e}")
-        row["wall"] = round(time.monotonic() - start, 3)
+        waited = round(time.monotonic() - start, 3)
+        if isinstance(row.get("ray"), dict):
+            row["ray"]["waited"] = waited  # submission, queue, the job's start-up and the attempt
+        if not isinstance(row.get("wall"), (int, float)):
+            row["wall"] = waited
         return row
 
     def _attempt(self, spec: att.Spec, control: att.Control, row: dict) -> None:
@@ -306,7 +310,7 @@ class RayAttempts(AttemptExecutor):
             n = 0
             while True:
                 sid = self.submission_id(spec.key, n)
-                info = self._known(sid)
+                info = self._known(sid, control)
                 if info is None:  # never submitted: the first try left to make
                     if control.stopped:
                         row.update(reason=control.reason or "interrupted")
@@ -314,9 +318,13 @@ class RayAttempts(AttemptExecutor):
                     if len(failures) > self.retries:
                         break
                     entry, runtime_env = self._submission(spec)
-                    client.submit(entry, sid, runtime_env=runtime_env, num_cpus=self.num_cpus,
-                                  metadata={"moss_eval": self.run_id, "moss_attempt": spec.key, "moss_try": n,
-                                            "moss_task": spec.task.id})
+                    try:
+                        client.submit(entry, sid, runtime_env=runtime_env, num_cpus=self.num_cpus,
+                                      metadata={"moss_eval": self.run_id, "moss_attempt": spec.key, "moss_try": n,
+                                                "moss_task": spec.task.id})
+                    except MossError:
+                        if self._known(sid, control) is None:  # not a lost answer to a submission that took
+                            raise
                     row["ray"] = {"submission_id": sid, "try": n + 1}
                 else:
                     row["ray"] = {"submission_id": sid, "try": n + 1, "attached": True}
@@ -342,15 +350,20 @@ class RayAttempts(AttemptExecutor):
                    detail=f"the Ray job failed {len(failures)} time{'s' if len(failures) != 1 else ''} "
                           f"({'; '.join(failures)}); an infrastructure failure, not the agent's")
 
-    def _known(self, sid: str) -> dict | None:
-        """The job's status on the cluster, or None when it was never submitted."""
+    def _known(self, sid: str, control: att.Control) -> dict | None:
+        """The job's status on the cluster, or None when it was never submitted; a cluster that
+        does not answer is asked again for up to UNREACHABLE s (unless the eval stops)."""
         assert self.client is not None
-        try:
-            return self.client.status(sid)
-        except MossError as e:
-            if e.kind == "not_found":
-                return None
-            raise
+        first = time.monotonic()
+        while True:
+            try:
+                return self.client.status(sid)
+            except MossError as e:
+                if e.kind == "not_found":
+                    return None
+                if e.kind != "io" or control.stopped or time.monotonic() - first > UNREACHABLE:
+                    raise
+            time.sleep(2.0)
 
     def _watch(self, sid: str, control: att.Control, wake: threading.Event, info: dict | None) -> tuple[dict, dict]:
         """Wait for the job to end (stopping it when the eval says so); (its status, what its
@@ -401,11 +414,9 @@ class RayAttempts(AttemptExecutor):
 
     def _collect(self, spec: att.Spec, row: dict, got: dict, out: dict) -> None:
         ray = row.get("ray") or {}
-        for k, v in got.items():
-            if k not in ("key", "task", "cell", "trial", "kind", "wall", "remote", "home", "copy", "kept"):
+        for k, v in got.items():  # wall: the attempt on the node, as --executor local counts it
+            if k not in ("key", "task", "cell", "trial", "kind", "remote", "home", "copy", "kept"):
                 row[k] = v
-        if isinstance(got.get("wall"), (int, float)):
-            ray["wall"] = got["wall"]  # the attempt on the node; the row's wall counts the job's queue too
         ray.update({k: v for k, v in (out.get("remote") or {}).items() if k in ("moss", "host", "python")})
         row["ray"] = ray
         safe = att.safe_name(spec.key)

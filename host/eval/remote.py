@@ -119,6 +119,11 @@ def run(spec_json: str) -> int:
     if d.get("protocol") != PROTOCOL:
         print(f"moss.eval.remote: protocol {d.get('protocol')!r}, this moss speaks {PROTOCOL}", file=sys.stderr)
         return 2
+    try:  # first: the file's secrets are masked in every line printed from here on
+        os.environ.update(credentials(dict(os.environ)))
+        trouble = None
+    except RuntimeError as e:
+        trouble = str(e)
     _emit(REMOTE, {"moss": str(Path(__file__).resolve().parents[1]), "version": __version__,
                    "python": sys.executable, "host": socket.gethostname(), "pid": os.getpid()})
     control = att.Control()
@@ -127,6 +132,8 @@ def run(spec_json: str) -> int:
     row: dict = {"key": key}
     base = Path(tempfile.mkdtemp(prefix="moss-ray-"))
     try:
+        if trouble:
+            raise RuntimeError(trouble)
         t = d["task"]
         repo = unpack(d["repo"], base / "repo")
         project = unpack(d["project"], base / "project") if d.get("project") else (base / "project")
@@ -140,7 +147,7 @@ def run(spec_json: str) -> int:
                         args=[str(a) for a in d.get("args") or []], variant=variant, info=dict(d.get("info") or {}),
                         max_cost=d.get("max_cost"), max_tokens=d.get("max_tokens"))
         ours = {str(package_dir(n)) for n in (d["repo"], d.get("project"), d.get("variant")) if n}
-        env = credentials(dict(os.environ))
+        env = dict(os.environ)
         # the agent imports moss from its package; the data packages are no module path of its
         env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p not in ours)
         logs = base / "logs"
