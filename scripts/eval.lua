@@ -333,6 +333,11 @@ function M.run(opts, rest)
   local jobs = opts.jobs or M.default_jobs(cells)
   -- where attempts run: the flags, else [eval] in the config (a project's needs trust: host/trust.py)
   local ecfg = type(moss.config.eval) == "table" and moss.config.eval or {}
+  if (opts.executor or ecfg.executor or "local") ~= "ray" then
+    for _, f in ipairs({ { "ray_address", "--ray-address" }, { "num_cpus", "--num-cpus" }, { "retries", "--retries" } }) do
+      if opts[f[1]] ~= nil then moss.error("usage", f[2] .. " is for --executor ray", 0) end
+    end
+  end
   local out = opts.resume or opts.out or (moss.root .. "/.moss/eval/" .. run_id())
   local started = moss.eval.start({
     suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,

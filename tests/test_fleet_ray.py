@@ -354,3 +354,10 @@ def test_bad_ray_options_are_one_clear_line(project, api, words, message):
                      env=api.env())
     assert r.returncode == 2, r.stderr
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_ray_options_without_the_ray_executor_are_refused(project, api):
+    """`--num-cpus` on a local eval would silently do nothing: it is refused, in one line."""
+    fleet_project(project, tasks=("count-functions",))
+    r = project.moss("eval", "suite", "--num-cpus", "2", env=api.env())
+    assert r.returncode == 2 and r.stderr.strip() == "--num-cpus is for --executor ray", r.stderr

@@ -388,9 +388,12 @@ class RayAttempts(AttemptExecutor):
                     return info, {"error": e.message}
             if stop_at is not None and time.monotonic() - stop_at > STOP_WAIT:
                 return info or {}, {}
-            wake.wait(POLL)
-            if control.stopped and stop_at is None:
-                continue
+            if stop_at is None:
+                wake.wait(POLL)  # set by a stop: it is handled at once
+                if control.stopped:
+                    continue
+            else:
+                time.sleep(POLL)
             try:
                 info = self.client.status(sid)
                 unreachable = None
@@ -401,7 +404,7 @@ class RayAttempts(AttemptExecutor):
                 if time.monotonic() - unreachable > UNREACHABLE:
                     raise
                 info = None
-                wake.wait(min(10.0, POLL * 4))
+                (wake.wait if stop_at is None else time.sleep)(min(10.0, POLL * 4))
 
     @staticmethod
     def _why(sid: str, info: dict, out: dict) -> str:
