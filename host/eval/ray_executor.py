@@ -294,6 +294,7 @@ class RayAttempts(AttemptExecutor):
             row.update(reason="infra_error", detail=f"{type(e).__name__}: {e}")
         waited = round(time.monotonic() - start, 3)
         if isinstance(row.get("ray"), dict):
+            row["ray"].pop("submitted", None)
             row["ray"]["waited"] = waited  # submission, queue, the job's start-up and the attempt
         if not isinstance(row.get("wall"), (int, float)):
             row["wall"] = waited
@@ -325,13 +326,14 @@ class RayAttempts(AttemptExecutor):
                     except MossError:
                         if self._known(sid, control) is None:  # not a lost answer to a submission that took
                             raise
-                    row["ray"] = {"submission_id": sid, "try": n + 1}
+                    row["ray"] = {"submission_id": sid, "try": n + 1, "submitted": round(time.time(), 3)}
                 else:
                     row["ray"] = {"submission_id": sid, "try": n + 1, "attached": True}
                 info, out = self._watch(sid, control, wake, info)
                 got = out.get("row")
                 if got is not None and got.get("reason") != "stopped":
                     self._collect(spec, row, got, out)
+                    self._timings(row["ray"], info)
                     return
                 with self._lock:
                     ours = sid in self._stopped
@@ -405,6 +407,18 @@ class RayAttempts(AttemptExecutor):
                     raise
                 info = None
                 (wake.wait if stop_at is None else time.sleep)(min(10.0, POLL * 4))
+
+    @staticmethod
+    def _timings(ray: dict, info: dict) -> None:
+        """Where a job's time went, from the cluster's clock and ours (one machine or NTP):
+        ``started`` s from submission to the job's start (Ray's queue, its job supervisor),
+        ``ran`` s the job ran, ``seen`` s from its end to the driver having its log."""
+        start, end, sub = info.get("start_time"), info.get("end_time"), ray.pop("submitted", None)
+        if isinstance(start, (int, float)) and isinstance(end, (int, float)) and start and end:
+            if isinstance(sub, (int, float)):
+                ray["started"] = round(start / 1000 - sub, 3)
+            ray["ran"] = round((end - start) / 1000, 3)
+            ray["seen"] = round(time.time() - end / 1000, 3)
 
     @staticmethod
     def _why(sid: str, info: dict, out: dict) -> str:
