@@ -214,8 +214,9 @@ class RayAttempts(AttemptExecutor):
 
     # ---- packages --------------------------------------------------------------------------
     def _package(self, what: tuple, build) -> str:
-        """The package `what` names (built once), on the cluster: checked before each job (the
-        cluster drops a package no job uses after a while) and uploaded when missing."""
+        """The package `what` names (built once), on the cluster: asked for before a job at most
+        every 30 s (the cluster drops a package no job uses; each GET pins it for 10 minutes,
+        RAY_RUNTIME_ENV_URI_PIN_EXPIRATION_S) and uploaded when missing."""
         assert self.client is not None
         with self._pkg_lock:
             name = self._names.get(what)
@@ -333,7 +334,7 @@ class RayAttempts(AttemptExecutor):
                 got = out.get("row")
                 if got is not None and got.get("reason") != "stopped":
                     self._collect(spec, row, got, out)
-                    self._timings(row["ray"], info)
+                    self._timings(row["ray"], info, got.get("remote"))
                     return
                 with self._lock:
                     ours = sid in self._stopped
@@ -409,16 +410,23 @@ class RayAttempts(AttemptExecutor):
                 (wake.wait if stop_at is None else time.sleep)(min(10.0, POLL * 4))
 
     @staticmethod
-    def _timings(ray: dict, info: dict) -> None:
-        """Where a job's time went, from the cluster's clock and ours (one machine or NTP):
-        ``started`` s from submission to the job's start (Ray's queue, its job supervisor),
-        ``ran`` s the job ran, ``seen`` s from its end to the driver having its log."""
+    def _timings(ray: dict, info: dict, remote_times) -> None:
+        """Where a job's time went, from the cluster's clocks and ours (one machine, or NTP):
+        ``started`` s from submission to the job's start in Ray, ``boot`` s from then to moss's
+        code running on the node (Ray's job supervisor, the runtime env, the interpreter),
+        ``ran`` s the job ran, ``ended`` s from moss's last line to the job's end in Ray,
+        ``seen`` s from then to the driver having its log."""
         start, end, sub = info.get("start_time"), info.get("end_time"), ray.pop("submitted", None)
-        if isinstance(start, (int, float)) and isinstance(end, (int, float)) and start and end:
-            if isinstance(sub, (int, float)):
-                ray["started"] = round(start / 1000 - sub, 3)
-            ray["ran"] = round((end - start) / 1000, 3)
-            ray["seen"] = round(time.time() - end / 1000, 3)
+        if not (isinstance(start, (int, float)) and isinstance(end, (int, float)) and start and end):
+            return
+        if isinstance(sub, (int, float)):
+            ray["started"] = round(start / 1000 - sub, 3)
+        ray["ran"] = round((end - start) / 1000, 3)
+        ray["seen"] = round(time.time() - end / 1000, 3)
+        t = remote_times if isinstance(remote_times, dict) else {}
+        if isinstance(t.get("t0"), (int, float)) and isinstance(t.get("t1"), (int, float)):
+            ray["boot"] = round(t["t0"] - start / 1000, 3)
+            ray["ended"] = round(end / 1000 - t["t1"], 3)
 
     @staticmethod
     def _why(sid: str, info: dict, out: dict) -> str:

@@ -110,6 +110,9 @@ def _send_file(name: str, path: str | None) -> None:
 
 
 def run(spec_json: str) -> int:
+    import time
+
+    t0 = time.time()  # when moss's code began on the node (the job's own start is Ray's)
     from . import attempt as att
     from .executors import LocalAttempts
     from .. import __version__
@@ -170,7 +173,7 @@ def run(spec_json: str) -> int:
         shutil.rmtree(base, ignore_errors=True)
     if control.stopped:
         row["reason"] = "stopped"
-    row["remote"] = {"host": socket.gethostname()}
+    row["remote"] = {"host": socket.gethostname(), "t0": round(t0, 3), "t1": round(time.time(), 3)}
     _emit(ATTEMPT, row)
     return 0
 
