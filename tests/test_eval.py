@@ -248,7 +248,7 @@ def test_a_task_whose_check_already_passes_is_a_suite_error_not_a_pass(project, 
     (["suite", "--variant", "nope"], "--variant takes NAME=PATH"),
     (["suite", "--trials", "0"], "--trials must be a whole number"),
     (["nosuchsuite"], "no suite 'nosuchsuite'"),
-    (["suite", "--executor", "fleet"], "--executor must be one of local, got 'fleet'"),
+    (["suite", "--executor", "fleet"], "--executor must be one of local, ray, got 'fleet'"),
     (["compare", "nope.jsonl", "nope.jsonl"], "no eval results at nope.jsonl"),
     (["suite", "--resume", "nowhere"], "--resume: no eval in"),
 ])

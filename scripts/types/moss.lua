@@ -654,7 +654,7 @@ function moss.eval.suite(spec) end
 --- `not_recorded`, one whose requests leave it `diverged`, with the row's `diverged` saying where).
 ---
 --- Errors: `usage`, `denied`, `not_found`, `config`.
----@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, jobs?: integer, max_cost?: number, max_tokens?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, title?: string, meta?: table, record?: string, replay?: string}
+---@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, jobs?: integer, max_cost?: number, max_tokens?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, ray_address?: string, num_cpus?: number, retries?: number, title?: string, meta?: table, record?: string, replay?: string}
 ---@return {out: string, total: integer, skipped: integer, to_run: integer}
 function moss.eval.start(opts) end
 
