@@ -363,3 +363,36 @@ def test_ray_options_without_the_ray_executor_are_refused(project, api):
     fleet_project(project, tasks=("count-functions",))
     r = project.moss("eval", "suite", "--num-cpus", "2", env=api.env())
     assert r.returncode == 2 and r.stderr.strip() == "--num-cpus is for --executor ray", r.stderr
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_task_at_a_commit_with_a_link_travels_whole(project, keyed_api, head):
+    """A task's repository is a git repository whose newest commit already has the fix, the
+    task pinned to the commit before it, and it holds a link. On the node the copy is that
+    commit (its check fails before the agent: .git travelled with the package), the link is
+    still a link, and the agent's fix passes."""
+    import subprocess
+
+    fleet_project(project, tasks=("fix-add",))
+    repo = project.root / "suite/repos/pycalc"
+    (repo / "calc_link.py").symlink_to("calc.py")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "buggy"], check=True)
+    first = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    (repo / "calc.py").write_text((repo / "calc.py").read_text().replace("a - b", "a + b"))
+    subprocess.run([*git, "commit", "-qam", "fixed"], check=True)
+    toml = project.root / "suite/suite.toml"
+    text = toml.read_text().replace('run = ["python3 test_add.py"]', 'run = ["test -L calc_link.py", "python3 test_add.py"]')
+    toml.write_text(text.replace('repo = "repos/pycalc"\n', f'repo = "repos/pycalc"\ncommit = "{first}"\n'))
+    keyed_api.push(*[model] * 50)
+    out = project.root / "results"
+    r = project.moss("eval", "suite", "--executor", "ray", "--ray-address", head.address, "--out", str(out),
+                     env=driver_env(keyed_api), timeout=300)
+    assert r.returncode == 0, r.stderr
+    [row] = rows_of(out)
+    assert row["reason"] == "answered" and row["check"] == {"passed": True, "detail": ""}, row
+    assert row["passed"] is True
