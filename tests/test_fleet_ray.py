@@ -170,8 +170,11 @@ def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_ke
 def test_a_job_can_take_its_key_from_the_nodes_credentials_file(project, head):
     """The driver holds no key at all; the attempt's agent (provider openai) reaches a server
     that takes only the key in the file the operator placed on the nodes (MOSS_CREDENTIALS_FILE),
-    and neither the job list nor the job's log shows it."""
+    and neither the job list nor the job's log shows it. The task's prompt is longer than a
+    command line should carry (40 KB): the attempt travels as a package of its own."""
     fleet_project(project, tasks=("count-functions",))
+    toml = project.root / "suite/suite.toml"
+    toml.write_text(toml.read_text().replace("Answer with the number.", "Answer with the number. " + "Pad. " * 8000))
     project.write(".moss/config.toml", '[llm]\nprovider = "openai"\nmodel = "good"\n')
     with FakeAPI(api_key=FILE_KEY) as api:
         api.push(*[model] * 50)
@@ -184,6 +187,7 @@ def test_a_job_can_take_its_key_from_the_nodes_credentials_file(project, head):
         assert {rq.headers.get("authorization") for rq in api.requests} == {f"Bearer {FILE_KEY}"}
     [job] = jobs_of(head, run_id(out))
     assert FILE_KEY not in json.dumps(jobs_of(head)) and FILE_KEY not in job_logs(head, job["submission_id"])
+    assert job["entrypoint"].startswith("python3 -m moss.eval.remote @_ray_pkg_") and len(job["entrypoint"]) < 200
 
 
 def task_of(body) -> str:

@@ -59,6 +59,7 @@ POLL = 0.5             # seconds between status requests for one job
 STOP_WAIT = 15.0       # seconds a stopped attempt waits for its job to end (Ray: SIGTERM, SIGKILL after 3 s)
 UNREACHABLE = 120.0    # seconds the cluster may not answer before a watched attempt is an infra_error
 PYTHON = "python3"     # the nodes' interpreter (it must have moss's dependencies)
+MAX_INLINE = 32 * 1024  # bytes of spec in the entrypoint (one argument of `sh -c`: Linux takes 128 KiB)
 _TRAVELS = re.compile(r"^[A-Z][A-Z0-9_]*_BASE_URL$")  # not secret: where a provider is
 
 
@@ -277,10 +278,16 @@ class RayAttempts(AttemptExecutor):
                "repo": pk["repo"], "project": pk["project"], "variant": pk["variant"]}
         import shlex
 
-        entry = f"{PYTHON} -m moss.eval.remote {shlex.quote(json.dumps(doc, ensure_ascii=False))}"
+        text = json.dumps(doc, ensure_ascii=False)
+        mods = [f"gcs://{pk['moss']}", *(f"gcs://{pk[k]}" for k in ("repo", "project", "variant") if pk[k])]
+        if len(text.encode("utf-8")) > MAX_INLINE:  # a long prompt: the spec travels as a package of its own
+            data = text.encode("utf-8")
+            name = self._package(("spec", hashlib.sha1(data).hexdigest()), lambda: _zip([(remote.SPEC, data, 0o644)]))
+            mods.append(f"gcs://{name}")
+            text = "@" + name
+        entry = f"{PYTHON} -m moss.eval.remote {shlex.quote(text)}"
         env = {k: v for k, v in self.env.items() if _TRAVELS.match(k) and redact.text(v) == v}
         env["PYTHONUNBUFFERED"] = "1"
-        mods = [f"gcs://{pk['moss']}", *(f"gcs://{pk[k]}" for k in ("repo", "project", "variant") if pk[k])]
         return entry, {"py_modules": mods, "env_vars": env}
 
     # ---- one attempt -------------------------------------------------------------------------

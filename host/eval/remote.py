@@ -1,7 +1,8 @@
 """One eval attempt inside a Ray job: what ``moss eval --executor ray`` runs on the cluster.
 
 The driver (host/eval/ray_executor.py) submits ``python3 -m moss.eval.remote SPEC`` as the
-job's entrypoint, with moss's own source as a ``py_modules`` package (so the job runs the
+job's entrypoint (SPEC the attempt as JSON, or ``@PACKAGE`` naming a package holding it when it
+is too long for a command line), with moss's own source as a ``py_modules`` package (so the job runs the
 driver's moss) and the attempt's files as further packages: the task's repository, the
 project's ``.moss/`` (only when the project is trusted) and the cell's variant folder. Ray
 unpacks each package into a folder named after it and puts that folder on ``PYTHONPATH``; this
@@ -38,6 +39,7 @@ ATTEMPT = "MOSS-ATTEMPT"
 FILE = "MOSS-FILE"
 REMOTE = "MOSS-REMOTE"
 TAR = "moss-package.tar"       # the one member of every data package
+SPEC = "moss-spec.json"        # the one member of a spec package (a spec too long for the command line)
 MAX_FILE = 8 * 1024 * 1024     # bytes of a session log or stderr sent back (more: cut to the tail)
 PROTOCOL = 1
 
@@ -118,6 +120,9 @@ def run(spec_json: str) -> int:
     from .. import __version__
     from .suite import Check, Task
 
+    spec_pkg = spec_json[1:] if spec_json.startswith("@") else None
+    if spec_pkg:
+        spec_json = (package_dir(spec_pkg) / SPEC).read_text(encoding="utf-8")
     d = json.loads(spec_json)
     if d.get("protocol") != PROTOCOL:
         print(f"moss.eval.remote: protocol {d.get('protocol')!r}, this moss speaks {PROTOCOL}", file=sys.stderr)
@@ -149,7 +154,7 @@ def run(spec_json: str) -> int:
         spec = att.Spec(key=key, task=task, cell=str(d["cell"]), trial=int(d["trial"]),
                         args=[str(a) for a in d.get("args") or []], variant=variant, info=dict(d.get("info") or {}),
                         max_cost=d.get("max_cost"), max_tokens=d.get("max_tokens"))
-        ours = {str(package_dir(n)) for n in (d["repo"], d.get("project"), d.get("variant")) if n}
+        ours = {str(package_dir(n)) for n in (d["repo"], d.get("project"), d.get("variant"), spec_pkg) if n}
         env = dict(os.environ)
         # the agent imports moss from its package; the data packages are no module path of its
         env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p not in ours)
