@@ -400,3 +400,53 @@ def test_a_task_at_a_commit_with_a_link_travels_whole(project, keyed_api, head):
     [row] = rows_of(out)
     assert row["reason"] == "answered" and row["check"] == {"passed": True, "detail": ""}, row
     assert row["passed"] is True
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ctrl_c_stops_the_jobs_on_the_cluster_and_exits_130(project, keyed_api, head):
+    """Ctrl-C (SIGINT to `moss eval`) while fix-add's job waits for the model: the eval asks the
+    cluster to stop its running jobs at once (moss exits within its 2 s grace; Ray's own
+    SIGTERM-then-SIGKILL ends them: none is left running), writes no line for them (a resume
+    runs them again), remembers that it stopped them, and exits 130."""
+    import signal
+
+    fleet_project(project)
+    release = threading.Event()
+
+    def held(body):
+        if task_of(body) == "fix-add":
+            release.wait(180)
+        return model(body)
+
+    keyed_api.push(*[held] * 400)
+    out = project.root / "results"
+    p = project.popen("eval", "suite", "-j", "2", "--executor", "ray", "--ray-address", head.address,
+                      "--out", str(out), env=driver_env(keyed_api))
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and p.poll() is None and not (
+                rows_of(out) and any(task_of(r.body) == "fix-add" for r in list(keyed_api.requests))):
+            time.sleep(0.1)
+        assert rows_of(out), "no attempt ended"
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 130, err
+        assert all(row["reason"] == "answered" for row in rows_of(out))
+        # the stop was asked before moss exited; Ray's own grace (SIGTERM, SIGKILL 3 s later) ends
+        # them (fix-add's model answer is still held: its job can only end by being stopped)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(j["status"] in ("PENDING", "RUNNING")
+                                                  for j in jobs_of(head, run_id(out))):
+            time.sleep(0.2)
+        jobs = jobs_of(head, run_id(out))
+    finally:
+        release.set()
+        if p.poll() is None:
+            p.kill()
+    assert not [j["submission_id"] for j in jobs if j["status"] in ("PENDING", "RUNNING")]
+    status = {j["metadata"]["moss_task"]: j["status"] for j in jobs}
+    assert status["fix-add"] == "STOPPED"
+    stopped = {j["submission_id"] for j in jobs if j["status"] == "STOPPED"}
+    assert stopped <= set(json.loads((out / "ray.json").read_text())["stopped"])

@@ -165,6 +165,7 @@ class RayAttempts(AttemptExecutor):
         self._stopped: set[str] = set()     # submission ids the eval stopped (budget, Ctrl-C)
         self._lock = threading.Lock()
         self._pkg_lock = threading.Lock()
+        self._save_lock = threading.Lock()
         self._names: dict[tuple, str] = {}  # what a package holds -> its name
         self._checked: dict[str, float] = {}  # package name -> when the cluster last had it
 
@@ -205,10 +206,11 @@ class RayAttempts(AttemptExecutor):
 
     def _save(self) -> None:
         assert self.out is not None
-        with self._lock:
-            data = {"run": self.run_id, "address": self.address, "num_cpus": self.num_cpus,
-                    "stopped": sorted(self._stopped)}
-        results.write(self.out / STATE, json.dumps(data, indent=2) + "\n")
+        with self._save_lock:
+            with self._lock:
+                data = {"run": self.run_id, "address": self.address, "num_cpus": self.num_cpus,
+                        "stopped": sorted(self._stopped)}
+            results.write(self.out / STATE, json.dumps(data, indent=2) + "\n")
 
     def submission_id(self, key: str, n: int) -> str:
         return f"moss-eval-{self.run_id}-{hashlib.sha1(key.encode()).hexdigest()[:12]}-t{n}"
@@ -314,11 +316,21 @@ class RayAttempts(AttemptExecutor):
             raise MossError("the ray executor was not prepared (no cluster address)", kind="usage")
         failures: list[str] = []
         wake = threading.Event()
-        control.on_stop(wake.set)
+        current: list[str] = []  # the job this attempt is on (submitted, or about to be)
+
+        def stop_now() -> None:
+            """The eval stops (the budget, Ctrl-C): ask the cluster to stop the job at once, from
+            a thread of its own, so a process that exits right after still stopped it."""
+            wake.set()
+            if current:
+                threading.Thread(target=self._stop_job, args=(current[-1],), daemon=True).start()
+
+        control.on_stop(stop_now)
         try:
             n = 0
             while True:
                 sid = self.submission_id(spec.key, n)
+                current.append(sid)
                 info = self._known(sid, control)
                 if info is None:  # never submitted: the first try left to make
                     if control.stopped:
@@ -335,6 +347,12 @@ class RayAttempts(AttemptExecutor):
                         if self._known(sid, control) is None:  # not a lost answer to a submission that took
                             raise
                     row["ray"] = {"submission_id": sid, "try": n + 1, "submitted": round(time.time(), 3)}
+                    with self._lock:  # a stop asked before this job existed is not this job's
+                        was = sid in self._stopped and not control.stopped
+                        if was:
+                            self._stopped.discard(sid)
+                    if was:
+                        self._save()
                 else:
                     row["ray"] = {"submission_id": sid, "try": n + 1, "attached": True}
                 info, out = self._watch(sid, control, wake, info)
@@ -383,14 +401,8 @@ class RayAttempts(AttemptExecutor):
         unreachable: float | None = None
         while True:
             if control.stopped and stop_at is None:
-                with self._lock:
-                    self._stopped.add(sid)
-                self._save()
                 stop_at = time.monotonic()
-                try:
-                    self.client.stop(sid)
-                except MossError:
-                    pass  # the job may have ended meanwhile; its status says
+                self._stop_job(sid)  # again: the first may have come before the job was submitted
             if info is not None and str(info.get("status")) in ray_jobs.RAY_TERMINAL:
                 try:
                     return info, parse(self.client.logs(sid))
@@ -415,6 +427,19 @@ class RayAttempts(AttemptExecutor):
                     raise
                 info = None
                 (wake.wait if stop_at is None else time.sleep)(min(10.0, POLL * 4))
+
+    def _stop_job(self, sid: str) -> None:
+        """Remember that the eval stopped `sid` (not a failed try), then ask the cluster to stop it."""
+        assert self.client is not None
+        with self._lock:
+            new = sid not in self._stopped
+            self._stopped.add(sid)
+        if new:
+            self._save()
+        try:
+            self.client.stop(sid)
+        except MossError:
+            pass  # not submitted yet, or ended meanwhile: the job's status says
 
     @staticmethod
     def _timings(ray: dict, info: dict, remote_times) -> None:
