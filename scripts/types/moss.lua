@@ -202,6 +202,7 @@ function moss.ui.live_stop() end
 ---@field stop? string|string[]
 ---@field temperature? number
 ---@field label? string which part of a machine asks (sent as the X-Moss-Label header)
+---@field quiet? boolean      # true: nothing of the reply is streamed to the screen (a classification, an aside: not the session's reply)
 
 ---@class moss.llm
 moss.llm = {}
