@@ -13,7 +13,11 @@ whether it passed:
                 agent's requests left its recording; ``diverged`` says where, host/eval/cassettes.py)
     exit, success, answer, turns, usage {input_tokens, output_tokens, cost_usd, ...},
     tokens, cost, wall (seconds), session_id,
-    check       {passed, detail} (absent when no check ran), detail (what went wrong)
+    check       {passed, detail} (absent when no check ran), detail (what went wrong),
+    patch, patch_stat {files, added, removed, binary, bytes}, patch_cut
+                what the agent did to the copy, a unified diff against the repository as given
+                (host/eval/patch.py); absent when the agent never ran, ``patch_error`` when git
+                could not make it
 """
 
 from __future__ import annotations
@@ -100,8 +104,17 @@ def check(task, copy: Path, answer: str | None, setup=None) -> dict:
     return {"passed": bool(ok), "detail": why}
 
 
+def has_check(task) -> bool:
+    """Whether a task has a check at all (a batch task has none: its outcome is the agent's)."""
+    c = getattr(task, "check", None)
+    return c is not None and bool(c.run or c.answer is not None or c.regex is not None or c.number is not None)
+
+
 def kind_of(task) -> str:
-    """A task is a change when its check runs commands, else a question (docs/eval.md)."""
+    """A task is a change when its check runs commands, a question when it compares the answer
+    (docs/eval.md), and a batch task ("task") when it has no check."""
+    if not has_check(task):
+        return "task"
     return "change" if getattr(task.check, "run", None) else "question"
 
 
