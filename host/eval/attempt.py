@@ -127,3 +127,41 @@ def safe_name(key: str) -> str:
 def base_row(spec: Spec) -> dict:
     return {"key": spec.key, "task": spec.task.id, "cell": spec.cell, "trial": spec.trial,
             "kind": kind_of(spec.task), **{k: v for k, v in spec.info.items() if k not in ("key",)}}
+
+
+def spec_to_json(spec: Spec) -> dict:
+    """A Spec as plain JSON (for an executor that runs the attempt elsewhere, e.g. in a Ray job);
+    ``spec_from_json`` makes it again. Paths are strings; the task's check and solution plain dicts."""
+    import dataclasses
+
+    task = spec.task
+    t = {"id": task.id, "repo": str(task.repo), "commit": task.commit, "prompt": task.prompt,
+         "setup": list(task.setup), "tags": list(task.tags),
+         "check": {**dataclasses.asdict(task.check), "run": list(task.check.run)},
+         "solution": [dataclasses.asdict(r) for r in task.solution], "solution_answer": task.solution_answer,
+         "exclude": list(getattr(task, "exclude", []) or [])}
+    return {"key": spec.key, "task": t, "cell": spec.cell, "trial": spec.trial, "args": list(spec.args),
+            "variant": str(spec.variant) if spec.variant is not None else None, "info": dict(spec.info),
+            "max_cost": spec.max_cost, "max_tokens": spec.max_tokens,
+            "record": str(spec.record) if spec.record is not None else None,
+            "replay": str(spec.replay) if spec.replay is not None else None}
+
+
+def spec_from_json(data: dict) -> Spec:
+    from .suite import Check, Replacement, Task
+
+    t = data["task"]
+    c = dict(t.get("check") or {})
+    check = Check(**{**c, "run": tuple(c.get("run") or ())})
+    task = Task(id=t["id"], repo=Path(t["repo"]), commit=t.get("commit") or "", prompt=t["prompt"],
+                setup=list(t.get("setup") or []), tags=list(t.get("tags") or []), check=check,
+                solution=[Replacement(**r) for r in t.get("solution") or []],
+                solution_answer=t.get("solution_answer"), exclude=list(t.get("exclude") or []))
+
+    def path(v):
+        return Path(v) if v else None
+
+    return Spec(key=data["key"], task=task, cell=data["cell"], trial=int(data["trial"]), args=list(data["args"]),
+                variant=path(data.get("variant")), info=dict(data.get("info") or {}),
+                max_cost=data.get("max_cost"), max_tokens=data.get("max_tokens"),
+                record=path(data.get("record")), replay=path(data.get("replay")))

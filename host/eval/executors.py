@@ -51,6 +51,10 @@ class AttemptExecutor:
     def run(self, spec: att.Spec, control: att.Control) -> dict:
         raise NotImplementedError
 
+    def discard(self, row: dict) -> None:
+        """A try the runner runs again (an infrastructure error): remove what it left (its copy)."""
+        copies.remove(row.get("home"))
+
     def close(self) -> None:
         """The eval ended: release what the executor holds."""
 
