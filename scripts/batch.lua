@@ -122,7 +122,12 @@ function M.run(opts, rest)
   if opts.out and not opts.out:match("%.jsonl$") then
     moss.error("usage", "-o names the results file, ending in .jsonl, got '" .. opts.out .. "'", 0)
   end
-  local batch = moss.eval.batch(rest[1])
+  local okb, batch = pcall(moss.eval.batch, rest[1])
+  if not okb then -- FILE:LINE: task: field: ... is the whole message, without the primitive's name
+    local kind = moss.error_kind(batch)
+    if kind == "interrupted" then error(batch, 0) end
+    moss.error(kind or "error", (tostring(batch.message or batch):gsub("^moss%.eval%.batch: ", "")), 0)
+  end
   if not moss.trust.trusted and moss.trust.needed then
     moss.ui.print("note: this project is not trusted: tasks use moss's built-in scripts and your own " ..
       "config, not its .moss/ (`moss trust` to use them)", { style = "yellow" })

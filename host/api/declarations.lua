@@ -621,7 +621,7 @@ function moss.eval.suite(spec) end
 --- load a batch file of agent tasks (`moss batch`): JSONL (one object a line) or TOML (`[[task]]`
 --- tables), each task's repo inside the file's folder; a mistake is one line naming the file,
 --- the line, the task and the field (kind config)
----@errors not_found, config
+---@errors usage, not_found, config
 ---@param path string
 ---@return moss.Batch
 function moss.eval.batch(path) end

@@ -160,7 +160,7 @@ def _task(entry: dict, n: int, line_of, base: Path, shown: str) -> tuple[Task, d
             raise err(fld, f"must be a string, not {entry[fld]!r}", named)
         if not entry[fld].strip():
             raise err(fld, "empty", named)
-    repo = _repo(entry["repo"], base, lambda fld, msg: err(fld, msg, named))
+    repo = _repo(entry["repo"], base, lambda fld, msg: err(fld, msg, named), what="batch")
     opts: dict[str, Any] = {}
     for fld in ("machine", "role", "model", "provider"):
         if fld in entry:
