@@ -356,3 +356,96 @@ def test_a_mistake_on_the_command_line_is_one_clear_line(project, words, message
     r = project.moss("batch", *words, timeout=60)
     assert r.returncode == 2 and message in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+# ---- the patch itself (host/eval/patch.py), on copies made by hand -------------------------
+
+def _snap(tmp_path: Path, files: dict[str, bytes | str]) -> tuple[Path, Path]:
+    copy = tmp_path / "home" / "repo"
+    for rel, data in files.items():
+        p = copy / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data if isinstance(data, bytes) else data.encode())
+    from moss.eval import patch
+
+    return copy, patch.snapshot(copy, tmp_path / "home")
+
+
+def test_a_patch_notes_binary_files_and_leaves_out_moss_and_git_folders(tmp_path):
+    """A repository that is a git repository of its own: the agent edits a text file, replaces
+    an image and deletes a file; moss wrote its session log under `.moss/`. The patch has the
+    text change and the deletion as a unified diff, names the binary file without carrying it,
+    and holds nothing of `.moss/` or of the repository's own `.git/`; its numbers say so."""
+    from moss.eval import patch
+
+    copy, base = _snap(tmp_path, {"a.txt": "one\ntwo\n", "logo.png": b"\x89PNG\0\1\2", "old.txt": "bye\n",
+                                  ".git/HEAD": "ref: refs/heads/main\n", ".moss/config.toml": "[llm]\n"})
+    (copy / "a.txt").write_text("one\n2\n")
+    (copy / "logo.png").write_bytes(b"\x89PNG\0\3\4")
+    (copy / "old.txt").unlink()
+    (copy / ".moss" / "agent.log").write_text("a session\n")
+    (copy / ".git" / "index").write_bytes(b"DIRC")
+    d = patch.diff(copy, base)
+    assert "-two\n+2\n" in d["patch"] and "deleted file mode" in d["patch"]
+    assert "Binary files a/logo.png and b/logo.png differ" in d["patch"]
+    assert ".moss" not in d["patch"] and ".git/" not in d["patch"]
+    assert d["patch_stat"] == {"files": 3, "added": 1, "removed": 2, "binary": 1, "bytes": len(d["patch"].encode())}
+    assert d["patch_cut"] is False
+
+
+def test_a_patch_larger_than_the_cap_is_cut_with_a_marker_git_apply_refuses(tmp_path):
+    """A change larger than the cap: the patch in the row is cut at a line end and ends with a
+    marker saying how much of it is shown; `git apply` refuses it rather than applying half."""
+    from moss.eval import patch
+
+    copy, base = _snap(tmp_path, {"big.txt": "x\n"})
+    (copy / "big.txt").write_text("".join(f"line {i}\n" for i in range(5000)))
+    d = patch.diff(copy, base, max_bytes=4096)
+    assert d["patch_cut"] is True and d["patch_stat"]["bytes"] > 4096
+    body, marker = d["patch"].rstrip("\n").rsplit("\n", 1)
+    assert marker.startswith(patch.CUT_MARKER) and f"of {d['patch_stat']['bytes']} bytes shown" in marker
+    assert len(body.encode()) <= 4096
+    r = subprocess.run(["git", "apply", "--check", "-"], input=d["patch"], text=True, cwd=copy, capture_output=True)
+    assert r.returncode != 0
+
+
+def test_making_a_patch_runs_nothing_the_repository_or_the_user_configured(tmp_path, monkeypatch):
+    """The repository's `.gitattributes` names a filter and a diff driver, its `.git/config`
+    and the user's `~/.gitconfig` define them as commands (and an fsmonitor), and GIT_DIR in
+    the environment points elsewhere: snapshotting and diffing the copy runs none of them, and
+    the patch is the plain text change."""
+    from moss.eval import patch
+
+    marker = tmp_path / "ran"
+    cmd = f"sh -c 'echo ran >> {marker}; cat'"
+    cfg = (f'[filter "evil"]\n\tclean = {cmd}\n\tsmudge = {cmd}\n[diff "evil"]\n\ttextconv = {cmd}\n'
+           f"[core]\n\tfsmonitor = {cmd}\n\thooksPath = hooks\n")
+    home = tmp_path / "userhome"
+    home.mkdir()
+    (home / ".gitconfig").write_text(cfg)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", cmd)
+    copy, base = _snap(tmp_path, {"a.txt": "one\n", ".gitattributes": "* filter=evil diff=evil\n",
+                                  ".git/config": cfg})
+    (copy / "a.txt").write_text("two\n")
+    d = patch.diff(copy, base)
+    assert "-one\n+two\n" in d["patch"]
+    assert not marker.exists()
+
+
+def test_a_spec_travels_as_json_and_comes_back_the_same(tmp_path):
+    """An executor that runs attempts elsewhere sends the attempt's Spec as JSON: a suite
+    task's (with its check and solution) and a batch task's come back equal."""
+    from moss.eval import attempt
+    from moss.eval.batch import load_batch
+    from moss.eval.suite import load_suite
+
+    shutil.copytree(SUITE, tmp_path / "suite")
+    (tmp_path / "suite" / "tasks.jsonl").write_text(json.dumps(TASKS[0]) + "\n")
+    tasks = load_suite(tmp_path / "suite").tasks + load_batch(tmp_path / "suite" / "tasks.jsonl").tasks
+    for task in tasks:
+        spec = attempt.Spec(key=f"{task.id}|c|1", task=task, cell="c", trial=1, args=["--role", "x"],
+                            variant=tmp_path, info={"id": task.id}, max_cost=0.5)
+        sent = json.loads(json.dumps(attempt.spec_to_json(spec)))
+        assert attempt.spec_from_json(sent) == spec
