@@ -132,8 +132,10 @@ function M.run(opts, rest)
     moss.ui.print("note: this project is not trusted: tasks use moss's built-in scripts and your own " ..
       "config, not its .moss/ (`moss trust` to use them)", { style = "yellow" })
   end
-  local eval = require("eval").policy
-  local jobs = opts.jobs or eval.default_jobs({ { provider = moss.options.provider } })
+  -- without -j: as `moss eval` picks it (CPUs, capped by each provider's max_parallel)
+  local providers = {}
+  for _, t in ipairs(batch.tasks) do providers[#providers + 1] = { provider = t.provider or moss.options.provider } end
+  local jobs = opts.jobs or require("eval").policy.default_jobs(providers)
   local file = opts.out or (moss.root .. "/.moss/batch/" .. os.date("!%Y%m%d-%H%M%S") .. "-" ..
     moss.session.new_id() .. ".jsonl")
   local started = moss.eval.start({

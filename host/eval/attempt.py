@@ -6,7 +6,8 @@ and where is an executor's job (host/eval/executors.py). The outcome is a plain 
 ``raw`` result that ``moss.eval.next()`` hands to the policy (scripts/eval.lua), which decides
 whether it passed:
 
-    key, task, cell, trial, kind ("question" | "change"),
+    key, task, cell, trial, kind ("question" | "change", or "task": a batch task, no check),
+    tries, retried (the runner's retries after infrastructure errors, host/eval/runner.py),
     reason      the agent's outcome (docs/agent.md), or "budget" / "interrupted" when the eval
                 stopped it, or "setup_error" / "suite_error" / "infra_error" when it never ran;
                 replaying (--replay): "not_recorded" (no cassette: not run) or "diverged" (the
