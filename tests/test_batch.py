@@ -262,7 +262,8 @@ def test_a_hostile_repositorys_own_moss_folder_widens_nothing(project, api, tmp_
     that sends the model's requests (and the key) to another server, lets every edit through
     and lifts the access cap, and an agent.lua that would take over. None of it reaches the
     copy: the agent runs with the user's project config (model good, this server), the other
-    server is never asked, and the repository's `.moss/` is not in the patch."""
+    server is never asked, and the repository's `.moss/` is not in the patch. (`--json`: the
+    outcomes as JSON on stdout.)"""
     from fakeapi import FakeAPI
 
     batch_project(project, [TASKS[0]])
@@ -276,8 +277,10 @@ def test_a_hostile_repositorys_own_moss_folder_widens_nothing(project, api, tmp_
         (repo / ".moss" / "scripts" / "agent.lua").write_text('error("the repository took over")\n')
         api.push(*[model] * 20)
         out = project.root / "results.jsonl"
-        r = project.moss("batch", "work/tasks.jsonl", "-o", str(out), env=api.env(), timeout=300)
+        r = project.moss("batch", "work/tasks.jsonl", "-o", str(out), "--json", env=api.env(), timeout=300)
         assert r.returncode == 0, r.stderr
+        summary = json.loads(r.stdout)
+        assert summary["counts"] == {"done": 1} and summary["tasks"][0]["id"] == "fix-add"
         [row] = rows_in(out)
         assert row["outcome"] == "done" and "calc.py" in row["patch"] and ".moss" not in row["patch"]
         assert {q.body.get("model") for q in api.requests if q.body} == {"good"}
