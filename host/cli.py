@@ -571,6 +571,24 @@ def eval_cmd(words):
     _run_lua("eval", list(words))
 
 
+BATCH_HELP = """Run a list of agent tasks, each in a fresh copy of its repository; collect outcomes and patches.
+
+\b
+  moss batch tasks.jsonl -j 4 --max-cost 5 -o results.jsonl
+  moss batch tasks.jsonl -o results.jsonl --resume      (go on after a stop or a crash)
+  moss batch status results.jsonl [--patch ID]
+`moss batch --help` lists every option; docs/batch.md says how to write TASKS. What a
+task's outcome is and what the agent is told is Lua: scripts/batch.lua.
+"""
+
+
+@cli.command("batch", help=BATCH_HELP, add_help_option=False,
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("words", nargs=-1, type=click.UNPROCESSED)
+def batch_cmd(words):
+    _run_lua("batch", list(words))
+
+
 @cli.group("mcp")
 def mcp_group():
     """The Model Context Protocol: moss as an MCP server (`moss mcp serve`).

@@ -32,6 +32,9 @@ running:
                           or a provider's max_parallel: what its rate limit takes)
   --max-cost USD          one budget for the whole eval: once spent, nothing new starts and
   --max-tokens N          running attempts are stopped cleanly (reason budget, not counted)
+  --retries N             run an attempt again up to N times when the infrastructure failed
+                          (its copy, the agent's process, the executor; default 0); the
+                          agent's own failures are never retried
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
 
 record and replay:
@@ -65,6 +68,7 @@ M.FLAGS = {
   { "-j", "--jobs", type = "number", key = "jobs", help = "attempts at once" },
   { "--out", metavar = "DIR", help = "results folder" },
   { "--resume", metavar = "DIR", help = "go on with this results folder" },
+  { "--retries", type = "number", help = "retries after an infrastructure failure" },
   { "--keep", type = "flag", help = "keep every copy" },
   { "--keep-failed", type = "flag", key = "keep_failed", help = "keep the copies of failed attempts" },
   { "--json", type = "flag", help = "JSON on stdout" },
@@ -314,6 +318,9 @@ function M.run(opts, rest)
   if opts.jobs and (opts.jobs < 1 or opts.jobs ~= math.floor(opts.jobs)) then
     moss.error("usage", "-j must be a whole number >= 1", 0)
   end
+  if opts.retries and (opts.retries < 0 or opts.retries ~= math.floor(opts.retries)) then
+    moss.error("usage", "--retries must be a whole number >= 0", 0)
+  end
   if opts.out and opts.resume then moss.error("usage", "--resume DIR is the results folder: no --out with it", 0) end
   local suite = moss.eval.suite(spec)
   if not moss.trust.trusted and moss.trust.needed then
@@ -326,7 +333,7 @@ function M.run(opts, rest)
   local started = moss.eval.start({
     suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,
     max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, resume = opts.resume ~= nil,
-    keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor,
+    keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor, retries = opts.retries,
     record = moss.options.record, replay = moss.options.replay,
     title = ("eval %s (%d tasks x %d cells x %d trials)"):format(suite.name, #suite.tasks, #cells, trials),
   })
