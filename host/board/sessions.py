@@ -124,7 +124,21 @@ def status_of(row: dict) -> str:
     return str(row.get("reason") or row.get("state") or "")
 
 
+LIST_TTL = 1.5  # seconds a listing is reused (each one runs the agent script once)
+_listed: dict[str, tuple[float, list[dict]]] = {}
+
+
 async def list_rows(root: Path) -> list[dict]:
+    """The saved sessions (the agent script's `sessions json`), running ones first, newest first."""
+    hit = _listed.get(str(root))
+    if hit and time.monotonic() - hit[0] < LIST_TTL:
+        return hit[1]
+    rows = await _list_rows(root)
+    _listed[str(root)] = (time.monotonic(), rows)
+    return rows
+
+
+async def _list_rows(root: Path) -> list[dict]:
     rows = [r for r in (await entry(root, "json")).get("sessions") or [] if isinstance(r, dict)]
     rows = [r for r in rows if isinstance(r.get("id"), str) and storage.ID_RE.match(r["id"])]
     rows.sort(key=lambda r: (not r.get("running"), -_num(r.get("mtime"))))

@@ -1,0 +1,144 @@
+"""`moss ui`'s rules against a hostile page, a hostile log and hostile URLs, over real HTTP.
+
+Each test starts the real `moss ui --no-open` on a project and talks to it as a browser, or
+as the page of another site open in the same browser, would: raw requests with whatever Host,
+Origin and cookies such a page could send (tests/boardserver.py). What a user would notice is
+checked: the status, the text, and whether anything reached a session's inbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from boardserver import board, request, stream_until
+
+SID = "k3v9qz2m"
+HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+
+
+def saved_session(project, sid=SID, text=HOSTILE):
+    """A session as a finished `moss @agent` leaves it: checkpoint and log, with hostile text
+    (what a model or a repository may write) in its task and its reply."""
+    agent = project.root / ".moss" / "agent"
+    (agent / "logs").mkdir(parents=True, exist_ok=True)
+    (agent / f"session-{sid}.json").write_text(json.dumps(
+        {"id": sid, "task": "task " + text, "state": "explorer", "machine": "v1", "role": "explorer",
+         "turn": 1, "done": True, "reason": "answered"}))
+    now = time.time()
+    events = [{"event": "session_start", "session_id": sid, "root": str(project.root), "machine": "v1"},
+              {"event": "turn_start", "turn": 1, "state": "explorer", "context_chars": 10, "working_memory": 0,
+               "pending": 0},
+              {"event": "response", "turn": 1, "state": "explorer", "text": "reply " + text},
+              {"event": "command", "cmd": "view " + text, "ok": False, "turn": 1, "output": "out " + text},
+              {"event": "session_end", "reason": "answered", "turns": 1}]
+    with open(agent / "logs" / f"{sid}.jsonl", "w") as f:
+        for i, e in enumerate(events):
+            f.write(json.dumps({**e, "ts": now + i, "session": sid, "parent": None}) + "\n")
+
+
+def test_no_token_no_board(project):
+    """Without the token every address answers 403 and says how to get in; a wrong token too.
+    The printed URL sets an HttpOnly, SameSite=Strict cookie and redirects to the page
+    without the token, and the cookie opens every page after."""
+    with board(project) as (url, port, token):
+        for path in ("/", "/sessions", "/runs", "/runs/metrics", "/evals", "/static/board.js",
+                     f"/sessions/{SID}/stream"):
+            status, _, text = request(port, "GET", path)
+            assert status == 403 and "no token" in text, path
+        status, _, text = request(port, "GET", "/sessions?token=" + "x" * len(token))
+        assert status == 403 and "wrong token" in text
+        status, headers, _ = request(port, "GET", "/?token=" + token)
+        assert status == 303 and headers["location"] == "/"
+        cookie = headers["set-cookie"]
+        assert cookie.startswith(f"moss_board={token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        status, headers, text = request(port, "GET", "/sessions", headers={"Cookie": f"moss_board={token}"})
+        assert status == 200 and "<h1>Sessions</h1>" in text
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert headers["referrer-policy"] == "no-referrer"
+        # the redirect never leaves the board, whatever path the link had
+        status, headers, _ = request(port, "GET", "//evil.example/x?token=" + token)
+        assert status == 303 and headers["location"] == "/evil.example/x"
+
+
+def test_a_rebound_host_name_is_refused(project):
+    """DNS rebinding: a hostile site's name re-pointed at 127.0.0.1 reaches the port with its
+    own Host header; the board refuses it even with the right cookie, and answers at
+    127.0.0.1:PORT and localhost:PORT."""
+    with board(project) as (url, port, token):
+        cookie = {"Cookie": f"moss_board={token}"}
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{port + 1}", f"127.0.0.1.evil.example:{port}"):
+            status, _, text = request(port, "GET", "/sessions", host=host, headers=cookie)
+            assert status == 403 and "Host" in text, host
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            assert request(port, "GET", "/sessions", host=host, headers=cookie)[0] == 200
+
+
+def test_a_cross_site_post_changes_nothing(project):
+    """A form or fetch from another site carries the browser's cookie at most (SameSite=Strict
+    keeps even that away), never the board's Origin or its X-Moss-Token header: refused
+    before it reaches the inbox. GET never changes anything (the POST routes answer 405 to it)."""
+    saved_session(project)
+    inbox = project.root / ".moss" / "agent" / "inbox" / f"{SID}.jsonl"
+    with board(project) as (url, port, token):
+        own = f"http://127.0.0.1:{port}"
+        body = "text=rm+-rf+%2F"
+        cases = [
+            ({"Cookie": f"moss_board={token}", "Origin": "http://evil.example", "X-Moss-Token": token}, "Origin"),
+            ({"Cookie": f"moss_board={token}", "X-Moss-Token": token}, "Origin"),
+            ({"Cookie": f"moss_board={token}", "Origin": own}, "X-Moss-Token"),
+            ({"Cookie": f"moss_board={token}", "Origin": own, "X-Moss-Token": "nope"}, "X-Moss-Token"),
+            ({"Origin": own, "X-Moss-Token": token}, "no token"),
+        ]
+        for headers, why in cases:
+            status, _, text = request(port, "POST", f"/sessions/{SID}/say", headers=headers, body=body)
+            assert status == 403 and why in text, (headers, text)
+        status, _, _ = request(port, "GET", f"/sessions/{SID}/say?text=x", headers={"Cookie": f"moss_board={token}"})
+        assert status == 405
+        assert request(port, "PUT", "/sessions", headers={"Cookie": f"moss_board={token}"})[0] == 405
+        assert not inbox.exists()
+        # the board's own page gets through the guard; the session has ended, so it says so
+        ok = {"Cookie": f"moss_board={token}", "Origin": own, "X-Moss-Token": token}
+        status, _, text = request(port, "POST", f"/sessions/{SID}/say", headers=ok, body=body)
+        assert status == 200 and f"session {SID} is not running" in text
+        assert not inbox.exists()
+
+
+def test_hostile_text_in_a_log_is_shown_as_text(project):
+    """A model's reply, a command and its output, and a task holding `<script>` and an
+    `<img onerror>` reach the list, the session page and its live stream escaped: the user
+    reads them, the browser never parses them as markup."""
+    saved_session(project)
+    with board(project) as (url, port, token):
+        cookie = {"Cookie": f"moss_board={token}"}
+        status, _, listing = request(port, "GET", "/sessions", headers=cookie)
+        assert status == 200 and SID in listing
+        status, _, page = request(port, "GET", f"/sessions/{SID}", headers=cookie)
+        assert status == 200
+        streamed = stream_until(port, f"/sessions/{SID}/stream", token, "session_end")
+        for text in (listing, page, streamed):
+            assert "<script>window" not in text and "<img src=x" not in text
+        assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page  # the task, and the timeline's rows
+        assert "reply &lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x onerror=&quot;" in streamed
+        assert "out &lt;script&gt;" in streamed
+
+
+def test_ids_and_names_in_urls_never_leave_moss_folders(project, tmp_path):
+    """A session id, eval run or attempt name in a URL is checked before it becomes a path
+    (`..`, slashes, dots refused with a one-line reason), and a log that is a link planted in
+    .moss/ is not followed: its target is never shown."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"event": "response", "text": "TOP SECRET"}\n')
+    logs = project.root / ".moss" / "agent" / "logs"
+    logs.mkdir(parents=True)
+    os.symlink(secret, logs / "planted.jsonl")
+    with board(project) as (url, port, token):
+        cookie = {"Cookie": f"moss_board={token}"}
+        for path in ("/sessions/..%2F..%2Fetc%2Fpasswd", "/sessions/a.b", "/evals/..", "/evals/x/logs/..%2F..%2Fsecret",
+                     "/evals/.hidden"):
+            status, _, text = request(port, "GET", path, headers=cookie)
+            assert status in (400, 404) and "TOP SECRET" not in text and "root:" not in text, path
+        status, _, text = request(port, "GET", "/sessions/a.b", headers=cookie)
+        assert status == 400 and "bad session id" in text
+        streamed = stream_until(port, "/sessions/planted/stream", token, "TOP SECRET", timeout=3)
+        assert "TOP SECRET" not in streamed and "not running" in streamed
