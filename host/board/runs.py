@@ -87,7 +87,8 @@ def chart_data(m: RunManager) -> dict:
             values: list[float | None] = [None] * len(steps)
             for s, v in pts:
                 values[index[s]] = v
-            series.append({"run": r["id"], "label": f"{r['name']} {params_of(r)}".strip(), "values": values})
+            series.append({"run": r["id"], "label": f"{r['name']} {params_of(r)}".strip(), "values": values,
+                           "rank": runs.index(r), "of": len(runs)})  # its colour: the same in every chart
         out[name] = {"steps": steps, "series": series}
     return {"metrics": out}
 

@@ -30,7 +30,7 @@
       var series = [{ label: "step" }];
       var rows = [m.steps];
       m.series.forEach(function (s, i) {
-        series.push({ label: s.label, stroke: colour(i, m.series.length), width: 2, spanGaps: true,
+        series.push({ label: s.label, stroke: colour(s.rank, s.of), width: 2, spanGaps: true,
                       points: { show: true, size: 5 } });
         rows.push(s.values);
       });
