@@ -9,13 +9,13 @@ import select
 import time
 from urllib.parse import urlsplit
 
-URL = re.compile(r"moss ui: (http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+))")
+URL = re.compile(r"moss ui: (http://[0-9.]+:(\d+)/\?token=([A-Za-z0-9_-]+))")
 
 
 @contextlib.contextmanager
-def board(project, *args, timeout: float = 30):
+def board(project, *args, timeout: float = 30, env: dict | None = None, open_flag: str = "--no-open"):
     """Yields (url, port, token) of `moss ui --no-open` serving `project`; stops it after."""
-    p = project.popen("ui", "--no-open", *args)
+    p = project.popen("ui", *([open_flag] if open_flag else []), *args, env=env)
     try:
         seen, deadline = "", time.monotonic() + timeout
         m = None
@@ -39,9 +39,9 @@ def board(project, *args, timeout: float = 30):
 
 
 def request(port: int, method: str, path: str, *, host: str | None = None, headers: dict | None = None,
-            body: str | None = None, read: bool = True):
+            body: str | None = None, read: bool = True, addr: str = "127.0.0.1"):
     """One raw HTTP request (any Host and Origin a hostile page could send): (status, headers, text)."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c = http.client.HTTPConnection(addr, port, timeout=30)
     h = {"Host": host or f"127.0.0.1:{port}", **(headers or {})}
     if body is not None:
         h.setdefault("Content-Type", "application/x-www-form-urlencoded")

@@ -142,3 +142,46 @@ def test_ids_and_names_in_urls_never_leave_moss_folders(project, tmp_path):
         assert status == 400 and "bad session id" in text
         streamed = stream_until(port, "/sessions/planted/stream", token, "TOP SECRET", timeout=3)
         assert "TOP SECRET" not in streamed and "not running" in streamed
+
+
+def test_another_address_only_with_a_warning_and_never_all_of_them(project):
+    """`--host` serves another address, saying on stderr that other machines reach it; the
+    board then answers requests naming that address (still with the token). 0.0.0.0 is refused
+    in one line: the board answers only requests that name its address."""
+    r = project.moss("ui", "--no-open", "--host", "0.0.0.0", timeout=30)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "give the one address" in r.stderr
+    p = project.popen("ui", "--no-open", "--host", "127.0.0.2")
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("moss ui: http://127.0.0.2:")
+        port, token = int(line.split(":")[3].split("/")[0]), line.rsplit("token=", 1)[1].strip()
+        cookie = {"Cookie": f"moss_board={token}"}
+        status, _, _ = request(port, "GET", "/sessions", host=f"127.0.0.2:{port}", headers=cookie, addr="127.0.0.2")
+        assert status == 200
+        assert request(port, "GET", "/sessions", host=f"127.0.0.2:{port}", addr="127.0.0.2")[0] == 403
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=10)
+    assert "warning: moss ui on 127.0.0.2 answers to other machines too" in err
+
+
+def test_a_browser_opens_only_when_there_is_one_and_not_under_ci(project, tmp_path):
+    """With a display, `moss ui` opens the URL in the user's browser ($BROWSER here: a script
+    that notes what it was asked to open); under CI, with --no-open, or without a display it
+    only prints the URL."""
+    opened = tmp_path / "opened.txt"
+    fake = tmp_path / "browser.sh"
+    fake.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
+    fake.chmod(0o755)
+    env = {"BROWSER": str(fake), "DISPLAY": ":0", "CI": ""}  # (a CI running this test sets CI)
+    with board(project, env=env, open_flag="") as (url, port, token):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not opened.exists():
+            time.sleep(0.05)
+        assert opened.read_text().split() == [url]
+    for extra, flag in (({"CI": "true"}, ""), ({}, "--no-open"), ({"DISPLAY": ""}, "")):
+        opened.unlink(missing_ok=True)
+        with board(project, env={**env, **extra}, open_flag=flag) as (url, port, token):
+            # serving; a browser would have been opened before (webbrowser waits for $BROWSER)
+            assert request(port, "GET", "/?token=" + token)[0] == 303
+        assert not opened.exists(), (extra, flag)

@@ -266,6 +266,9 @@ def serve(root: Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: b
     Ctrl-C."""
     import uvicorn
 
+    if host in ("0.0.0.0", "::", ""):
+        raise MossError(f"--host {host or repr(host)}: give the one address to serve on (e.g. 192.168.1.5); "
+                        "the board answers only requests that name it", kind="usage")
     if host not in ("127.0.0.1", "localhost"):
         print(f"warning: moss ui on {host} answers to other machines too: anyone who gets the token "
               f"can start and steer agents that run shell commands here", file=sys.stderr, flush=True)
@@ -284,7 +287,7 @@ def serve(root: Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: b
     shown = f"[{bind}]" if ":" in bind else bind
     hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"{shown}:{port}"]
     token = security.new_token()
-    url = f"http://{shown if bind != '0.0.0.0' else '127.0.0.1'}:{port}/?token={token}"
+    url = f"http://{shown}:{port}/?token={token}"
     app = build(root, token, hosts)
     print(f"moss ui: {url}", flush=True)
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
