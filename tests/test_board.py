@@ -55,6 +55,8 @@ def test_no_token_no_board(project):
         status, headers, text = request(port, "GET", "/sessions", headers={"Cookie": f"moss_board={token}"})
         assert status == 200 and "<h1>Sessions</h1>" in text
         assert "script-src 'self'" in headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in headers["content-security-policy"]
+        assert len(token) >= 43  # secrets.token_urlsafe(32): 32 random bytes
         assert headers["referrer-policy"] == "no-referrer"
         # the redirect never leaves the board, whatever path the link had
         status, headers, _ = request(port, "GET", "//evil.example/x?token=" + token)

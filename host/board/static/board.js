@@ -4,6 +4,7 @@
   "use strict";
   var REFRESH_MS = 2000; // no polling faster than once a second
   var last = null;
+  var STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 1e4, 2e4, 5e4, 1e5, 1e6, 1e7]; // whole steps
 
   function colour(i, n) { // a sweep's runs in parameter order: blue (lowest) to red (highest)
     var hue = n <= 1 ? 220 : 220 - Math.round(220 * i / (n - 1));
@@ -35,7 +36,8 @@
         rows.push(s.values);
       });
       new uPlot({ title: name, width: Math.min(900, box.clientWidth || 900), height: 280,
-                  scales: { x: { time: false } }, series: series }, rows, div);
+                  scales: { x: { time: false } }, series: series,
+                  axes: [{ incrs: STEPS, label: "step" }, {}] }, rows, div);
     });
   }
 
