@@ -187,3 +187,52 @@ def test_a_browser_opens_only_when_there_is_one_and_not_under_ci(project, tmp_pa
             # serving; a browser would have been opened before (webbrowser waits for $BROWSER)
             assert request(port, "GET", "/?token=" + token)[0] == 303
         assert not opened.exists(), (extra, flag)
+
+
+WATCHER = r'''
+moss.access.set("full")
+local r = moss.runs.start{ cmd = "python3 nan.py", name = "nan", alerts = { "loss is nan" } }
+print(r.id)
+local ended
+local deadline = os.time() + 60
+while os.time() <= deadline and not ended do
+  local ev = moss.runs.wait(1)
+  if ev and ev.type == "run" and (ev.status == "stopped" or ev.status == "failed" or ev.status == "finished") then
+    ended = ev
+  end
+end
+print(moss.json.encode({ ended = ended, alerts = moss.runs.alerts{ run_id = r.id } }))
+'''
+
+
+def test_an_alert_resolved_on_the_board_reaches_the_process_watching_the_run(project):
+    """A script's run logs a NaN loss and hangs; the script's moss process watches it. The
+    board's "stop" on that alert is handed to that process (it owns the run's record), which
+    resolves it and stops the run: the script sees the run stopped and the alert resolved
+    with "stop", and the record on disk keeps it."""
+    project.write("nan.py", "import time\nprint('step 0 loss nan', flush=True)\ntime.sleep(120)\n")
+    project.script("watch", WATCHER)
+    p = project.popen("@watch", "--allow-full")
+    try:
+        rid = p.stdout.readline().strip()
+        record = project.root / ".moss" / "agent" / "runs" / f"{rid}.json"
+        deadline, alerts = time.monotonic() + 30, []
+        while time.monotonic() < deadline and not alerts:
+            alerts = json.loads(record.read_text())["alerts"] if record.exists() else []
+            time.sleep(0.05)
+        assert alerts and alerts[0]["status"] == "pending", p.stderr.read() if p.poll() is not None else rid
+        with board(project) as (url, port, token):
+            own = {"Cookie": f"moss_board={token}", "Origin": f"http://127.0.0.1:{port}", "X-Moss-Token": token}
+            status, _, text = request(port, "POST", f"/alerts/{alerts[0]['id']}/resolve", headers=own,
+                                      body="choice=stop")
+            assert status == 200 and "handed to the moss process watching run " + rid in text
+            out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    res = json.loads(out.splitlines()[-1])
+    assert res["ended"]["status"] == "stopped"
+    assert [(a["status"], a["choice"]) for a in res["alerts"]] == [("resolved", "stop")]
+    assert [(a["status"], a["choice"]) for a in json.loads(record.read_text())["alerts"]] == [("resolved", "stop")]

@@ -39,7 +39,7 @@ def build(root: Path, token: str, hosts: list[str]) -> security.Guard:
     headers = json.dumps({"X-Moss-Token": token})
 
     def page(title: str, body: Html, status: int = 200) -> HTMLResponse:
-        return HTMLResponse(render("base", title=title, body=body, headers=headers, project=str(root)),
+        return HTMLResponse(render("base", title=title, body=body, headers=headers, project=root.name),
                             status_code=status)
 
     def failed(e: MossError) -> HTMLResponse:
@@ -123,11 +123,7 @@ def build(root: Path, token: str, hosts: list[str]) -> security.Guard:
         return HTMLResponse(str(tag("span", f"asked session {sid} to {action}", class_="ok")))
 
     def runs_parts() -> dict[str, str]:
-        m = runs.manager(root)
-        try:
-            all_runs = m.list()
-        finally:
-            m.close()
+        all_runs = runs.manager(root).list()
         alerts = runs.pending(all_runs)
         return {"alerts": str(runs.alerts_list(alerts)), "runs": str(runs.runs_table(all_runs)),
                 "_all": all_runs, "_alerts": alerts}  # type: ignore[dict-item]
@@ -160,11 +156,7 @@ def build(root: Path, token: str, hosts: list[str]) -> security.Guard:
         return _sse(gen())
 
     async def runs_metrics(request: Request):
-        m = runs.manager(root)
-        try:
-            return JSONResponse(runs.chart_data(m))
-        finally:
-            m.close()
+        return JSONResponse(runs.chart_data(runs.manager(root)))
 
     async def alert_resolve(request: Request):
         form = await request.form()

@@ -51,8 +51,16 @@ def metrics_of(text: str) -> dict[str, list[tuple[int, float | None]]]:
     return out
 
 
+_managers: dict[str, RunManager] = {}
+
+
 def manager(root: Path) -> RunManager:
-    m = RunManager(root)
+    """The board's one RunManager for `root`, kept for the server's life: looking at the runs
+    settles what dead moss processes left (a detached run is adopted, and then watched by
+    this process's monitor thread, as by any moss process), so it must outlive a request."""
+    m = _managers.get(str(root))
+    if m is None:
+        m = _managers[str(root)] = RunManager(root)
     m.sync()
     return m
 
