@@ -63,7 +63,7 @@ def stream_until(port: int, path: str, token: str, wanted: str, timeout: float =
     import socket
 
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: moss_board={token}\r\n"
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: moss_board_{port}={token}\r\n"
               f"Accept: text/event-stream\r\n\r\n".encode())
     seen, deadline = b"", time.monotonic() + timeout
     try:
@@ -78,4 +78,22 @@ def stream_until(port: int, path: str, token: str, wanted: str, timeout: float =
             seen += chunk
     finally:
         s.close()
-    return seen.decode("utf-8", "replace")
+    return dechunk(seen).decode("utf-8", "replace")
+
+
+def dechunk(raw: bytes) -> bytes:
+    """The body of a chunked HTTP response as read so far (its headers and chunk sizes gone)."""
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    if b"chunked" not in head.lower():
+        return rest
+    out = b""
+    while rest:
+        size_line, sep, rest = rest.partition(b"\r\n")
+        if not sep:
+            break
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        rest = rest[size + 2:]
+    return out

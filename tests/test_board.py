@@ -14,7 +14,7 @@ import time
 from boardserver import board, request, stream_until
 
 SID = "k3v9qz2m"
-HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">\revent: state\rdata: x'
 
 
 def saved_session(project, sid=SID, text=HOSTILE):
@@ -51,8 +51,8 @@ def test_no_token_no_board(project):
         status, headers, _ = request(port, "GET", "/?token=" + token)
         assert status == 303 and headers["location"] == "/"
         cookie = headers["set-cookie"]
-        assert cookie.startswith(f"moss_board={token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        status, headers, text = request(port, "GET", "/sessions", headers={"Cookie": f"moss_board={token}"})
+        assert cookie.startswith(f"moss_board_{port}={token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        status, headers, text = request(port, "GET", "/sessions", headers={"Cookie": f"moss_board_{port}={token}"})
         assert status == 200 and "<h1>Sessions</h1>" in text
         assert "script-src 'self'" in headers["content-security-policy"]
         assert "frame-ancestors 'none'" in headers["content-security-policy"]
@@ -68,7 +68,7 @@ def test_a_rebound_host_name_is_refused(project):
     own Host header; the board refuses it even with the right cookie, and answers at
     127.0.0.1:PORT and localhost:PORT."""
     with board(project) as (url, port, token):
-        cookie = {"Cookie": f"moss_board={token}"}
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
         for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{port + 1}", f"127.0.0.1.evil.example:{port}"):
             status, _, text = request(port, "GET", "/sessions", host=host, headers=cookie)
             assert status == 403 and "Host" in text, host
@@ -86,21 +86,21 @@ def test_a_cross_site_post_changes_nothing(project):
         own = f"http://127.0.0.1:{port}"
         body = "text=rm+-rf+%2F"
         cases = [
-            ({"Cookie": f"moss_board={token}", "Origin": "http://evil.example", "X-Moss-Token": token}, "Origin"),
-            ({"Cookie": f"moss_board={token}", "X-Moss-Token": token}, "Origin"),
-            ({"Cookie": f"moss_board={token}", "Origin": own}, "X-Moss-Token"),
-            ({"Cookie": f"moss_board={token}", "Origin": own, "X-Moss-Token": "nope"}, "X-Moss-Token"),
+            ({"Cookie": f"moss_board_{port}={token}", "Origin": "http://evil.example", "X-Moss-Token": token}, "Origin"),
+            ({"Cookie": f"moss_board_{port}={token}", "X-Moss-Token": token}, "Origin"),
+            ({"Cookie": f"moss_board_{port}={token}", "Origin": own}, "X-Moss-Token"),
+            ({"Cookie": f"moss_board_{port}={token}", "Origin": own, "X-Moss-Token": "nope"}, "X-Moss-Token"),
             ({"Origin": own, "X-Moss-Token": token}, "no token"),
         ]
         for headers, why in cases:
             status, _, text = request(port, "POST", f"/sessions/{SID}/say", headers=headers, body=body)
             assert status == 403 and why in text, (headers, text)
-        status, _, _ = request(port, "GET", f"/sessions/{SID}/say?text=x", headers={"Cookie": f"moss_board={token}"})
+        status, _, _ = request(port, "GET", f"/sessions/{SID}/say?text=x", headers={"Cookie": f"moss_board_{port}={token}"})
         assert status == 405
-        assert request(port, "PUT", "/sessions", headers={"Cookie": f"moss_board={token}"})[0] == 405
+        assert request(port, "PUT", "/sessions", headers={"Cookie": f"moss_board_{port}={token}"})[0] == 405
         assert not inbox.exists()
         # the board's own page gets through the guard; the session has ended, so it says so
-        ok = {"Cookie": f"moss_board={token}", "Origin": own, "X-Moss-Token": token}
+        ok = {"Cookie": f"moss_board_{port}={token}", "Origin": own, "X-Moss-Token": token}
         status, _, text = request(port, "POST", f"/sessions/{SID}/say", headers=ok, body=body)
         assert status == 200 and f"session {SID} is not running" in text
         assert not inbox.exists()
@@ -112,17 +112,19 @@ def test_hostile_text_in_a_log_is_shown_as_text(project):
     reads them, the browser never parses them as markup."""
     saved_session(project)
     with board(project) as (url, port, token):
-        cookie = {"Cookie": f"moss_board={token}"}
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
         status, _, listing = request(port, "GET", "/sessions", headers=cookie)
         assert status == 200 and SID in listing
         status, _, page = request(port, "GET", f"/sessions/{SID}", headers=cookie)
         assert status == 200
-        streamed = stream_until(port, f"/sessions/{SID}/stream", token, "session_end")
+        streamed = stream_until(port, f"/sessions/{SID}/stream", token, "not running</span>")
         for text in (listing, page, streamed):
             assert "<script>window" not in text and "<img src=x" not in text
         assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page  # the task, and the timeline's rows
         assert "reply &lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x onerror=&quot;" in streamed
         assert "out &lt;script&gt;" in streamed
+        assert "\r" not in streamed  # a CR ends an SSE line: "\revent: state" would be a field
+        assert streamed.splitlines().count("event: state") == 1  # the stream's own, once
 
 
 def test_ids_and_names_in_urls_never_leave_moss_folders(project, tmp_path):
@@ -135,7 +137,7 @@ def test_ids_and_names_in_urls_never_leave_moss_folders(project, tmp_path):
     logs.mkdir(parents=True)
     os.symlink(secret, logs / "planted.jsonl")
     with board(project) as (url, port, token):
-        cookie = {"Cookie": f"moss_board={token}"}
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
         for path in ("/sessions/..%2F..%2Fetc%2Fpasswd", "/sessions/a.b", "/evals/..", "/evals/x/logs/..%2F..%2Fsecret",
                      "/evals/.hidden"):
             status, _, text = request(port, "GET", path, headers=cookie)
@@ -157,7 +159,7 @@ def test_another_address_only_with_a_warning_and_never_all_of_them(project):
         line = p.stdout.readline()
         assert line.startswith("moss ui: http://127.0.0.2:")
         port, token = int(line.split(":")[3].split("/")[0]), line.rsplit("token=", 1)[1].strip()
-        cookie = {"Cookie": f"moss_board={token}"}
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
         status, _, _ = request(port, "GET", "/sessions", host=f"127.0.0.2:{port}", headers=cookie, addr="127.0.0.2")
         assert status == 200
         assert request(port, "GET", "/sessions", host=f"127.0.0.2:{port}", addr="127.0.0.2")[0] == 403
@@ -222,7 +224,7 @@ def test_an_alert_resolved_on_the_board_reaches_the_process_watching_the_run(pro
             time.sleep(0.05)
         assert alerts and alerts[0]["status"] == "pending", p.stderr.read() if p.poll() is not None else rid
         with board(project) as (url, port, token):
-            own = {"Cookie": f"moss_board={token}", "Origin": f"http://127.0.0.1:{port}", "X-Moss-Token": token}
+            own = {"Cookie": f"moss_board_{port}={token}", "Origin": f"http://127.0.0.1:{port}", "X-Moss-Token": token}
             status, _, text = request(port, "POST", f"/alerts/{alerts[0]['id']}/resolve", headers=own,
                                       body="choice=stop")
             assert status == 200 and "handed to the moss process watching run " + rid in text

@@ -33,7 +33,7 @@ ALERT_ID = re.compile(r"^[0-9a-f]{6,40}$")
 RUNS_TICK = 1.0  # seconds between the runs page's server-side looks (pushed only on change)
 
 
-def build(root: Path, token: str, hosts: list[str]) -> security.Guard:
+def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard:
     """The board for project `root`, behind its Guard."""
     root = Path(root)
     headers = json.dumps({"X-Moss-Token": token})
@@ -237,7 +237,7 @@ def build(root: Path, token: str, hosts: list[str]) -> security.Guard:
         Route("/evals/{run}/logs/{name}", eval_log),
         Mount("/static", app=static, name="static"),
     ]
-    return security.Guard(Starlette(routes=routes), token, hosts)
+    return security.Guard(Starlette(routes=routes), token, hosts, port)
 
 
 def _sse(gen) -> StreamingResponse:
@@ -280,7 +280,7 @@ def serve(root: Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: b
     hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"{shown}:{port}"]
     token = security.new_token()
     url = f"http://{shown}:{port}/?token={token}"
-    app = build(root, token, hosts)
+    app = build(root, token, hosts, port)
     print(f"moss ui: {url}", flush=True)
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
     if open_browser and _can_open_browser():

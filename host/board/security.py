@@ -7,7 +7,8 @@ in the same browser can send requests to 127.0.0.1. So, as ASGI middleware aroun
   ``--host``): a hostile site's name re-pointed at 127.0.0.1 (DNS rebinding) sends its own
   name and is refused (403) before anything is read.
 - **The token** (``secrets.token_urlsafe``, printed in the URL) is required on every request:
-  a first visit with ``?token=`` gets it as an HttpOnly, SameSite=Strict cookie and a
+  a first visit with ``?token=`` gets it as an HttpOnly, SameSite=Strict cookie (named for
+  the port: two boards keep their own) and a
   redirect to the same address without it (so it does not linger in the address bar or a
   Referer); afterwards the cookie must match. Without either: 403.
 - **State changes only by POST**, and a POST also needs an ``Origin`` that is the board's
@@ -24,7 +25,7 @@ import secrets
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
-COOKIE = "moss_board"
+COOKIE = "moss_board"  # + "_PORT": a browser sends 127.0.0.1's cookies to every port, so each board its own
 HEADER = "x-moss-token"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -44,9 +45,10 @@ def _same(a: str | None, b: str) -> bool:
 class Guard:
     """The checks above, around `app`. `hosts`: the Host values accepted (host:port)."""
 
-    def __init__(self, app, token: str, hosts: list[str]):
+    def __init__(self, app, token: str, hosts: list[str], port: int):
         self.app = app
         self.token = token
+        self.cookie = f"{COOKIE}_{port}"
         self.hosts = {h.lower() for h in hosts}
         self.origins = {"http://" + h for h in self.hosts}
 
@@ -66,14 +68,14 @@ class Guard:
             cookie.load(headers.get("cookie", ""))
         except Exception:
             pass
-        has_cookie = COOKIE in cookie and _same(cookie[COOKIE].value, self.token)
+        has_cookie = self.cookie in cookie and _same(cookie[self.cookie].value, self.token)
         if method == "GET" and "token" in query:
             if not _same(query["token"], self.token):
                 return await _deny(send, 403, "refused: wrong token (use the URL `moss ui` printed)")
             rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
             where = "/" + scope.get("path", "/").lstrip("/")  # never //elsewhere: a redirect stays here
             where += "?" + rest if rest else ""
-            return await _redirect(send, where, self.token)
+            return await _redirect(send, where, self.cookie, self.token)
         if not has_cookie:
             return await _deny(send, 403, "refused: no token (open the URL `moss ui` printed)")
         if method == "POST":
@@ -98,8 +100,8 @@ async def _deny(send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect(send, where: str, token: str) -> None:
-    cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+async def _redirect(send, where: str, name: str, token: str) -> None:
+    cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
     await send({"type": "http.response.start", "status": 303,
                 "headers": [(b"location", where.encode("latin-1", "replace")),
                             (b"set-cookie", cookie.encode()), (b"content-length", b"0")] + HEADERS})

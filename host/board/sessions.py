@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import time
@@ -217,8 +218,9 @@ def fragment(rec: dict) -> Html | None:
 
 
 def sse(event: str, data: str) -> bytes:
-    """One server-sent event; each line of `data` its own data: line."""
-    lines = "".join(f"data: {line}\n" for line in (data.split("\n") or [""]))
+    """One server-sent event; each line of `data` its own data: line. A CR ends a line for
+    an EventSource as LF does, so a log's "\revent: ..." is split here too, never a field."""
+    lines = "".join(f"data: {line}\n" for line in re.split(r"\r\n|\r|\n", data))
     return f"event: {event}\n{lines}\n".encode()
 
 
