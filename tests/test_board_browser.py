@@ -129,6 +129,7 @@ def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
                 box.send_keys("the build script is make.sh")
                 browser.find_element(By.ID, "send").click()
                 wait(browser, lambda d: "sent to " + sid in text_of(d, "#say-result"), what="the message sent")
+                assert browser.find_element(By.ID, "say-text").get_attribute("value") == ""  # the box is emptied
                 wait(browser, lambda d: "the build script is make.sh" in text_of(d, "#stream .item.message"),
                      what="the session acknowledging the message")
                 assert "message received" in text_of(browser, "#stream .item.message")

@@ -88,7 +88,7 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
                 tag("td", r.get(k)) for k in ("time", "event", "detail")) + Html("</tr>"))
         failure = [str(x) for x in data.get("last_failure") or []]
         tree = [str(x) for x in data.get("tree") or []]
-        body = render("session", id=sid, task=row.get("task") or "",
+        body = render("session", id=sid, task=row.get("task") or "", textarea=render("say_box", oob=""),
                       state=tag("span", sessions.status_of(row) or "?", class_="state"),
                       timeline=render("timeline", rows=join(body_rows)),
                       failure=tag("pre", "\n".join(failure), class_="output") if failure else Html(""),
@@ -109,8 +109,8 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
             rec = sessions.post_message(root, sid, str(form.get("text") or ""))
         except MossError as e:
             return HTMLResponse(str(tag("span", e.message, class_="error")), status_code=200)
-        return HTMLResponse(str(tag("span", f"sent to {sid} ({rec['id']}); it answers in the live view",
-                                    class_="ok")))
+        sent = tag("span", f"sent to {sid} ({rec['id']}); it answers in the live view", class_="ok")
+        return HTMLResponse(str(sent + render("say_box", oob=Html(' hx-swap-oob="true"'))))  # the box emptied
 
     async def session_control(request: Request):
         form = await request.form()
