@@ -121,6 +121,7 @@ def test_hostile_text_in_a_log_is_shown_as_text(project):
         for text in (listing, page, streamed):
             assert "<script>window" not in text and "<img src=x" not in text
         assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page  # the task, and the timeline's rows
+        assert "answered after 1 turns" in page  # the timeline as the agent script draws it
         assert "reply &lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x onerror=&quot;" in streamed
         assert "out &lt;script&gt;" in streamed
         assert "\r" not in streamed  # a CR ends an SSE line: "\revent: state" would be a field
@@ -238,3 +239,15 @@ def test_an_alert_resolved_on_the_board_reaches_the_process_watching_the_run(pro
     assert res["ended"]["status"] == "stopped"
     assert [(a["status"], a["choice"]) for a in res["alerts"]] == [("resolved", "stop")]
     assert [(a["status"], a["choice"]) for a in json.loads(record.read_text())["alerts"]] == [("resolved", "stop")]
+
+
+def test_metrics_are_the_numbers_a_log_prints_beside_a_step():
+    """What the runs page charts: on each log line with a step (or iter, epoch) number, every
+    `name value` / `name=value` pair; NaN and inf become gaps; lines without a step (the
+    command line, a banner) count for nothing."""
+    from moss.board.runs import metrics_of
+
+    log = ("args ['--lr=0.1']\nstarting, batch 32\nstep 0 loss 2.5 acc=0.1\nstep 1 loss nan acc=0.2\n"
+           "epoch: 2, val_loss: 1.25e-1, lr=1e-3\n")
+    assert metrics_of(log) == {"loss": [(0, 2.5), (1, None)], "acc": [(0, 0.1), (1, 0.2)],
+                               "val_loss": [(2, 0.125)], "lr": [(2, 0.001)]}

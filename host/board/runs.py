@@ -73,6 +73,9 @@ def params_of(run: dict) -> str:
     return str(p) if p is not None else ""
 
 
+_parsed: dict[str, tuple[int, dict]] = {}  # run id -> (its log's size, its metrics)
+
+
 def chart_data(m: RunManager) -> dict:
     """{metrics: {name: {steps: [...], series: [{run, label, values: [...]}]}}}: every run's
     series of each metric on one step axis, runs in the order of their parameters (a sweep's
@@ -80,8 +83,12 @@ def chart_data(m: RunManager) -> dict:
     runs = sorted(m.list(), key=lambda r: (params_of(r), r.get("created_at") or 0))
     per_run = {}
     for r in runs:
-        text = m.store.read_from(r["id"], "log", 0, MAX_METRIC_READ).decode("utf-8", "replace")
-        per_run[r["id"]] = metrics_of(text)
+        size = m.store.size(r["id"], "log")
+        hit = _parsed.get(r["id"])
+        if hit is None or hit[0] != size:  # read again only a log that grew
+            text = m.store.read_from(r["id"], "log", 0, MAX_METRIC_READ).decode("utf-8", "replace")
+            hit = _parsed[r["id"]] = (size, metrics_of(text))
+        per_run[r["id"]] = hit[1]
     names = sorted({n for ms in per_run.values() for n in ms})
     out = {}
     for name in names:
