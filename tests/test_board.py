@@ -251,3 +251,16 @@ def test_metrics_are_the_numbers_a_log_prints_beside_a_step():
            "epoch: 2, val_loss: 1.25e-1, lr=1e-3\n")
     assert metrics_of(log) == {"loss": [(0, 2.5), (1, None)], "acc": [(0, 0.1), (1, 0.2)],
                                "val_loss": [(2, 0.125)], "lr": [(2, 0.001)]}
+
+
+def test_a_taken_port_is_said_in_one_line(project):
+    """`moss ui --port N` on a port something else holds: one line naming it and the flag, exit 2."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = project.moss("ui", "--no-open", "--port", str(port), timeout=30)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--port" in r.stderr
