@@ -632,6 +632,26 @@ def mcp_serve(http_port, project):
     serve(find_project_root(project.resolve() if project else None), http_port=http_port)
 
 
+@cli.command("ui")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port to listen on (0: a free one).")
+@click.option("--host", "bind_host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but 127.0.0.1 answers other machines too (a warning says so).")
+@click.option("--no-open", is_flag=True, help="Print the URL only; do not open a browser.")
+def ui_cmd(port, bind_host, no_open):
+    """The board in a browser: sessions (live text, messages, stop), runs and the Wild Loop
+    (metrics, alerts), evaluations. Prints its URL, with the token every request needs.
+
+    \b
+    Serves the project here on 127.0.0.1 only; a browser is opened when one is available
+    (not under CI, not with --no-open). docs/ui.md says what it shows, docs/security.md
+    what it refuses."""
+    from .board.app import serve
+    from .context import find_project_root
+
+    serve(find_project_root(), host=bind_host, port=port, open_browser=not no_open)
+
+
 from .runs_cli import runs  # noqa: E402  (moss runs list|show|logs|stop|alert)
 
 cli.add_command(runs)

@@ -948,12 +948,13 @@ function moss.runs.alerts(filter) end
 
 --- resolve a pending alert with one of its choices (case-insensitive; another is kind `usage`); a
 --- choice starting with `stop`, `kill` or `terminate` stops the run. Returns the alert plus
---- `run_status`
+--- `run_status`. An alert of a run another live moss process watches is handed to that
+--- process, which resolves it on its next tick (returns `{queued=true, id, run_id, choice}`)
 ---
 --- Errors: `usage`, `not_found`.
 ---@param alert_id string
 ---@param choice string
----@return moss.Alert
+---@return moss.Alert|{queued: true, id: string, run_id: string, choice: string}
 function moss.runs.resolve(alert_id, choice) end
 
 --- raise an alert yourself (a string is shorthand for `{message=}`); `source` is `script`, `judge`
