@@ -571,6 +571,24 @@ def eval_cmd(words):
     _run_lua("eval", list(words))
 
 
+BATCH_HELP = """Run a list of agent tasks, each in a fresh copy of its repository; collect outcomes and patches.
+
+\b
+  moss batch tasks.jsonl -j 4 --max-cost 5 -o results.jsonl
+  moss batch tasks.jsonl -o results.jsonl --resume      (go on after a stop or a crash)
+  moss batch status results.jsonl [--patch ID]
+`moss batch --help` lists every option; docs/batch.md says how to write TASKS. What a
+task's outcome is and what the agent is told is Lua: scripts/batch.lua.
+"""
+
+
+@cli.command("batch", help=BATCH_HELP, add_help_option=False,
+             context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("words", nargs=-1, type=click.UNPROCESSED)
+def batch_cmd(words):
+    _run_lua("batch", list(words))
+
+
 @cli.group("mcp")
 def mcp_group():
     """The Model Context Protocol: moss as an MCP server (`moss mcp serve`).
@@ -612,6 +630,26 @@ def mcp_serve(http_port, project):
     from .mcp.server import serve
 
     serve(find_project_root(project.resolve() if project else None), http_port=http_port)
+
+
+@cli.command("ui")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port to listen on (0: a free one).")
+@click.option("--host", "bind_host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but 127.0.0.1 answers other machines too (a warning says so).")
+@click.option("--no-open", is_flag=True, help="Print the URL only; do not open a browser.")
+def ui_cmd(port, bind_host, no_open):
+    """The board in a browser: sessions (live text, messages, stop), runs and the Wild Loop
+    (metrics, alerts), evaluations. Prints its URL, with the token every request needs.
+
+    \b
+    Serves the project here on 127.0.0.1 only; a browser is opened when one is available
+    (not under CI, not with --no-open). docs/ui.md says what it shows, docs/security.md
+    what it refuses."""
+    from .board.app import serve
+    from .context import find_project_root
+
+    serve(find_project_root(), host=bind_host, port=port, open_browser=not no_open)
 
 
 from .runs_cli import runs  # noqa: E402  (moss runs list|show|logs|stop|alert)

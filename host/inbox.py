@@ -4,7 +4,7 @@ Every channel (the terminal, `moss say`, stream-json on stdin, MCP `send_message
 JSON line to `.moss/agent/inbox/<session id>.jsonl`, so nothing a user says is lost if the
 process dies; the session reads the lines it has not seen yet. A line:
 
-    {"id": "m-...", "ts": 1795.3, "source": "say"|"terminal"|"stream-json"|"mcp",
+    {"id": "m-...", "ts": 1795.3, "source": "say"|"terminal"|"stream-json"|"mcp"|"board",
      "type": "user", "text": "...", "acked": true?}       a message ("acked": the host showed
                                                           the user it arrived as it was typed)
     {"id": ..., "type": "control", "action": "pause"|"stop"|"resume", "source": ...}

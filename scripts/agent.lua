@@ -468,7 +468,8 @@ end
 
 --- `moss sessions list` / `moss sessions show ID` (host/cli.py), and MCP list_sessions /
 -- show_session (host/mcp/server.py): args is {"list"}, {"show", ID} or {"json"} (one JSON
--- object on stdout, {"sessions": [...]}: each session's saved fields, running, reason).
+-- object on stdout, {"sessions": [...]}: each session's saved fields, running, reason), and
+-- `moss ui`'s {"timeline", ID} (one JSON object: what `show` draws, as data).
 local function sessions(args)
   local what = args[1]
   if what == "list" then return timeline.list() end
@@ -477,7 +478,11 @@ local function sessions(args)
     print(moss.json.encode({ sessions = timeline.data() })) -- an empty list encodes as []
     return 0
   end
-  moss.ui.print("usage: sessions list | sessions show ID | sessions json", { style = "red" })
+  if what == "timeline" and args[2] then -- `moss ui`'s session page: show's content as data
+    print(moss.json.encode(timeline.data_of(args[2])))
+    return 0
+  end
+  moss.ui.print("usage: sessions list | sessions show ID | sessions json | sessions timeline ID", { style = "red" })
   return 2
 end
 

@@ -32,13 +32,15 @@ running:
                           or a provider's max_parallel: what its rate limit takes)
   --max-cost USD          one budget for the whole eval: once spent, nothing new starts and
   --max-tokens N          running attempts are stopped cleanly (reason budget, not counted)
+  --retries N             run an attempt again up to N times when the infrastructure failed
+                          (its copy, the agent's process, the executor; default 0); the
+                          agent's own failures are never retried
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
   --executor local|ray    where attempts run (default [eval] executor, else local); ray: each
                           attempt one Ray job on a cluster (docs/fleet.md)
   --ray-address URL       the cluster's dashboard (default [eval] ray_address, $RAY_ADDRESS)
-  --num-cpus N            CPUs each attempt's Ray job asks for (default [eval] ray_num_cpus, 1)
-  --retries N             a Ray job lost or stopped on the cluster is tried again N times
-                          (default 1), then counted as an infrastructure error
+  --num-cpus N            CPUs each attempt's Ray job asks for (default [eval] ray_num_cpus, 1);
+                          with ray, --retries counts jobs lost or stopped on the cluster too
 
 record and replay:
   --record DIR            keep each attempt's LLM cassette in DIR (TASK--CELL--TRIAL.jsonl)
@@ -71,6 +73,7 @@ M.FLAGS = {
   { "-j", "--jobs", type = "number", key = "jobs", help = "attempts at once" },
   { "--out", metavar = "DIR", help = "results folder" },
   { "--resume", metavar = "DIR", help = "go on with this results folder" },
+  { "--retries", type = "number", help = "retries after an infrastructure failure" },
   { "--keep", type = "flag", help = "keep every copy" },
   { "--keep-failed", type = "flag", key = "keep_failed", help = "keep the copies of failed attempts" },
   { "--json", type = "flag", help = "JSON on stdout" },
@@ -78,7 +81,6 @@ M.FLAGS = {
   { "--executor", metavar = "NAME", help = "where attempts run (local, ray)" },
   { "--ray-address", metavar = "URL", key = "ray_address", help = "ray: the cluster's dashboard" },
   { "--num-cpus", type = "number", key = "num_cpus", help = "ray: CPUs per attempt's job" },
-  { "--retries", type = "number", help = "ray: tries of a lost job before an infrastructure error" },
   { "--fail-if", metavar = "worse", key = "fail_if", choices = { "worse" }, help = "compare: exit 1 when B is worse" },
   { "--alpha", type = "number", help = "compare: significance level (default 0.05)" },
   { "-h", "--help", type = "flag", help = "show this help" },
@@ -323,6 +325,9 @@ function M.run(opts, rest)
   if opts.jobs and (opts.jobs < 1 or opts.jobs ~= math.floor(opts.jobs)) then
     moss.error("usage", "-j must be a whole number >= 1", 0)
   end
+  if opts.retries and (opts.retries < 0 or opts.retries ~= math.floor(opts.retries)) then
+    moss.error("usage", "--retries must be a whole number >= 0", 0)
+  end
   if opts.out and opts.resume then moss.error("usage", "--resume DIR is the results folder: no --out with it", 0) end
   local suite = moss.eval.suite(spec)
   if not moss.trust.trusted and moss.trust.needed then
@@ -334,7 +339,7 @@ function M.run(opts, rest)
   -- where attempts run: the flags, else [eval] in the config (a project's needs trust: host/trust.py)
   local ecfg = type(moss.config.eval) == "table" and moss.config.eval or {}
   if (opts.executor or ecfg.executor or "local") ~= "ray" then
-    for _, f in ipairs({ { "ray_address", "--ray-address" }, { "num_cpus", "--num-cpus" }, { "retries", "--retries" } }) do
+    for _, f in ipairs({ { "ray_address", "--ray-address" }, { "num_cpus", "--num-cpus" } }) do
       if opts[f[1]] ~= nil then moss.error("usage", f[2] .. " is for --executor ray", 0) end
     end
   end

@@ -251,6 +251,7 @@ def test_a_task_whose_check_already_passes_is_a_suite_error_not_a_pass(project, 
     (["suite", "--executor", "fleet"], "--executor must be one of local, ray, got 'fleet'"),
     (["compare", "nope.jsonl", "nope.jsonl"], "no eval results at nope.jsonl"),
     (["suite", "--resume", "nowhere"], "--resume: no eval in"),
+    (["suite", "--retries", "1.5"], "--retries must be a whole number >= 0"),
 ])
 def test_bad_input_is_one_clear_line(project, words, message):
     """A mistake on the command line is named, exit 2, before anything runs."""

@@ -143,6 +143,7 @@ def test_request_checking():
                        ({"mesages": []}, "unknown field(s) mesages"),
                        ({"messages": []}, "at least one user message"),
                        ({"prompt": "x", "max_tokens": -1}, "max_tokens must be a positive integer"),
+                       ({"prompt": "x", "quiet": "yes"}, "quiet must be true or false"),
                        ("hello", "expects a table")]:
         with pytest.raises(MossError, match=r".*") as e:
             normalise_request(bad, 50)

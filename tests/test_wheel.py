@@ -29,7 +29,13 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
                    "moss/scripts/eval/suites/builtin/repos/pyledger/data/sample.csv",
                    "moss/scripts/eval/suites/builtin/repos/shtodo/todo.sh",
                    "moss/scripts/eval/suites/builtin/repos/shtodo/todo.conf",
-                   "moss/scripts/eval.lua", "moss/eval/runner.py", "moss/eval/executors.py", "moss/api/eval.py"):
+                   "moss/scripts/eval.lua", "moss/eval/runner.py", "moss/eval/executors.py", "moss/api/eval.py",
+                   # moss ui: its templates and vendored front-end libraries, licences beside them
+                   "moss/board/app.py", "moss/board/templates/base.html", "moss/board/static/board.js",
+                   "moss/board/static/htmx/htmx.min.js", "moss/board/static/htmx/LICENSE",
+                   "moss/board/static/htmx-ext-sse/sse.min.js", "moss/board/static/htmx-ext-sse/LICENSE",
+                   "moss/board/static/uplot/uPlot.iife.min.js", "moss/board/static/uplot/uPlot.min.css",
+                   "moss/board/static/uplot/LICENSE"):
         assert needed in names, needed
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 

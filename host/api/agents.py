@@ -511,7 +511,12 @@ def _start_live(tree: Tree) -> None:
     try:
         from rich.live import Live
 
-        tree.live = _Panel(tree, Live(console=ui.console(), refresh_per_second=4, transient=True))
+        import sys
+
+        # stdout is taken over (drawn above the panel) only when it is this same terminal: an
+        # answer bound for a pipe or a file must get there, not onto the screen
+        tree.live = _Panel(tree, Live(console=ui.console(), refresh_per_second=4, transient=True,
+                                      redirect_stdout=sys.stdout.isatty()))
     except Exception:
         tree.live = None
 

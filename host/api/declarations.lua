@@ -193,6 +193,7 @@ function moss.ui.live_stop() end
 ---@field stop? string|string[]
 ---@field temperature? number
 ---@field label? string which part of a machine asks (sent as the X-Moss-Label header)
+---@field quiet? boolean      # true: nothing of the reply is streamed to the screen (a classification, an aside: not the session's reply)
 
 ---@class moss.llm
 moss.llm = {}
@@ -587,6 +588,26 @@ function moss.memory.write(kind, text, opts) end
 ---@field variant? string    # a folder laid over the copy's .moss/
 ---@field info? table        # kept in the attempt's row (the cell's dimensions)
 ---@field recordings? string[] # replaying: the keys whose cassette it may replay, the first found (default: its own key)
+---@field max_cost? number     # this attempt's own budget (USD); the eval's, when less is left, wins
+---@field max_tokens? integer  # likewise, in tokens
+
+---@class moss.BatchTask
+---@field id string          # unique in the batch (default task-N); the attempt's key
+---@field repo string        # the repository folder (absolute, inside the batch file's folder)
+---@field prompt string
+---@field line integer       # where the task starts in the batch file
+---@field machine? string
+---@field role? string
+---@field model? string
+---@field provider? string
+---@field max_turns? integer
+---@field max_cost? number
+---@field max_tokens? integer
+
+---@class moss.Batch
+---@field name string        # the file's name without its suffix
+---@field path string        # what moss.eval.start's `suite` takes
+---@field tasks moss.BatchTask[]
 
 ---@class moss.eval
 moss.eval = {}
@@ -598,6 +619,14 @@ moss.eval = {}
 ---@return moss.EvalSuite
 function moss.eval.suite(spec) end
 
+--- load a batch file of agent tasks (`moss batch`): JSONL (one object a line) or TOML (`[[task]]`
+--- tables), each task's repo inside the file's folder; a mistake is one line naming the file,
+--- the line, the task and the field (kind config)
+---@errors usage, not_found, config
+---@param path string
+---@return moss.Batch
+function moss.eval.batch(path) end
+
 --- start the attempts (in parallel, `jobs` at once, under one budget): each in a fresh copy of its
 --- task's repository in a temp folder, the agent a `moss @agent` subprocess there, then the check.
 --- With `resume`, attempts already in `out`'s attempts.jsonl are skipped. A project suite's
@@ -606,7 +635,11 @@ function moss.eval.suite(spec) end
 --- folder of such cassettes the agents answer from, offline (an attempt without one ends
 --- `not_recorded`, one whose requests leave it `diverged`, with the row's `diverged` saying where).
 ---@errors usage, denied, not_found, config
----@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, jobs?: integer, max_cost?: number, max_tokens?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, ray_address?: string, num_cpus?: number, retries?: number, title?: string, meta?: table, record?: string, replay?: string}
+--- `file`: the results file (default `out`/attempts.jsonl; with it, `out` holds only the logs).
+--- `retries`: an attempt that ends `infra_error` runs again up to that many times (its row's
+--- `tries`, `retried`). `executor` "ray": each attempt a Ray job at `ray_address` asking for
+--- `num_cpus` (docs/fleet.md). Every row carries the `patch` its agent made (host/eval/patch.py).
+---@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, file?: string, jobs?: integer, max_cost?: number, max_tokens?: integer, retries?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, ray_address?: string, num_cpus?: number, title?: string, meta?: table, record?: string, replay?: string}
 ---@return {out: string, total: integer, skipped: integer, to_run: integer}
 function moss.eval.start(opts) end
 
@@ -621,7 +654,7 @@ function moss.eval.next() end
 --- its line to attempts.jsonl and removes its copy (kept with opts keep / keep_failed); the row
 ---@errors usage, denied
 ---@param key string
----@param verdict {passed?: boolean, verdict?: string}
+---@param verdict {passed?: boolean, verdict?: string, outcome?: string}
 ---@return table
 function moss.eval.record(key, verdict) end
 
@@ -638,7 +671,7 @@ function moss.eval.finish() end
 ---@return table[]
 function moss.eval.summary(rows) end
 
---- the rows of an attempts.jsonl (or of the run folder holding one)
+--- the rows of an attempts.jsonl or a batch's results file (or of the run folder holding one)
 ---@errors usage, denied, not_found, config
 ---@param path string
 ---@return table[]
@@ -850,11 +883,12 @@ function moss.runs.alerts(filter) end
 
 --- resolve a pending alert with one of its choices (case-insensitive; another is kind `usage`); a
 --- choice starting with `stop`, `kill` or `terminate` stops the run. Returns the alert plus
---- `run_status`
+--- `run_status`. An alert of a run another live moss process watches is handed to that
+--- process, which resolves it on its next tick (returns `{queued=true, id, run_id, choice}`)
 ---@errors usage, not_found
 ---@param alert_id string
 ---@param choice string
----@return moss.Alert
+---@return moss.Alert|{queued: true, id: string, run_id: string, choice: string}
 function moss.runs.resolve(alert_id, choice) end
 
 --- raise an alert yourself (a string is shorthand for `{message=}`); `source` is `script`, `judge`

@@ -1,6 +1,6 @@
 """moss.eval: the mechanism of `moss eval` (host/eval/); the policy is scripts/eval.lua.
 
-The script loads a suite (``suite``), expands it into attempts, starts them (``start``), takes
+The script loads a suite (``suite``) or a batch of agent tasks (``batch``, for ``moss batch``), expands it into attempts, starts them (``start``), takes
 each as it ends (``next``) and says whether it passed (``record``, which writes its line and
 removes its copy), then reads the summary (``finish``, ``summary``). ``read`` and ``mcnemar``
 serve ``moss eval compare``; ``html`` writes the HTML report the policy laid out
@@ -69,6 +69,15 @@ def functions(ctx):
                 "tasks": [{"id": t.id, "kind": kind_of(t), "prompt": t.prompt, "tags": list(t.tags),
                            "commands": bool(t.check.run or t.setup)} for t in s.tasks]}
 
+    def batch(path):
+        from ..eval.batch import load_batch
+
+        b = load_batch(Path(str(path)).expanduser())
+        suites[str(b.path)] = (b, False)  # its tasks run no commands: nothing of it needs trust
+        return {"name": b.name, "path": str(b.path),
+                "tasks": [{"id": t.id, "repo": str(t.repo), "prompt": t.prompt, "line": b.lines[t.id],
+                           **b.options[t.id]} for t in b.tasks]}
+
     def start(opts):
         opts = dict(opts or {})
         if state.get("run") is not None:
@@ -127,6 +136,6 @@ def functions(ctx):
             raise MossError("eval.html: path must be a file name ending in .html", kind="usage")
         return {"file": report_mod.write(path, report if isinstance(report, dict) else {})}
 
-    return {"eval.suite": suite, "eval.start": start, "eval.next": next_, "eval.record": record,
+    return {"eval.suite": suite, "eval.batch": batch, "eval.start": start, "eval.next": next_, "eval.record": record,
             "eval.finish": finish, "eval.summary": summary, "eval.read": read, "eval.mcnemar": mcnemar,
             "eval.cpus": cpus, "eval.html": html}

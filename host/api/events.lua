@@ -142,7 +142,7 @@
 ---@field session_id string
 ---@field turn? moss.events.count
 ---@field id string
----@field source string                # terminal, say, stream-json, mcp
+---@field source string                # terminal, say, stream-json, mcp, board (`moss ui`)
 ---@field text? string
 ---@field action? "pause"|"stop"|"resume"  # a control message's
 ---@field class "stop"|"pause"|"resume"|"related"|"unrelated"  # how the agent read it

@@ -129,7 +129,7 @@ def functions(ctx):
         # a call made while the user's message is handled (its classification, an aside) is
         # not the session's reply: nothing of it is streamed to the screen
         box = ctx.services.get("inbox")
-        quiet = bool(box is not None and box.busy)
+        quiet = bool(request.get("quiet")) or bool(box is not None and box.busy)
         if not quiet:
             _stderr_stream.wrote = False
         listen = getattr(ctx, "inbox_poll", None) and not _answers_at_once(svc, request)

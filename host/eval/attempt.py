@@ -6,14 +6,19 @@ and where is an executor's job (host/eval/executors.py). The outcome is a plain 
 ``raw`` result that ``moss.eval.next()`` hands to the policy (scripts/eval.lua), which decides
 whether it passed:
 
-    key, task, cell, trial, kind ("question" | "change"),
+    key, task, cell, trial, kind ("question" | "change", or "task": a batch task, no check),
+    tries, retried (the runner's retries after infrastructure errors, host/eval/runner.py),
     reason      the agent's outcome (docs/agent.md), or "budget" / "interrupted" when the eval
                 stopped it, or "setup_error" / "suite_error" / "infra_error" when it never ran;
                 replaying (--replay): "not_recorded" (no cassette: not run) or "diverged" (the
                 agent's requests left its recording; ``diverged`` says where, host/eval/cassettes.py)
     exit, success, answer, turns, usage {input_tokens, output_tokens, cost_usd, ...},
     tokens, cost, wall (seconds), session_id,
-    check       {passed, detail} (absent when no check ran), detail (what went wrong)
+    check       {passed, detail} (absent when no check ran), detail (what went wrong),
+    patch, patch_stat {files, added, removed, binary, bytes}, patch_cut
+                what the agent did to the copy, a unified diff against the repository as given
+                (host/eval/patch.py); absent when the agent never ran, ``patch_error`` when git
+                could not make it
 """
 
 from __future__ import annotations
@@ -100,8 +105,17 @@ def check(task, copy: Path, answer: str | None, setup=None) -> dict:
     return {"passed": bool(ok), "detail": why}
 
 
+def has_check(task) -> bool:
+    """Whether a task has a check at all (a batch task has none: its outcome is the agent's)."""
+    c = getattr(task, "check", None)
+    return c is not None and bool(c.run or c.answer is not None or c.regex is not None or c.number is not None)
+
+
 def kind_of(task) -> str:
-    """A task is a change when its check runs commands, else a question (docs/eval.md)."""
+    """A task is a change when its check runs commands, a question when it compares the answer
+    (docs/eval.md), and a batch task ("task") when it has no check."""
+    if not has_check(task):
+        return "task"
     return "change" if getattr(task.check, "run", None) else "question"
 
 
@@ -114,3 +128,41 @@ def safe_name(key: str) -> str:
 def base_row(spec: Spec) -> dict:
     return {"key": spec.key, "task": spec.task.id, "cell": spec.cell, "trial": spec.trial,
             "kind": kind_of(spec.task), **{k: v for k, v in spec.info.items() if k not in ("key",)}}
+
+
+def spec_to_json(spec: Spec) -> dict:
+    """A Spec as plain JSON (for an executor that runs the attempt elsewhere, e.g. in a Ray job);
+    ``spec_from_json`` makes it again. Paths are strings; the task's check and solution plain dicts."""
+    import dataclasses
+
+    task = spec.task
+    t = {"id": task.id, "repo": str(task.repo), "commit": task.commit, "prompt": task.prompt,
+         "setup": list(task.setup), "tags": list(task.tags),
+         "check": {**dataclasses.asdict(task.check), "run": list(task.check.run)},
+         "solution": [dataclasses.asdict(r) for r in task.solution], "solution_answer": task.solution_answer,
+         "exclude": list(getattr(task, "exclude", []) or [])}
+    return {"key": spec.key, "task": t, "cell": spec.cell, "trial": spec.trial, "args": list(spec.args),
+            "variant": str(spec.variant) if spec.variant is not None else None, "info": dict(spec.info),
+            "max_cost": spec.max_cost, "max_tokens": spec.max_tokens,
+            "record": str(spec.record) if spec.record is not None else None,
+            "replay": str(spec.replay) if spec.replay is not None else None}
+
+
+def spec_from_json(data: dict) -> Spec:
+    from .suite import Check, Replacement, Task
+
+    t = data["task"]
+    c = dict(t.get("check") or {})
+    check = Check(**{**c, "run": tuple(c.get("run") or ())})
+    task = Task(id=t["id"], repo=Path(t["repo"]), commit=t.get("commit") or "", prompt=t["prompt"],
+                setup=list(t.get("setup") or []), tags=list(t.get("tags") or []), check=check,
+                solution=[Replacement(**r) for r in t.get("solution") or []],
+                solution_answer=t.get("solution_answer"), exclude=list(t.get("exclude") or []))
+
+    def path(v):
+        return Path(v) if v else None
+
+    return Spec(key=data["key"], task=task, cell=data["cell"], trial=int(data["trial"]), args=list(data["args"]),
+                variant=path(data.get("variant")), info=dict(data.get("info") or {}),
+                max_cost=data.get("max_cost"), max_tokens=data.get("max_tokens"),
+                record=path(data.get("record")), replay=path(data.get("replay")))

@@ -27,7 +27,7 @@ from ..errors import MossError
 from ..llm.usage import total_tokens
 from ..tools import procs
 from . import attempt as att
-from . import cassettes, copies, results
+from . import cassettes, copies, patch, results
 
 KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
 
@@ -50,6 +50,10 @@ class AttemptExecutor:
 
     def run(self, spec: att.Spec, control: att.Control) -> dict:
         raise NotImplementedError
+
+    def discard(self, row: dict) -> None:
+        """A try the runner runs again (an infrastructure error): remove what it left (its copy)."""
+        copies.remove(row.get("home"))
 
     def close(self) -> None:
         """The eval ended: release what the executor holds."""
@@ -111,7 +115,12 @@ class LocalAttempts(AttemptExecutor):
             copy = copies.make(spec.task, home, project_root=self.project_root,
                                project_trusted=self.project_trusted, variant=spec.variant)
             row["copy"] = str(copy)
-            self._attempt(spec, control, copy, row)
+            try:  # the repository as given, before setup: what the patch is taken against
+                base: Path | None = patch.snapshot(copy, home)
+            except (patch.PatchError, OSError) as e:
+                base = None
+                row["patch_error"] = str(e)
+            self._attempt(spec, control, copy, row, base)
         except MossError as e:
             row.update(reason="infra_error", detail=e.message)
         except OSError as e:
@@ -119,7 +128,7 @@ class LocalAttempts(AttemptExecutor):
         row["wall"] = round(time.monotonic() - start, 3)
         return row
 
-    def _attempt(self, spec: att.Spec, control: att.Control, copy: Path, row: dict) -> None:
+    def _attempt(self, spec: att.Spec, control: att.Control, copy: Path, row: dict, base: Path | None) -> None:
         task = spec.task
         if task.setup:
             ok, why = att.run_commands(list(task.setup), copy, self.setup)
@@ -136,10 +145,15 @@ class LocalAttempts(AttemptExecutor):
             row.update(reason=control.reason or "interrupted")
             return
         result = self._agent(spec, control, copy, row)
+        if base is not None:  # what the agent did, taken before the check runs
+            try:
+                row.update(patch.diff(copy, base))
+            except (patch.PatchError, OSError) as e:
+                row["patch_error"] = str(e)
         if control.stopped:
             row.update(reason=control.reason or "interrupted")
             return
-        if result is None:
+        if result is None or not att.has_check(task):
             return
         row["check"] = att.check(task, copy, result.get("answer"), self.setup)
 

@@ -79,6 +79,10 @@ class Progress:
         return f"{_fmt_tokens(self.tokens)} tokens, ${self.cost:.4f}"
 
     def _line(self, row: dict) -> str:
+        if row.get("outcome"):  # a batch task: its outcome as the policy named it
+            bits = [str(row.get("reason")), f"{row.get('turns') or 0} turns", f"{row.get('wall') or 0:.1f}s"]
+            return (f"[{self.done}/{self.total}] {row.get('task')}: {row['outcome']} ({', '.join(bits)}) · "
+                    f"spent {self._spend()}")
         verdict = {True: "pass", False: "FAIL", None: "not counted"}[row.get("passed")]
         bits = [str(row.get("reason")), f"{row.get('turns') or 0} turns", f"{row.get('wall') or 0:.1f}s"]
         return (f"[{self.done}/{self.total}] {row.get('task')} · {row.get('cell')} · trial {row.get('trial')}: "

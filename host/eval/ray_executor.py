@@ -20,9 +20,11 @@ Submission ids are deterministic, ``moss-eval-RUN-HASH-tN`` (RUN from ``ray.json
 folder, HASH from the attempt's key, N the try), so a resumed eval finds its jobs on the
 cluster: it waits for one still running, collects one that ended while no driver watched, and
 submits only what is missing. A job that ends without a row (stopped on the cluster, its node
-lost, its process killed) is tried again with the next N, up to ``--retries`` times, and is then
-an ``infra_error``, never the agent's failure. A job the eval stopped itself (the budget,
-Ctrl-C) is listed in ``ray.json`` and not counted as a failed try.
+lost, its process killed) makes the attempt an ``infra_error``, never the agent's failure; the
+runner runs it again up to ``--retries`` times, each time as the next N (earlier failed jobs
+on the cluster count, so a resume does not start more than ``--retries`` + 1 jobs for one
+attempt). A job the eval stopped itself (the budget, Ctrl-C) is listed in ``ray.json`` and not
+counted as a failed try.
 
 No credential travels: the job's ``env_vars`` carry only ``*_BASE_URL`` variables (where the
 model is, not how to sign in) and the entrypoint only the attempt; the job reads its key from
@@ -188,9 +190,9 @@ class RayAttempts(AttemptExecutor):
             cpus = state.get("num_cpus", 1)
         if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 < cpus <= 1024:
             raise MossError(f"--num-cpus must be a number above 0, got {cpus!r}", kind="usage")
-        retries = opts.get("retries")
+        retries = opts.get("retries")  # the runner's (--retries): here also how many failed jobs a resume allows
         if retries is None:
-            retries = 1
+            retries = 0
         if isinstance(retries, bool) or not isinstance(retries, (int, float)) or retries != int(retries) \
                 or not 0 <= retries <= 100:
             raise MossError(f"--retries must be a whole number from 0 to 100, got {retries!r}", kind="usage")
@@ -328,6 +330,7 @@ class RayAttempts(AttemptExecutor):
         control.on_stop(stop_now)
         try:
             n = 0
+            submitted = False  # one new job per call: after a failed one the runner decides (--retries)
             while True:
                 sid = self.submission_id(spec.key, n)
                 current.append(sid)
@@ -346,6 +349,7 @@ class RayAttempts(AttemptExecutor):
                     except MossError:
                         if self._known(sid, control) is None:  # not a lost answer to a submission that took
                             raise
+                    submitted = True
                     row["ray"] = {"submission_id": sid, "try": n + 1, "submitted": round(time.time(), 3)}
                     with self._lock:  # a stop asked before this job existed is not this job's
                         was = sid in self._stopped and not control.stopped
@@ -369,7 +373,7 @@ class RayAttempts(AttemptExecutor):
                     return
                 if not ours:  # stopped on the cluster, lost, or ended without a row: a failed try
                     failures.append(self._why(sid, info, out))
-                    if len(failures) > self.retries:
+                    if submitted or len(failures) > self.retries:
                         break
                 n += 1
         finally:

@@ -47,8 +47,13 @@ def write(path: Path, data: str | bytes) -> None:
 
 
 def append(out: Path, row: dict) -> None:
+    append_to(Path(out) / FILE, row)
+
+
+def append_to(path: Path, row: dict) -> None:
+    """One row as one line at the end of the results file `path` (one write: a kill leaves whole lines)."""
     line = (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-    path = Path(out) / FILE
+    path = Path(path)
     if _moss(path):
         storage.append_bytes(path, line)
     else:

@@ -26,6 +26,10 @@ class EvalRun:
         self.ctx = ctx
         cls = executors.executor(opts.get("executor") or "local")
         self.out = Path(os.path.abspath(opts["out"]))  # not resolved: a link under .moss/ is refused, not followed
+        # the results file: OUT/attempts.jsonl, or the file `file` names (a batch's -o) with its
+        # logs in OUT beside it
+        self.file = Path(os.path.abspath(opts["file"])) if opts.get("file") else self.out / results.FILE
+        self.logs = self.out if opts.get("file") else self.out / "logs"
         self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
         self.record_dir, self.replay_dir = _folder(opts.get("record")), _folder(opts.get("replay"))
         if self.replay_dir is not None and not self.replay_dir.is_dir():
@@ -35,13 +39,19 @@ class EvalRun:
             raise MossError(f"--record and --replay name the same folder {self.record_dir}: recording would "
                             f"replace the cassettes being replayed; record into another folder", kind="usage")
         resume = bool(opts.get("resume"))
-        file = self.out / results.FILE
+        file = self.file
         if resume and not file.exists() and not (self.out / "run.json").exists():
+            if opts.get("file"):
+                raise MossError(f"--resume: no results at {file}", kind="not_found")
             raise MossError(f"--resume: no eval in {self.out} (no attempts.jsonl, no run.json)", kind="not_found")
         if file.exists() and not resume:
+            if opts.get("file"):
+                raise MossError(f"{file} already holds results: pass --resume to go on with them, or another -o",
+                                kind="usage")
             raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
                             f"or another --out", kind="usage")
-        results.mkdir(self.out / "logs")
+        results.mkdir(self.logs)
+        results.mkdir(file.parent)
         if self.record_dir is not None:
             results.mkdir(self.record_dir)
         before = results.read(file) if file.exists() else []
@@ -64,6 +74,7 @@ class EvalRun:
                                   trial=int(a.get("trial") or 1), args=[str(w) for w in a.get("args") or []],
                                   variant=Path(variant).resolve() if variant else None,
                                   info=dict(a.get("info") or {}),
+                                  max_cost=_number(a, "max_cost", float), max_tokens=_number(a, "max_tokens", int),
                                   record=cassettes.file_for(self.record_dir, a["key"]) if self.record_dir else None,
                                   replay=self._recording(a) if self.replay_dir else None))
         self.total = len(seen)
@@ -71,7 +82,7 @@ class EvalRun:
         counted = [r for r in done.values() if r["key"] in seen]
         trust = ctx.trust
         self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is not None and trust.trusted),
-                            logs=self.out / "logs", setup=setup_from_config(ctx.user_config, ctx.config))
+                            logs=self.logs, setup=setup_from_config(ctx.user_config, ctx.config))
         prepare = getattr(self.executor, "prepare", None)  # an executor with options of its own (ray)
         if prepare is not None:
             prepare(self.out, opts)
@@ -83,7 +94,7 @@ class EvalRun:
                                     max_cost=opts.get("max_cost"), max_tokens=opts.get("max_tokens"),
                                     spent_cost=sum(float(r.get("cost") or 0) for r in counted),
                                     spent_tokens=sum(int(r.get("tokens") or 0) for r in counted),
-                                    progress=self.progress)
+                                    progress=self.progress, retries=_number(opts, "retries", int) or 0)
         self.waiting: dict[str, dict] = {}
         self.budget_cut = 0  # attempts of this run that ended for the budget (they run again on --resume)
         meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "suite": str(suite.path),
@@ -123,6 +134,8 @@ class EvalRun:
         row["passed"] = passed if isinstance(passed, bool) else None
         if verdict.get("verdict"):
             row["verdict"] = str(verdict["verdict"])
+        if verdict.get("outcome"):
+            row["outcome"] = str(verdict["outcome"])
         home = row.pop("home", None)
         copy = row.pop("copy", None)
         if isinstance(row.get("answer"), str) and len(row["answer"]) > 2000:
@@ -131,7 +144,7 @@ class EvalRun:
         row["kept"] = copy if keep and copy else None
         if not keep:
             copies.remove(home)
-        results.append(self.out, row)
+        results.append_to(self.file, row)
         if row.get("reason") == "budget":
             self.budget_cut += 1
         self.progress.ended(row)
@@ -142,8 +155,8 @@ class EvalRun:
             self.record(key, {})
         self.progress.close()
         self.executor.close()
-        rows = results.read(self.out) if (self.out / results.FILE).exists() else []
-        return {"out": str(self.out), "file": str(self.out / results.FILE), "rows": rows,
+        rows = results.read(self.file) if self.file.exists() else []
+        return {"out": str(self.out), "file": str(self.file), "rows": rows,
                 "stopped": self.runner.stop_reason or ("budget" if self.budget_cut else None), "not_run": self.runner.not_started, "peak": self.runner.peak,
                 "total": self.total, "skipped": self.skipped, "budget_cut": self.budget_cut}
 
@@ -160,6 +173,16 @@ class EvalRun:
         self.waiting.clear()
         self.progress.close()
         self.executor.close()
+
+
+def _number(table: dict, key: str, kind):
+    """An attempt's (or the run's) optional number: None, or a number >= 0 of `kind`."""
+    v = table.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+        raise MossError(f"eval.start: {key} must be a number >= 0, got {v!r}", kind="usage")
+    return kind(v)
 
 
 def _folder(value) -> Path | None:

@@ -200,15 +200,16 @@ def _task(entry: dict, n: int, base: Path, shown: str) -> Task:
                 solution=solution, solution_answer=answer)
 
 
-def _repo(rel: str, base: Path, err) -> Path:
-    """The task's repository folder: inside the suite's folder, a directory, and holding only
-    regular files, folders and links that stay inside it."""
+def _repo(rel: str, base: Path, err, what: str = "suite") -> Path:
+    """The task's repository folder: inside the suite's (or batch file's) folder, a directory,
+    and holding only regular files, folders and links that stay inside it."""
     if not rel.strip():
         raise err("repo", "empty")
     real = Path(os.path.realpath(base / rel))
     if real != base and base not in real.parents:
-        raise err("repo", f"{rel!r} leads outside the suite's folder {display_path(base)} "
-                          f"(a suite copies only what it ships)")
+        where = "the suite's folder" if what == "suite" else "the folder of the batch file"
+        raise err("repo", f"{rel!r} leads outside {where} {display_path(base)} "
+                          f"(a {what} copies only what lies beside it)")
     if not real.is_dir():
         raise err("repo", f"{rel!r} is not a folder" + ("" if real.exists() else " (it does not exist)"))
     for top, dirs, files in os.walk(real):

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import MossError
 
-FIELDS = {"messages", "system", "model", "provider", "max_tokens", "stop", "temperature", "prompt", "label"}
+FIELDS = {"messages", "system", "model", "provider", "max_tokens", "stop", "temperature", "prompt", "label", "quiet"}
 ROLES = ("user", "assistant", "system")
 
 
@@ -86,6 +86,8 @@ def normalise_request(request: Any, default_max_tokens: int) -> dict:
     label = request.get("label")
     if label is not None and not (isinstance(label, str) and label.isprintable() and len(label) <= 200):
         raise _usage(f"label must be a short printable string, got {label!r}")
+    if request.get("quiet") is not None and not isinstance(request.get("quiet"), bool):
+        raise _usage(f"quiet must be true or false, got {request.get('quiet')!r}")
     return {"system": "\n\n".join(system_parts) or None, "label": label or None, "messages": messages, "model": request.get("model") or None,
             "provider": request.get("provider") or None, "max_tokens": max_tokens, "stop": stop,
             "temperature": temperature}

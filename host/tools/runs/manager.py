@@ -83,6 +83,7 @@ class _Live:
         self.deadline: float | None = None
         self.read_lock = threading.Lock()
         self.trigger_offset = 0   # bytes of <id>.alert (manual alerts) already read
+        self.resolve_offset = 0   # bytes of <id>.resolve (alerts resolved elsewhere) already read
         self.client: Any = None   # a remote executor's client (its own kind: ray_jobs.RayJobs for Ray)
         self.copied = 0           # bytes of the job's log already copied to <id>.log
         self.next_poll = 0.0      # monotonic time of the next status/log poll
@@ -376,6 +377,28 @@ class RunManager:
                                 message=f"{message} (run {rec['name']})", choices=choices, line="",
                                 source=source, trigger=tid)
 
+    def _read_resolutions(self, rid: str) -> None:
+        """Alerts of this run resolved by another process (`moss ui`'s buttons), one JSON line
+        each in ``<id>.resolve``: resolved here, by the process that owns the record, so the
+        resolution is not lost to this process's next save; a stop choice stops the run
+        without waiting (this is the monitor thread, which notices the end)."""
+        live = self._live[rid]
+        data = self.store.read_from(rid, "resolve", live.resolve_offset)
+        end = data.rfind(b"\n")
+        if end < 0:
+            return
+        live.resolve_offset += end + 1
+        for raw in data[:end].split(b"\n"):
+            try:
+                entry = json.loads(raw)
+                alert_id, choice = entry["alert_id"], entry["choice"]
+            except (ValueError, TypeError, KeyError):
+                continue
+            try:
+                self._resolve(alert_id, choice, stop_wait=0.0)
+            except MossError as e:  # already resolved here, or a choice it does not offer
+                self._log("run_monitor_error", {"run": rid, "error": f"resolve from elsewhere: {e.message}"})
+
     # ---- the monitor thread ------------------------------------------------------------------
     def _ensure_thread(self) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -410,6 +433,7 @@ class RunManager:
 
     def _tick(self, rid: str) -> None:
         self._read_triggers(rid)
+        self._read_resolutions(rid)
         self._executor_of(self._runs[rid]).status(rid)
 
     def _drain(self, rid: str, final: bool) -> None:
@@ -598,7 +622,13 @@ class RunManager:
             return out
 
     def resolve(self, alert_id: str, choice: str) -> dict:
-        """Resolve a pending alert with one of its choices; a stop/kill/terminate choice stops the run."""
+        """Resolve a pending alert with one of its choices; a stop/kill/terminate choice stops the run.
+        An alert of a run another live moss process watches (a Wild Loop's) is handed to that
+        process through ``<id>.resolve``, as a manual alert is through ``<id>.alert``: it owns
+        the record and resolves it on its next tick. Returns ``{queued=true, ...}`` then."""
+        return self._resolve(alert_id, choice, stop_wait=KILL_GRACE + 1.0, hand_over=True)
+
+    def _resolve(self, alert_id: str, choice: str, *, stop_wait: float, hand_over: bool = False) -> dict:
         if not isinstance(alert_id, str) or not isinstance(choice, str):
             raise MossError("runs.resolve(alert_id, choice) takes two strings", kind="usage")
         with self._lock:
@@ -618,13 +648,18 @@ class RunManager:
             if pick is None:
                 raise MossError(f"alert {alert_id}: choice {choice!r} is not one of "
                                 + ", ".join(repr(c) for c in alert["choices"]), kind="usage")
+            owner = rec.get("host_pid")
+            if (hand_over and rec["id"] not in self._live and rec["status"] not in TERMINAL and bool(owner)
+                    and owner != os.getpid() and _alive(owner, rec.get("host_start"))):
+                self.store.append(rec["id"], "resolve", json.dumps({"alert_id": alert_id, "choice": pick}) + "\n")
+                return {"queued": True, "id": alert_id, "run_id": rec["id"], "choice": pick}
             alert.update(status="resolved", choice=pick, resolved_at=_now())
             self._save(rec)
             self._log("run_alert_resolved", {"run": rec["id"], "alert": alert_id, "choice": pick})
             stops = bool(STOP_CHOICE.match(pick))
         out = dict(alert)
         if stops:
-            run = self.stop(rec["id"], reason=f"stopped: alert {alert_id} resolved with {pick!r}")
+            run = self.stop(rec["id"], reason=f"stopped: alert {alert_id} resolved with {pick!r}", wait=stop_wait)
             out["run_status"] = run["status"]
         else:
             out["run_status"] = rec["status"]

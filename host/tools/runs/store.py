@@ -6,6 +6,7 @@
     <id>.exit    a detached run's exit code, written by the shell that waits for it
     <id>.stop    why `moss runs stop` stopped a run another moss process watches
     <id>.alert   manual alerts for a run another moss process watches, one JSON line each
+    <id>.resolve alerts of such a run resolved elsewhere (`moss ui`), one JSON line each
 
 Every file is reached through moss.tools.safefs from a held descriptor of the project root:
 one that is a link, a fifo or a device is never followed or read. A record moss cannot use

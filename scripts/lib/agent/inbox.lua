@@ -58,7 +58,7 @@ function M.classify(S, rec)
   local k = M.by_keywords(rec.text or "")
   if k then return k, "keyword" end
   local ok, resp = pcall(moss.llm.chat, {
-    label = (S.role or "agent") .. "/inbox",
+    label = (S.role or "agent") .. "/inbox", quiet = true,
     system = "A coding agent is working on a task. Its user sent a message. Reply with one word: " ..
       "STOP (the user wants it to stop), PAUSE (to wait), RELATED (information or a request about " ..
       "the task) or UNRELATED (a question about something else).",
@@ -75,7 +75,7 @@ local function log(S, event, data) moss.session.log(S.id, event, data or {}) end
 
 local function aside(S, env, rec)
   local ok, resp = pcall(moss.llm.chat, {
-    label = (S.role or "agent") .. "/aside",
+    label = (S.role or "agent") .. "/aside", quiet = true,
     system = "Answer the user's question briefly (a few sentences). You are an assistant beside a " ..
       "coding agent; the question is not about its task.",
     prompt = rec.text, max_tokens = 400,

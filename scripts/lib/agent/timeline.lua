@@ -204,6 +204,15 @@ function M.show(sid)
   return 0
 end
 
+--- `moss sessions timeline ID` (`moss ui`'s session page): what `show` draws, as data:
+-- {id, rows = [{time, event, detail, style}], last_failure = {lines}, tree = {lines}}.
+function M.data_of(sid)
+  local rows = M.rows(moss.session.events(sid))
+  for _, r in ipairs(rows) do r.style, r._style = r._style, nil end
+  return { id = sid, rows = rows, last_failure = M.last_failure(moss.session.events(sid)),
+    tree = M.tree(sid, moss.session.list()) }
+end
+
 --- "42s", "7m", "3h", "2d": how long ago a Unix time was.
 function M.ago(t)
   local d = os.time() - math.floor(t)

@@ -1,0 +1,146 @@
+"""The evaluation pages: each eval under ``.moss/eval/`` as its per-cell table and its
+pass-rate-vs-cost chart, and a comparison of two with the flipped tasks linked to their
+attempts' session logs.
+
+The statistics are moss eval's own, not re-done here: ``results.summary`` (rates and Wilson
+intervals), ``report.chart_svg`` (the HTML report's chart, escaped there), and the comparison
+is the eval script's (`moss eval compare A B --json`, run as a child process: which attempts
+pair up and what counts as worse is its policy). Files are read through moss.storage under
+the project's ``.moss/`` (results.read), never through a link; a run folder's name and an
+attempt's log name are checked before they become a path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .. import storage
+from ..errors import MossError
+from ..eval import report, results
+from ..eval.attempt import safe_name
+from .html import Html, join, render, tag
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,200}$")
+
+
+def check_name(name: str, what: str) -> str:
+    if not isinstance(name, str) or not NAME.match(name) or ".." in name:
+        raise MossError(f"bad {what} {name!r}: letters, digits and ._=- only", kind="usage")
+    return name
+
+
+def eval_dir(root: Path) -> Path:
+    return Path(root) / ".moss" / "eval"
+
+
+def runs(root: Path) -> list[str]:
+    """The eval run folders that hold results, newest name first."""
+    d = eval_dir(root)
+    out = [n for n in storage.listed(d) if NAME.match(n) and storage.lstat(d / n / results.FILE) is not None]
+    return sorted(out, reverse=True)
+
+
+def rows_of(root: Path, run: str) -> list[dict]:
+    return results.read(eval_dir(root) / check_name(run, "eval run") / results.FILE)
+
+
+def pct(v) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def num(v, fmt: str) -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def cells_table(cells: list[dict]) -> Html:
+    body = []
+    for c in cells:
+        body.append(Html("<tr>") + join(tag("td", v) for v in (
+            c["cell"], f"{c['passed']}/{c['n']}", pct(c["rate"]), f"{pct(c['ci_low'])} – {pct(c['ci_high'])}",
+            c["not_counted"], num(c["mean_turns"], "{:.1f}"), num(c["mean_tokens"], "{:,.0f}"),
+            num(c["mean_cost"], "${:.4f}"), num(c["p50_wall"], "{:.1f}s"), num(c["p90_wall"], "{:.1f}s"))) + Html("</tr>"))
+    return render("cells_table", rows=join(body))
+
+
+def chart(cells: list[dict]) -> Html:
+    """report.chart_svg, the HTML report's chart (every label escaped there)."""
+    points = [{"label": c["cell"], "x": c["mean_cost"], "y": c["rate"],
+               "low": c["ci_low"] if c["n"] else None, "high": c["ci_high"] if c["n"] else None,
+               "note": None if c["n"] else "no counted attempts"} for c in cells]
+    svg, notes = report.chart_svg({"title": "pass rate against cost", "x_label": "mean cost per counted attempt (USD)",
+                                   "y_label": "pass rate (bars: 95% Wilson interval)", "x_format": "usd",
+                                   "points": points})
+    return Html(svg) + join(tag("p", n, class_="note") for n in notes)
+
+
+def attempts_table(run: str, rows: list[dict]) -> Html:
+    body = []
+    for r in results.finished(rows).values():
+        name = safe_name(str(r.get("key")))
+        link = tag("a", "log", href=f"/evals/{run}/logs/{name}")
+        passed = r.get("passed")
+        body.append(Html("<tr>") + join(tag("td", v) for v in (
+            r.get("task"), r.get("cell"), r.get("trial"), "passed" if passed is True else "failed" if passed is False
+            else "not counted", r.get("reason"), num(r.get("cost"), "${:.4f}"))) + tag("td", link) + Html("</tr>"))
+    return render("attempts_table", rows=join(body))
+
+
+async def compare(root: Path, a: str, b: str | None) -> dict:
+    """`moss eval compare` (--json) of run a against run b (or a's two cells): its verdict,
+    the flips, and which cell is A and B."""
+    files = [str(eval_dir(root) / check_name(x, "eval run") / results.FILE) for x in ([a, b] if b else [a])]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "moss", "eval", "compare", *files, "--json", cwd=root,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await proc.communicate()
+    lines = out.decode("utf-8", "replace").strip().splitlines()
+    try:
+        data = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        tail = err.decode("utf-8", "replace").strip()[-2000:]
+        raise MossError("moss eval compare gave no result" + (f": {tail}" if tail else ""), kind="usage")
+    m = re.match(r"^A = (.*), B = (.*)$", lines[0]) if len(lines) > 1 else None
+    if m:
+        cell_a, cell_b = m.group(1), m.group(2)
+    else:
+        cell_a = next((c["cell"] for c in results.summary(rows_of(root, a))), "")
+        cell_b = next((c["cell"] for c in results.summary(rows_of(root, b or a))), "")
+    data["cells"] = (cell_a, cell_b)
+    return data
+
+
+def flip_links(root: Path, a: str, b: str | None, cells: tuple[str, str], flips: list) -> Html:
+    """Each flipped "TASK trial N" with links to A's and B's attempt logs."""
+    items = []
+    for f in flips:
+        m = re.match(r"^(.*) trial (\d+)$", str(f))
+        if not m:
+            items.append(tag("li", f))
+            continue
+        task, trial = m.group(1), m.group(2)
+        la = safe_name(f"{task}|{cells[0]}|{trial}")
+        lb = safe_name(f"{task}|{cells[1]}|{trial}")
+        items.append(Html("<li>") + tag("span", f"{task} trial {trial} ") +
+                     tag("a", "A's session", href=f"/evals/{a}/logs/{la}") + Html(" · ") +
+                     tag("a", "B's session", href=f"/evals/{b or a}/logs/{lb}") + Html("</li>"))
+    return Html("<ul>") + join(items) + Html("</ul>") if items else tag("p", "none")
+
+
+def log_records(root: Path, run: str, name: str) -> list[dict]:
+    path = eval_dir(root) / check_name(run, "eval run") / "logs" / (check_name(name, "attempt") + ".jsonl")
+    out = []
+    for line in storage.read_text(path, 64 << 20).splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out

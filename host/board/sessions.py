@@ -1,0 +1,260 @@
+"""The sessions pages: the list, one session's page, its live stream, and steering it.
+
+What a session holds is its agent script's to say (docs/architecture.md): the list and the
+timeline come from the script's `sessions` entry (``json`` and ``timeline ID``, as
+`moss sessions list/show` and the MCP server use it), run as a child process. What streams
+live is the session's log, ``.moss/agent/logs/ID.jsonl``, tailed from a byte offset through
+moss.storage (never through a link) with its events as docs/events.md declares them; the
+tokens and cost shown are the host's own ``llm_response`` records in it. Messages and stop /
+pause / resume go through the inbox exactly as `moss say` sends them (host/inbox.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .. import inbox, storage
+from ..api.session import log_path
+from ..errors import MossError
+from .html import Html, esc, join, render, tag
+
+MAX_LOG_READ = 4 << 20     # bytes of a log read per step of a stream
+MAX_SUMMARY_READ = 64 << 20
+STREAM_TICK = 0.3           # seconds between looks at a log while streaming (server side)
+TEXT_CAP = 20_000           # characters of one event's text or output on the page
+
+
+async def entry(root: Path, *words: str) -> dict:
+    """The agent script's `sessions` entry, run as `moss sessions` runs it; its one JSON line."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "moss", "@agent", "--entry", "sessions", *words, cwd=root,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await proc.communicate()
+    lines = out.decode("utf-8", "replace").strip().splitlines()
+    try:
+        data = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        tail = err.decode("utf-8", "replace").strip()[-2000:]
+        raise MossError(f"the agent script's sessions entry ({' '.join(words)}) gave no data "
+                        f"(exit {proc.returncode})" + (f": {tail}" if tail else ""), kind="internal")
+    return data
+
+
+def read_log(root: Path, sid: str, offset: int, limit: int = MAX_LOG_READ) -> tuple[list[dict], int]:
+    """Whole records of session `sid`'s log from byte `offset`, and the offset after them (a
+    torn last line waits for the next read; a line that is not a JSON object is skipped)."""
+    try:
+        with storage.open_read(log_path(root, storage.check_id(sid))) as f:
+            f.seek(offset)
+            data = f.read(limit)
+    except FileNotFoundError:
+        return [], offset
+    except storage.UnsafePath:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    out = []
+    for line in data[:end].splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out, offset + end
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def spend(records: list[dict]) -> dict:
+    """Tokens, cost and model from the host's own LLM records in a log."""
+    tokens, cost, known, model = 0, 0.0, True, None
+    for r in records:
+        if r.get("event") == "llm_response":
+            u = r["usage"] if isinstance(r.get("usage"), dict) else {}
+            tokens += int(_num(u.get("input_tokens")) + _num(u.get("output_tokens")))
+            if u.get("cost_known") is False or not isinstance(u.get("cost_usd"), (int, float)):
+                known = False
+            else:
+                cost += _num(u.get("cost_usd"))
+            if isinstance(r.get("model"), str):
+                model = r["model"]
+        elif r.get("event") == "llm_request" and isinstance(r.get("model"), str):
+            model = r["model"]
+    return {"tokens": tokens, "cost": cost if known else None, "model": model}
+
+
+_spend_cache: dict[str, tuple[int, dict]] = {}
+
+
+def spend_of(root: Path, sid: str) -> dict:
+    st = storage.lstat(log_path(root, sid))
+    size = st.st_size if st is not None else 0
+    hit = _spend_cache.get(sid)
+    if hit and hit[0] == size:
+        return hit[1]
+    records, _ = read_log(root, sid, 0, MAX_SUMMARY_READ)
+    out = spend(records)
+    _spend_cache[sid] = (size, out)
+    return out
+
+
+def ago(t) -> str:
+    if not isinstance(t, (int, float)):
+        return ""
+    d = max(0, int(time.time() - t))
+    return f"{d}s" if d < 120 else f"{d // 60}m" if d < 7200 else f"{d // 3600}h" if d < 172800 else f"{d // 86400}d"
+
+
+def money(c) -> str:
+    return "unknown" if c is None else f"${c:.4f}"
+
+
+def status_of(row: dict) -> str:
+    if row.get("running"):
+        return "running"
+    return str(row.get("reason") or row.get("state") or "")
+
+
+LIST_TTL = 1.5  # seconds a listing is reused (each one runs the agent script once)
+_listed: dict[str, tuple[float, list[dict]]] = {}
+
+
+async def list_rows(root: Path) -> list[dict]:
+    """The saved sessions (the agent script's `sessions json`), running ones first, newest first."""
+    hit = _listed.get(str(root))
+    if hit and time.monotonic() - hit[0] < LIST_TTL:
+        return hit[1]
+    rows = await _list_rows(root)
+    _listed[str(root)] = (time.monotonic(), rows)
+    return rows
+
+
+async def _list_rows(root: Path) -> list[dict]:
+    rows = [r for r in (await entry(root, "json")).get("sessions") or [] if isinstance(r, dict)]
+    rows = [r for r in rows if isinstance(r.get("id"), str) and storage.ID_RE.match(r["id"])]
+    rows.sort(key=lambda r: (not r.get("running"), -_num(r.get("mtime"))))
+    return rows
+
+
+def list_table(root: Path, rows: list[dict], token: str) -> Html:
+    body = []
+    for r in rows:
+        s = spend_of(root, r["id"])
+        link = tag("a", r["id"], href=f"/sessions/{r['id']}")
+        cls = "running" if r.get("running") else None
+        body.append(Html(f'<tr class="{esc(cls or "")}"><td>{link}</td>')
+                    + join(tag("td", v) for v in (
+                        status_of(r), r.get("machine"), r.get("role"), s["model"] or "", r.get("turn") or 0,
+                        f"{s['tokens']:,}", money(s["cost"]), ago(r.get("mtime"))))
+                    + tag("td", str(r.get("task") or "")[:120], class_="task") + Html("</tr>"))
+    if not body:
+        return render("empty", text="no saved sessions in this project yet: start one with moss @agent \"...\"")
+    return render("sessions_table", rows=join(body))
+
+
+# ---- one event of the live stream -------------------------------------------------------------
+def _cap(text) -> str:
+    s = "" if text is None else str(text)
+    return s if len(s) <= TEXT_CAP else s[:TEXT_CAP] + f"\n… ({len(s) - TEXT_CAP:,} more characters)"
+
+
+def fragment(rec: dict) -> Html | None:
+    """One log record as the stream shows it: the model's text, commands with their output,
+    validations and rollbacks with theirs, messages and how the agent took them. Everything
+    in it is escaped; records of other kinds are one dim line."""
+    ev = str(rec.get("event") or "?")
+    ts = rec.get("ts")
+    when = time.strftime("%H:%M:%S", time.localtime(ts)) if isinstance(ts, (int, float)) else ""
+    head = tag("span", when, class_="when") + tag("span", ev, class_="ev")
+
+    def item(cls: str, *parts) -> Html:
+        return Html(f'<div class="item {esc(cls)}" data-event="{esc(ev)}">') + head + join(parts) + Html("</div>")
+
+    if ev == "turn_start":
+        return item("turn", tag("span", f"turn {rec.get('turn')} · {rec.get('state')}"))
+    if ev == "response":
+        return item("text", tag("pre", _cap(rec.get("text")), class_="model"))
+    if ev == "command":
+        ok = rec.get("ok")
+        line = tag("code", ("✓ " if ok else "✗ ") + str(rec.get("cmd") or ""))
+        out = rec.get("output") or rec.get("error")
+        more = tag("pre", _cap(out), class_="output") if out else Html("")
+        return item("cmd ok" if ok else "cmd failed", line, more)
+    if ev == "validation":
+        passed = rec.get("passed")
+        what = "passed" if passed else f"FAILED at {rec.get('step')} (`{rec.get('command')}`, " + (
+            "timed out" if rec.get("timed_out") else f"exit {rec.get('exit')}") + ")"
+        out = rec.get("output_tail") or rec.get("report")
+        return item("validation " + ("ok" if passed else "failed"), tag("span", what),
+                    tag("pre", _cap(out), class_="output") if out else Html(""))
+    if ev in ("rollback_done", "turn_rolled_back", "rollback", "rollback_failed", "turn_rollback_failed"):
+        paths = [p for k in ("reverted", "removed", "restored", "paths") for p in (rec.get(k) or [])
+                 if isinstance(p, str)]
+        text = rec.get("error") or ("undone: " + ", ".join(paths) if paths else "nothing to undo")
+        return item("rollback", tag("span", f"{rec.get('step') or rec.get('turn') or ''} {text}"))
+    if ev == "input_received":
+        said = rec.get("text") if rec.get("text") is not None else rec.get("action")
+        return item("message", tag("span", f"message received ({rec.get('source')}, read as {rec.get('class')}): "),
+                    tag("q", said))
+    if ev == "aside":
+        return item("message", tag("span", f"{rec.get('question')} → "), tag("q", rec.get("answer")))
+    if ev in ("done", "session_end", "error", "paused", "resumed", "ask", "blocked_ask", "escalate"):
+        detail = rec.get("answer") or rec.get("reason") or rec.get("message") or rec.get("question") or ""
+        return item("mark", tag("span", _cap(detail)))
+    if ev in ("llm_request", "llm_attempt", "llm_response", "snapshot", "write", "action_start", "action_done",
+              "checkpoint", "fs_write"):
+        return None  # bookkeeping: in the timeline, not the stream
+    return item("other", tag("span", ""))
+
+
+def sse(event: str, data: str) -> bytes:
+    """One server-sent event; each line of `data` its own data: line. A CR ends a line for
+    an EventSource as LF does, so a log's "\revent: ..." is split here too, never a field."""
+    lines = "".join(f"data: {line}\n" for line in re.split(r"\r\n|\r|\n", data))
+    return f"event: {event}\n{lines}\n".encode()
+
+
+async def stream(root: Path, sid: str, request, offset: int = 0):
+    """The session's log from `offset` as it grows, as SSE `entry` events (HTML fragments),
+    and a `state` event when the session stops running; ends when the client goes."""
+    was_running = None
+    last_ping = time.monotonic()
+    yield b": stream start\n\n"
+    while True:
+        records, offset = read_log(root, sid, offset)
+        parts = [f for f in (fragment(r) for r in records) if f is not None]
+        if parts:
+            yield sse("entry", "".join(parts))
+        running = any(r["id"] == sid for r in inbox.running(root))
+        if running != was_running:
+            yield sse("state", str(tag("span", "running" if running else "not running",
+                                       class_="state " + ("running" if running else "stopped"))))
+            was_running = running
+        if time.monotonic() - last_ping > 10:
+            yield b": ping\n\n"
+            last_ping = time.monotonic()
+        if await request.is_disconnected():
+            return
+        await asyncio.sleep(STREAM_TICK)
+
+
+def post_message(root: Path, sid: str, text: str) -> dict:
+    """What `moss say -s ID TEXT` does."""
+    inbox.require_running(root, sid)
+    return inbox.post(root, sid, text, source="board")
+
+
+def post_control(root: Path, sid: str, action: str) -> dict:
+    """What `moss say -s ID --stop/--pause/--resume` does."""
+    inbox.require_running(root, sid)
+    return inbox.post(root, sid, source="board", action=action)

@@ -1,0 +1,266 @@
+"""`moss ui`'s rules against a hostile page, a hostile log and hostile URLs, over real HTTP.
+
+Each test starts the real `moss ui --no-open` on a project and talks to it as a browser, or
+as the page of another site open in the same browser, would: raw requests with whatever Host,
+Origin and cookies such a page could send (tests/boardserver.py). What a user would notice is
+checked: the status, the text, and whether anything reached a session's inbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from boardserver import board, request, stream_until
+
+SID = "k3v9qz2m"
+HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">\revent: state\rdata: x'
+
+
+def saved_session(project, sid=SID, text=HOSTILE):
+    """A session as a finished `moss @agent` leaves it: checkpoint and log, with hostile text
+    (what a model or a repository may write) in its task and its reply."""
+    agent = project.root / ".moss" / "agent"
+    (agent / "logs").mkdir(parents=True, exist_ok=True)
+    (agent / f"session-{sid}.json").write_text(json.dumps(
+        {"id": sid, "task": "task " + text, "state": "explorer", "machine": "v1", "role": "explorer",
+         "turn": 1, "done": True, "reason": "answered"}))
+    now = time.time()
+    events = [{"event": "session_start", "session_id": sid, "root": str(project.root), "machine": "v1"},
+              {"event": "turn_start", "turn": 1, "state": "explorer", "context_chars": 10, "working_memory": 0,
+               "pending": 0},
+              {"event": "response", "turn": 1, "state": "explorer", "text": "reply " + text},
+              {"event": "command", "cmd": "view " + text, "ok": False, "turn": 1, "output": "out " + text},
+              {"event": "session_end", "reason": "answered", "turns": 1}]
+    with open(agent / "logs" / f"{sid}.jsonl", "w") as f:
+        for i, e in enumerate(events):
+            f.write(json.dumps({**e, "ts": now + i, "session": sid, "parent": None}) + "\n")
+
+
+def test_no_token_no_board(project):
+    """Without the token every address answers 403 and says how to get in; a wrong token too.
+    The printed URL sets an HttpOnly, SameSite=Strict cookie and redirects to the page
+    without the token, and the cookie opens every page after."""
+    with board(project) as (url, port, token):
+        for path in ("/", "/sessions", "/runs", "/runs/metrics", "/evals", "/static/board.js",
+                     f"/sessions/{SID}/stream"):
+            status, _, text = request(port, "GET", path)
+            assert status == 403 and "no token" in text, path
+        status, _, text = request(port, "GET", "/sessions?token=" + "x" * len(token))
+        assert status == 403 and "wrong token" in text
+        status, headers, _ = request(port, "GET", "/?token=" + token)
+        assert status == 303 and headers["location"] == "/"
+        cookie = headers["set-cookie"]
+        assert cookie.startswith(f"moss_board_{port}={token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        status, headers, text = request(port, "GET", "/sessions", headers={"Cookie": f"moss_board_{port}={token}"})
+        assert status == 200 and "<h1>Sessions</h1>" in text
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in headers["content-security-policy"]
+        assert len(token) >= 43  # secrets.token_urlsafe(32): 32 random bytes
+        assert headers["referrer-policy"] == "no-referrer"
+        # the redirect never leaves the board, whatever path the link had
+        status, headers, _ = request(port, "GET", "//evil.example/x?token=" + token)
+        assert status == 303 and headers["location"] == "/evil.example/x"
+
+
+def test_a_rebound_host_name_is_refused(project):
+    """DNS rebinding: a hostile site's name re-pointed at 127.0.0.1 reaches the port with its
+    own Host header; the board refuses it even with the right cookie, and answers at
+    127.0.0.1:PORT and localhost:PORT."""
+    with board(project) as (url, port, token):
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{port + 1}", f"127.0.0.1.evil.example:{port}"):
+            status, _, text = request(port, "GET", "/sessions", host=host, headers=cookie)
+            assert status == 403 and "Host" in text, host
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            assert request(port, "GET", "/sessions", host=host, headers=cookie)[0] == 200
+
+
+def test_a_cross_site_post_changes_nothing(project):
+    """A form or fetch from another site carries the browser's cookie at most (SameSite=Strict
+    keeps even that away), never the board's Origin or its X-Moss-Token header: refused
+    before it reaches the inbox. GET never changes anything (the POST routes answer 405 to it)."""
+    saved_session(project)
+    inbox = project.root / ".moss" / "agent" / "inbox" / f"{SID}.jsonl"
+    with board(project) as (url, port, token):
+        own = f"http://127.0.0.1:{port}"
+        body = "text=rm+-rf+%2F"
+        cases = [
+            ({"Cookie": f"moss_board_{port}={token}", "Origin": "http://evil.example", "X-Moss-Token": token}, "Origin"),
+            ({"Cookie": f"moss_board_{port}={token}", "X-Moss-Token": token}, "Origin"),
+            ({"Cookie": f"moss_board_{port}={token}", "Origin": own}, "X-Moss-Token"),
+            ({"Cookie": f"moss_board_{port}={token}", "Origin": own, "X-Moss-Token": "nope"}, "X-Moss-Token"),
+            ({"Origin": own, "X-Moss-Token": token}, "no token"),
+        ]
+        for headers, why in cases:
+            status, _, text = request(port, "POST", f"/sessions/{SID}/say", headers=headers, body=body)
+            assert status == 403 and why in text, (headers, text)
+        status, _, _ = request(port, "GET", f"/sessions/{SID}/say?text=x", headers={"Cookie": f"moss_board_{port}={token}"})
+        assert status == 405
+        assert request(port, "PUT", "/sessions", headers={"Cookie": f"moss_board_{port}={token}"})[0] == 405
+        assert not inbox.exists()
+        # the board's own page gets through the guard; the session has ended, so it says so
+        ok = {"Cookie": f"moss_board_{port}={token}", "Origin": own, "X-Moss-Token": token}
+        status, _, text = request(port, "POST", f"/sessions/{SID}/say", headers=ok, body=body)
+        assert status == 200 and f"session {SID} is not running" in text
+        assert not inbox.exists()
+
+
+def test_hostile_text_in_a_log_is_shown_as_text(project):
+    """A model's reply, a command and its output, and a task holding `<script>` and an
+    `<img onerror>` reach the list, the session page and its live stream escaped: the user
+    reads them, the browser never parses them as markup."""
+    saved_session(project)
+    with board(project) as (url, port, token):
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
+        status, _, listing = request(port, "GET", "/sessions", headers=cookie)
+        assert status == 200 and SID in listing
+        status, _, page = request(port, "GET", f"/sessions/{SID}", headers=cookie)
+        assert status == 200
+        streamed = stream_until(port, f"/sessions/{SID}/stream", token, "not running</span>")
+        for text in (listing, page, streamed):
+            assert "<script>window" not in text and "<img src=x" not in text
+        assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page  # the task, and the timeline's rows
+        assert "answered after 1 turns" in page  # the timeline as the agent script draws it
+        assert "reply &lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x onerror=&quot;" in streamed
+        assert "out &lt;script&gt;" in streamed
+        assert "\r" not in streamed  # a CR ends an SSE line: "\revent: state" would be a field
+        assert streamed.splitlines().count("event: state") == 1  # the stream's own, once
+
+
+def test_ids_and_names_in_urls_never_leave_moss_folders(project, tmp_path):
+    """A session id, eval run or attempt name in a URL is checked before it becomes a path
+    (`..`, slashes, dots refused with a one-line reason), and a log that is a link planted in
+    .moss/ is not followed: its target is never shown."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"event": "response", "text": "TOP SECRET"}\n')
+    logs = project.root / ".moss" / "agent" / "logs"
+    logs.mkdir(parents=True)
+    os.symlink(secret, logs / "planted.jsonl")
+    with board(project) as (url, port, token):
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
+        for path in ("/sessions/..%2F..%2Fetc%2Fpasswd", "/sessions/a.b", "/evals/..", "/evals/x/logs/..%2F..%2Fsecret",
+                     "/evals/.hidden"):
+            status, _, text = request(port, "GET", path, headers=cookie)
+            assert status in (400, 404) and "TOP SECRET" not in text and "root:" not in text, path
+        status, _, text = request(port, "GET", "/sessions/a.b", headers=cookie)
+        assert status == 400 and "bad session id" in text
+        streamed = stream_until(port, "/sessions/planted/stream", token, "TOP SECRET", timeout=3)
+        assert "TOP SECRET" not in streamed and "not running" in streamed
+
+
+def test_another_address_only_with_a_warning_and_never_all_of_them(project):
+    """`--host` serves another address, saying on stderr that other machines reach it; the
+    board then answers requests naming that address (still with the token). 0.0.0.0 is refused
+    in one line: the board answers only requests that name its address."""
+    r = project.moss("ui", "--no-open", "--host", "0.0.0.0", timeout=30)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "give the one address" in r.stderr
+    p = project.popen("ui", "--no-open", "--host", "127.0.0.2")
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("moss ui: http://127.0.0.2:")
+        port, token = int(line.split(":")[3].split("/")[0]), line.rsplit("token=", 1)[1].strip()
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
+        status, _, _ = request(port, "GET", "/sessions", host=f"127.0.0.2:{port}", headers=cookie, addr="127.0.0.2")
+        assert status == 200
+        assert request(port, "GET", "/sessions", host=f"127.0.0.2:{port}", addr="127.0.0.2")[0] == 403
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=10)
+    assert "warning: moss ui on 127.0.0.2 answers to other machines too" in err
+
+
+def test_a_browser_opens_only_when_there_is_one_and_not_under_ci(project, tmp_path):
+    """With a display, `moss ui` opens the URL in the user's browser ($BROWSER here: a script
+    that notes what it was asked to open); under CI, with --no-open, or without a display it
+    only prints the URL."""
+    opened = tmp_path / "opened.txt"
+    fake = tmp_path / "browser.sh"
+    fake.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
+    fake.chmod(0o755)
+    env = {"BROWSER": str(fake), "DISPLAY": ":0", "CI": ""}  # (a CI running this test sets CI)
+    with board(project, env=env, open_flag="") as (url, port, token):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not opened.exists():
+            time.sleep(0.05)
+        assert opened.read_text().split() == [url]
+    for extra, flag in (({"CI": "true"}, ""), ({}, "--no-open"), ({"DISPLAY": ""}, "")):
+        opened.unlink(missing_ok=True)
+        with board(project, env={**env, **extra}, open_flag=flag) as (url, port, token):
+            # serving; a browser would have been opened before (webbrowser waits for $BROWSER)
+            assert request(port, "GET", "/?token=" + token)[0] == 303
+        assert not opened.exists(), (extra, flag)
+
+
+WATCHER = r'''
+moss.access.set("full")
+local r = moss.runs.start{ cmd = "python3 nan.py", name = "nan", alerts = { "loss is nan" } }
+print(r.id)
+local ended
+local deadline = os.time() + 60
+while os.time() <= deadline and not ended do
+  local ev = moss.runs.wait(1)
+  if ev and ev.type == "run" and (ev.status == "stopped" or ev.status == "failed" or ev.status == "finished") then
+    ended = ev
+  end
+end
+print(moss.json.encode({ ended = ended, alerts = moss.runs.alerts{ run_id = r.id } }))
+'''
+
+
+def test_an_alert_resolved_on_the_board_reaches_the_process_watching_the_run(project):
+    """A script's run logs a NaN loss and hangs; the script's moss process watches it. The
+    board's "stop" on that alert is handed to that process (it owns the run's record), which
+    resolves it and stops the run: the script sees the run stopped and the alert resolved
+    with "stop", and the record on disk keeps it."""
+    project.write("nan.py", "import time\nprint('step 0 loss nan', flush=True)\ntime.sleep(120)\n")
+    project.script("watch", WATCHER)
+    p = project.popen("@watch", "--allow-full")
+    try:
+        rid = p.stdout.readline().strip()
+        record = project.root / ".moss" / "agent" / "runs" / f"{rid}.json"
+        deadline, alerts = time.monotonic() + 30, []
+        while time.monotonic() < deadline and not alerts:
+            alerts = json.loads(record.read_text())["alerts"] if record.exists() else []
+            time.sleep(0.05)
+        assert alerts and alerts[0]["status"] == "pending", p.stderr.read() if p.poll() is not None else rid
+        with board(project) as (url, port, token):
+            own = {"Cookie": f"moss_board_{port}={token}", "Origin": f"http://127.0.0.1:{port}", "X-Moss-Token": token}
+            status, _, text = request(port, "POST", f"/alerts/{alerts[0]['id']}/resolve", headers=own,
+                                      body="choice=stop")
+            assert status == 200 and "handed to the moss process watching run " + rid in text
+            out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    res = json.loads(out.splitlines()[-1])
+    assert res["ended"]["status"] == "stopped"
+    assert [(a["status"], a["choice"]) for a in res["alerts"]] == [("resolved", "stop")]
+    assert [(a["status"], a["choice"]) for a in json.loads(record.read_text())["alerts"]] == [("resolved", "stop")]
+
+
+def test_metrics_are_the_numbers_a_log_prints_beside_a_step():
+    """What the runs page charts: on each log line with a step (or iter, epoch) number, every
+    `name value` / `name=value` pair; NaN and inf become gaps; lines without a step (the
+    command line, a banner) count for nothing."""
+    from moss.board.runs import metrics_of
+
+    log = ("args ['--lr=0.1']\nstarting, batch 32\nstep 0 loss 2.5 acc=0.1\nstep 1 loss nan acc=0.2\n"
+           "epoch: 2, val_loss: 1.25e-1, lr=1e-3\n")
+    assert metrics_of(log) == {"loss": [(0, 2.5), (1, None)], "acc": [(0, 0.1), (1, 0.2)],
+                               "val_loss": [(2, 0.125)], "lr": [(2, 0.001)]}
+
+
+def test_a_taken_port_is_said_in_one_line(project):
+    """`moss ui --port N` on a port something else holds: one line naming it and the flag, exit 2."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = project.moss("ui", "--no-open", "--port", str(port), timeout=30)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--port" in r.stderr

@@ -1,0 +1,292 @@
+"""`moss ui` in a real headless browser (Debian's chromium through chromedriver, offline).
+
+Each test opens the URL `moss ui` printed, as its user would, and does what a user does:
+watches a running session's text appear, sends it a message and sees it acknowledged, stops
+it; clicks a Wild Loop alert's choice and sees the run stop; reads the metric chart and the
+evaluation pages. Screenshots of each page go to $MOSS_TEST_ARTIFACTS (default
+tests/artifacts/, git-ignored). Waits are on conditions (WebDriverWait), never sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from boardserver import board
+from fakeapi import FakeAPI, slow, state_of
+
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+pytestmark = [
+    pytest.mark.slow, pytest.mark.browser,
+    pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
+                       reason="chromium and chromium-driver are not installed (apt-get install chromium "
+                              "chromium-driver; .ci/run does)"),
+]
+ARTIFACTS = Path(os.environ.get("MOSS_TEST_ARTIFACTS") or Path(__file__).parent / "artifacts")
+HOSTILE = "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">"
+
+
+@pytest.fixture
+def browser():
+    selenium = pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[dev]')")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    del selenium
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager never looks for a driver online
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"board-{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def wait(driver, cond, timeout=40, what="the page"):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: cond(d), message=f"waiting for {what}")
+
+
+def text_of(driver, css: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    found = driver.find_elements(By.CSS_SELECTOR, css)
+    return found[0].text if found else ""
+
+
+def by_state(replies: dict):
+    """A model answering by the state that asks (its X-Moss-Label): inbox classification and
+    the agent's turns, in order."""
+    turns = {"n": 0}
+
+    def reply(body):
+        state = state_of(body)
+        if state in replies:
+            return replies[state]
+        turns["n"] += 1
+        r = replies["turns"][min(turns["n"], len(replies["turns"])) - 1]
+        return r(body) if callable(r) else r
+    return reply
+
+
+def running_session(project, timeout=30) -> str:
+    deadline = time.monotonic() + timeout
+    d = project.root / ".moss/agent/running"
+    while time.monotonic() < deadline:
+        found = list(d.glob("*.json")) if d.is_dir() else []
+        if found:
+            return found[0].stem
+        time.sleep(0.05)
+    raise AssertionError("no session started running")
+
+
+def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
+    """The user opens the printed URL, finds the running session at the top of the list, and
+    on its page sees the model's first reply appear while the session works (its `<script>`
+    shown as text, never run); a message sent from the box is acknowledged by the session in
+    the live view; stop ends it, and the page says it is no longer running."""
+    from selenium.webdriver.common.by import By
+
+    with FakeAPI() as api:
+        api.push(*[by_state({"inbox": "RELATED", "turns": [
+            slow("Looking around first. " + HOSTILE + " $(view .)", delay=1.0),
+            slow("$(answer done)", delay=120)]})] * 6)
+        p = project.popen("@agent", "--provider", "anthropic", "--v1", "-n", "how is this project built?",
+                          env=api.env())
+        try:
+            sid = running_session(project)
+            with board(project) as (url, port, token):
+                browser.get(url)
+                wait(browser, lambda d: sid in text_of(d, "#sessions"), what="the session in the list")
+                assert browser.current_url.endswith("/sessions")  # the token left the address bar
+                first = browser.find_element(By.CSS_SELECTOR, "#sessions tbody tr")
+                assert sid in first.text and "running" in first.text
+                shot(browser, "sessions")
+                first.find_element(By.LINK_TEXT, sid).click()
+                wait(browser, lambda d: "Looking around first." in text_of(d, "#stream"), what="the streamed reply")
+                stream = text_of(browser, "#stream")
+                assert "<script>window.pwned = 1</script>" in stream  # shown as the model wrote it
+                assert browser.execute_script("return window.pwned === undefined")  # and never run
+                assert "running" in text_of(browser, "#state")
+                box = browser.find_element(By.CSS_SELECTOR, "#say textarea")
+                box.send_keys("the build script is make.sh")
+                browser.find_element(By.ID, "send").click()
+                wait(browser, lambda d: "sent to " + sid in text_of(d, "#say-result"), what="the message sent")
+                assert browser.find_element(By.ID, "say-text").get_attribute("value") == ""  # the box is emptied
+                wait(browser, lambda d: "the build script is make.sh" in text_of(d, "#stream .item.message"),
+                     what="the session acknowledging the message")
+                assert "message received" in text_of(browser, "#stream .item.message")
+                shot(browser, "session")
+                browser.find_element(By.CSS_SELECTOR, "button.stop").click()
+                wait(browser, lambda d: "not running" in text_of(d, "#state"), what="the session stopping")
+                assert p.wait(timeout=30) == 3  # stopped: resumable, as moss say --stop leaves it
+                assert browser.execute_script("return window.pwned === undefined")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+TRAIN = r'''
+import sys, time
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+lr = float(args.get("lr", "0.01"))
+if lr >= 1:
+    print("step 0 loss nan", flush=True)
+    time.sleep(float(args.get("hold", "60")))
+    sys.exit(2)
+for step in range(4):
+    time.sleep(0.05)
+    print(f"step {step} loss {2.0 - step * lr * 10:.4f} acc={0.5 + step * 0.1:.2f}", flush=True)
+'''
+
+
+def wild_model(calls: list):
+    """The Wild Loop's model: one sweep of three learning rates; it leaves the NaN alert to the
+    user ("keep an eye on it"), notes run events, and completes once everything ended."""
+    import re
+
+    sweep = {"name": "lr sweep", "base_command": "python3 train.py",
+             "parameters": {"lr": [0.001, 0.01, 1], "hold": 120}}
+    sent = {"sweep": False}
+
+    def reply(body):
+        from fakeapi import last_user_text
+
+        user = last_user_text(body)
+        stage = re.search(r"^## Wild Loop — ([A-Z ]+)", user, re.M).group(1).strip()
+        calls.append(stage)
+        if stage == "EXPLORING" and not sent["sweep"]:
+            sent["sweep"] = True
+            return "<sweep>\n" + json.dumps(sweep) + "\n</sweep>"
+        if stage == "ANALYZING":
+            return "lr=0.01 trains fastest; lr=1 diverged.\n<promise>COMPLETE</promise>"
+        return "I will keep an eye on it."
+    return reply
+
+
+def test_a_wild_loop_alert_is_resolved_by_a_click_and_the_run_stops(project, browser):
+    """A Wild Loop sweeps three learning rates; lr=1 logs a NaN loss and hangs, and the model
+    leaves the alert open. On the runs page the banner names the loop's stage, the loss chart
+    draws one line per run (three; accuracy two, the NaN run logs none), and the alert offers its choices as
+    buttons: clicking "stop" hands the resolution to the loop's process, the run stops, and
+    the loop goes on to its analysis and completes."""
+    from selenium.webdriver.common.by import By
+
+    project.write("train.py", TRAIN)
+    calls: list = []
+    with FakeAPI() as api:
+        api.push(*[wild_model(calls)] * 30)
+        p = project.popen("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full",
+                          "find a learning rate that trains", env=api.env())
+        try:
+            with board(project) as (url, port, token):
+                browser.get(url)
+                browser.get(f"http://127.0.0.1:{port}/runs")
+                wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#alerts .alert button.choice"),
+                     timeout=60, what="the NaN alert")
+                assert "loss is nan" in text_of(browser, "#alerts .alert")
+                wait(browser, lambda d: "RUNNING" in text_of(d, "#banner").upper(), what="the banner's stage")
+                banner = text_of(browser, "#banner")
+                assert "open alerts: 1" in banner and "iteration 1" in banner
+
+                def charts_drawn(d):  # the NaN run logs a loss only
+                    boxes = {b.get_attribute("data-metric"): b.get_attribute("data-series")
+                             for b in d.find_elements(By.CSS_SELECTOR, "#charts .metric")}
+                    return boxes == {"acc": "2", "loss": "3"} and \
+                        len(d.find_elements(By.CSS_SELECTOR, "#charts .metric canvas")) == 2
+                wait(browser, charts_drawn, what="the loss chart with three runs, acc with two")
+                loss = browser.find_element(By.CSS_SELECTOR, '#charts .metric[data-metric="loss"]')
+                legend = loss.find_elements(By.CSS_SELECTOR, ".u-legend .u-series")
+                assert len(legend) == 4  # the step axis and one line per run
+                assert "lr=1, hold=120" in loss.text
+                shot(browser, "runs")
+                stop = next(b for b in browser.find_elements(By.CSS_SELECTOR, "#alerts button.choice")
+                            if b.text == "stop")
+                stop.click()
+                wait(browser, lambda d: "alert" in text_of(d, "#alerts-result"), what="the click's answer")
+                assert "handed to the moss process" in text_of(browser, "#alerts-result")
+                wait(browser, lambda d: "no open alerts" in text_of(d, "#alerts"), what="the alert resolved")
+
+                def nan_run(d):
+                    rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#runs tbody tr")]
+                    return next((r for r in rows if "lr=1," in r), "")
+                wait(browser, lambda d: " stopped" in nan_run(d), what="the NaN run stopped")
+                assert p.wait(timeout=60) == 0, p.stderr.read()
+                wait(browser, lambda d: "ended: answered" in text_of(d, "#banner"), what="the loop's end")
+                shot(browser, "runs-after")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    recs = [json.loads(f.read_text()) for f in (project.root / ".moss/agent/runs").glob("*.json")]
+    nan = next(r for r in recs if r["meta"]["params"].startswith("lr=1,"))
+    assert nan["status"] == "stopped" and [a["choice"] for a in nan["alerts"]] == ["stop"]
+    assert calls[-1] == "ANALYZING"
+
+
+def write_eval(project, run: str, rows: list[dict]) -> None:
+    d = project.root / ".moss" / "eval" / run
+    (d / "logs").mkdir(parents=True)
+    with open(d / "attempts.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def test_eval_pages_table_chart_and_a_comparison_linked_to_sessions(project, browser):
+    """An eval of two cells: its page shows the per-cell table with intervals and the
+    pass-rate-vs-cost chart; comparing its cells names the task B broke, linked to each
+    cell's session log, which opens as the attempt's timeline."""
+    from selenium.webdriver.common.by import By
+
+    rows = []
+    for ci, cell in enumerate(("base", "terse"), 1):
+        for task in ("t1", "t2", "t3"):
+            passed = not (cell == "terse" and task == "t2")
+            key = f"{task}|{cell}|1"
+            rows.append({"key": key, "task": task, "cell": cell, "trial": 1, "kind": "question", "cell_index": ci,
+                         "passed": passed, "reason": "answered", "turns": 2, "tokens": 900, "cost": 0.01 * ci,
+                         "wall": 3.0, "session_id": f"s{ci}{task}"})
+    write_eval(project, "20261126-010000-abc", rows)
+    log = project.root / ".moss/eval/20261126-010000-abc/logs/t2--terse--1.jsonl"
+    log.write_text(json.dumps({"event": "response", "ts": time.time(), "text": "the terse reply " + HOSTILE}) + "\n")
+    with board(project) as (url, port, token):
+        browser.get(url)
+        browser.find_element(By.LINK_TEXT, "evaluations").click()
+        browser.find_element(By.LINK_TEXT, "20261126-010000-abc").click()
+        table = text_of(browser, "table.cells")
+        assert "base 3/3 100%" in table and "terse 2/3 67%" in table
+        assert browser.find_elements(By.CSS_SELECTOR, ".chart svg circle, .chart svg rect")
+        shot(browser, "eval")
+        browser.find_element(By.CSS_SELECTOR, "form[action='/evals/compare'] button").click()
+        wait(browser, lambda d: "Broken in B" in d.page_source, what="the comparison")
+        assert "A = base" in browser.find_element(By.TAG_NAME, "main").text
+        shot(browser, "compare")
+        browser.find_element(By.LINK_TEXT, "B's session").click()
+        wait(browser, lambda d: "the terse reply" in text_of(d, "#stream"), what="the attempt's log")
+        assert "<script>window.pwned = 1</script>" in text_of(browser, "#stream")
+        assert browser.execute_script("return window.pwned === undefined")
+        shot(browser, "attempt")
+
+
+def test_chromium_is_what_ci_installs():
+    """.ci/run installs the browser these tests drive, so CI never skips them."""
+    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
+    assert "chromium chromium-driver" in ci and shutil.which("chromium") is not None
