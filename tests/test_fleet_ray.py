@@ -114,7 +114,9 @@ def fleet_project(project, tasks=("count-functions", "fix-add", "fix-mul")):
 
 
 def outcomes(rows) -> dict:
-    return {(r["task"], r["cell"], r["trial"]): (r["passed"], r["reason"], (r.get("check") or {}).get("passed"))
+    """Per attempt: its verdict, the agent's outcome, the check, and the patch its agent made."""
+    return {(r["task"], r["cell"], r["trial"]): (r["passed"], r["reason"], (r.get("check") or {}).get("passed"),
+                                                 r.get("patch"))
             for r in rows}
 
 
@@ -124,7 +126,7 @@ def outcomes(rows) -> dict:
 def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_key(project, keyed_api, head):
     """Three tasks in two cells (the project's good model, a lazy variant): six attempts, each a
     Ray job running the driver's moss (shipped with the job, not the node's), give the same
-    verdicts as `--executor local`; the rows come back from the jobs' logs with their session
+    verdicts and the same patches as `--executor local`; the rows come back from the jobs' logs with their session
     logs. The cluster's job list (entrypoints, runtime envs, metadata) and every job's log hold
     no trace of the key the driver has in its environment; the jobs reached the model with the
     key the nodes hold."""
@@ -142,7 +144,8 @@ def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_ke
     assert r.returncode == 0, r.stderr
     rows = rows_of(out)
     assert len(rows) == 6
-    assert outcomes(rows) == outcomes(rows_of(local))
+    assert outcomes(rows) == outcomes(rows_of(local))  # the patches too: made on the node, the same diff
+    assert any("+    return a + b" in (row.get("patch") or "") for row in rows)
     assert sum(1 for row in rows if row["passed"]) == 3  # the good cell passes, the lazy one does not
     for row in rows:
         assert row["ray"]["submission_id"].startswith(f"moss-eval-{run_id(out)}-")
