@@ -10,7 +10,7 @@ local cli = require("lib.cli")
 local M = {}
 
 local HELP = [==[
-usage: moss batch TASKS [--executor local] [-j N] [--max-cost USD] [--retries N]
+usage: moss batch TASKS [--executor local|ray] [-j N] [--max-cost USD] [--retries N]
                         [-o RESULTS.jsonl] [--resume] [--json]
        moss batch status RESULTS [--patch ID] [--json]
 
@@ -34,7 +34,10 @@ running:
   --retries N             run a task again up to N times when the infrastructure failed (the
                           copy, the agent process, the executor); an agent's own failure is
                           never retried (default 0)
-  --executor NAME         where tasks run (local)
+  --executor local|ray    where tasks run (default local); ray: each task one Ray job on a
+                          cluster (docs/fleet.md)
+  --ray-address URL       the cluster's dashboard (default $RAY_ADDRESS)
+  --num-cpus N            CPUs each task's Ray job asks for (default 1)
   --provider, --model     for tasks that name none
 
 results:
@@ -56,7 +59,9 @@ M.FLAGS = {
   { "--retries", type = "number", help = "retries after an infrastructure failure" },
   { "-o", "--out", metavar = "FILE", key = "out", help = "the results file" },
   { "--resume", type = "flag", help = "go on with -o FILE" },
-  { "--executor", metavar = "NAME", help = "where tasks run (local)" },
+  { "--executor", metavar = "NAME", help = "where tasks run (local, ray)" },
+  { "--ray-address", metavar = "URL", key = "ray_address", help = "ray: the cluster's dashboard" },
+  { "--num-cpus", type = "number", key = "num_cpus", help = "ray: CPUs per task's job" },
   { "--patch", metavar = "ID", help = "status: print one task's patch" },
   { "--json", type = "flag", help = "JSON on stdout" },
   { "-h", "--help", type = "flag", help = "show this help" },
@@ -122,6 +127,9 @@ function M.run(opts, rest)
   if opts.out and not opts.out:match("%.jsonl$") then
     moss.error("usage", "-o names the results file, ending in .jsonl, got '" .. opts.out .. "'", 0)
   end
+  if opts.executor ~= "ray" and (opts.ray_address or opts.num_cpus) then
+    moss.error("usage", (opts.ray_address and "--ray-address" or "--num-cpus") .. " is for --executor ray", 0)
+  end
   local okb, batch = pcall(moss.eval.batch, rest[1])
   if not okb then -- FILE:LINE: task: field: ... is the whole message, without the primitive's name
     local kind = moss.error_kind(batch)
@@ -141,7 +149,7 @@ function M.run(opts, rest)
   local started = moss.eval.start({
     suite = batch.path, attempts = M.attempts(batch), file = file, out = logs_of(file), jobs = jobs,
     max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, retries = opts.retries or 0,
-    resume = opts.resume == true, executor = opts.executor,
+    resume = opts.resume == true, executor = opts.executor, ray_address = opts.ray_address, num_cpus = opts.num_cpus,
     title = ("batch %s (%d tasks)"):format(batch.name, #batch.tasks),
   })
   if started.skipped > 0 then

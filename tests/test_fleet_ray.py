@@ -452,3 +452,30 @@ def test_ctrl_c_stops_the_jobs_on_the_cluster_and_exits_130(project, keyed_api, 
     assert status["fix-add"] == "STOPPED"
     stopped = {j["submission_id"] for j in jobs if j["status"] == "STOPPED"}
     assert stopped <= set(json.loads((out / "ray.json").read_text())["stopped"])
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_batch_on_ray_ends_as_it_does_locally_with_the_same_patches(project, keyed_api, head):
+    """`moss batch` of six agent tasks (four changes, a question, one that never finishes) with
+    `--executor ray`: every task's outcome and patch is what `--executor local` gives, each a
+    job on the cluster."""
+    from test_batch import OUTCOMES, batch_project
+    from test_batch import model as batch_model
+    from test_batch import outcomes as batch_outcomes
+
+    batch_project(project)
+    keyed_api.push(*[batch_model] * 400)
+    runs = {}
+    for how in ("local", "ray"):
+        out = project.root / f"{how}.jsonl"
+        extra = ["--executor", "ray", "--ray-address", head.address] if how == "ray" else []
+        r = project.moss("batch", "work/tasks.jsonl", "-j", "2", "-o", str(out), *extra, env=driver_env(keyed_api),
+                         timeout=600)
+        assert r.returncode == 1 and "6 tasks: 5 done, 1 failed" in r.stderr, r.stderr
+        runs[how] = {row["id"]: row for row in (json.loads(x) for x in out.read_text().splitlines())}
+        assert batch_outcomes(list(runs[how].values())) == OUTCOMES
+    assert {k: r["patch"] for k, r in runs["ray"].items()} == {k: r["patch"] for k, r in runs["local"].items()}
+    assert all(r["ray"]["submission_id"].startswith("moss-eval-") for r in runs["ray"].values())
+    assert "+    return a + b" in runs["ray"]["fix-add"]["patch"]
