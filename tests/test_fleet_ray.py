@@ -9,7 +9,8 @@ environment, and the stories check that it never reaches the cluster's job list 
 What a user notices: the same outcomes as `--executor local`; a driver killed mid-run and run
 again with `--resume` finishes with every attempt run once (the head's job list says so); the
 budget stops the jobs; a job stopped on the cluster is tried again and then counted as an
-infrastructure failure, not the agent's; a node may hold the key in a credentials file instead.
+infrastructure failure, not the agent's; a node may hold the key in a credentials file instead;
+`moss batch --executor ray` gives the outcomes and patches a local batch gives.
 Deselect those with `-m "not ray"`. The last stories need no head: a project's `[eval]
 executor` and `ray_address` wait for trust, and bad options are one line.
 """
