@@ -144,6 +144,46 @@ def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
                 p.wait()
 
 
+STREAMED = ("Reading the build first. " + " ".join(f"word{i}" for i in range(1, 31))
+            + " <script>window.pwned = 3</script> carriage\rreturn \x1b[31mred\x1b[0m and the very last words. $(answer ok)")
+
+
+def test_a_reply_is_seen_growing_as_it_streams_then_whole(project, browser):
+    """A reply that streams slowly, a word at a time: on the session's page the user sees it
+    part-way (its first words there, its last ones not yet), growing, with its `<script>`,
+    carriage return and ANSI escape shown as text (␍, ␛), never run; once the model is done
+    the whole reply is in the live view as the log keeps it, and the growing copy is gone."""
+    from selenium.webdriver.common.by import By
+
+    with FakeAPI() as api:
+        api.push(*[by_state({"inbox": "RELATED", "turns": [slow(STREAMED, delay=0.2, chunk_delay=0.12),
+                                                           slow("$(answer done)", delay=120)]})] * 6)
+        p = project.popen("@agent", "--provider", "anthropic", "--v1", "-n", "how is this project built?",
+                          env=api.env())
+        try:
+            sid = running_session(project)
+            with board(project) as (url, port, token):
+                browser.get(url.replace("/?", f"/sessions/{sid}?"))
+                wait(browser, lambda d: "word3" in text_of(d, "#live"), what="the reply's first words")
+                part = text_of(browser, "#live")
+                assert "Reading the build first." in part and "the very last words" not in part
+                assert "streaming" in part and not text_of(browser, "#stream .item.text")  # not logged yet
+                shot(browser, "streaming")
+                wait(browser, lambda d: "window.pwned = 3" in text_of(d, "#live")
+                     or "window.pwned = 3" in text_of(d, "#stream"), what="the hostile part")
+                wait(browser, lambda d: "the very last words" in text_of(d, "#stream .item.text"),
+                     what="the whole reply, logged")
+                whole = text_of(browser, "#stream .item.text")
+                assert "word30 <script>window.pwned = 3</script> carriage␍return ␛[31mred␛[0m and" in whole
+                wait(browser, lambda d: not text_of(d, "#live"), what="the growing copy to go")
+                assert browser.execute_script("return window.pwned === undefined")
+                assert not browser.find_elements(By.CSS_SELECTOR, "#stream script, #live script")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 TRAIN = r'''
 import sys, time
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)

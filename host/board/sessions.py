@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import inbox, storage
+from .. import inbox, live, storage
 from ..api.session import log_path
 from ..errors import MossError
 from .html import Html, esc, join, render, tag
@@ -163,9 +163,31 @@ def list_table(root: Path, rows: list[dict], token: str) -> Html:
 
 
 # ---- one event of the live stream -------------------------------------------------------------
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def shown(text) -> str:
+    """Text as the page shows it: a CR LF is a line end, and every other control character (a
+    lone CR, an ANSI escape's ESC) its visible symbol (␍, ␛), so nothing of it is hidden."""
+    s = ("" if text is None else str(text)).replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: "␡" if m.group() == "\x7f" else chr(0x2400 + ord(m.group())), s)
+
+
 def _cap(text) -> str:
-    s = "" if text is None else str(text)
+    s = shown(text)
     return s if len(s) <= TEXT_CAP else s[:TEXT_CAP] + f"\n… ({len(s) - TEXT_CAP:,} more characters)"
+
+
+def live_fragment(data: dict | None) -> Html:
+    """The reply being streamed (host/live.py's file), escaped; nothing when none is."""
+    if not data:
+        return Html("")
+    cut = data.get("cut") if isinstance(data.get("cut"), int) else 0
+    text = shown(data.get("text"))
+    return (Html('<div class="item text live" data-event="streaming">') + tag("span", "", class_="when")
+            + tag("span", "streaming…", class_="ev")
+            + (tag("span", f"… ({cut:,} earlier characters)", class_="note") if cut > 0 else Html(""))
+            + tag("pre", text, class_="model") + Html("</div>"))
 
 
 def fragment(rec: dict) -> Html | None:
@@ -228,6 +250,7 @@ async def stream(root: Path, sid: str, request, offset: int = 0):
     """The session's log from `offset` as it grows, as SSE `entry` events (HTML fragments),
     and a `state` event when the session stops running; ends when the client goes."""
     was_running = None
+    live_seen: tuple | None = None
     last_ping = time.monotonic()
     yield b": stream start\n\n"
     while True:
@@ -236,6 +259,12 @@ async def stream(root: Path, sid: str, request, offset: int = 0):
         if parts:
             yield sse("entry", "".join(parts))
         running = any(r["id"] == sid for r in inbox.running(root))
+        # the reply streaming now (its side file, looked at again only when it changed); a
+        # file a session that stopped running left behind is not shown
+        seen = live.stamp(root, sid) if running else None
+        if seen != live_seen:
+            yield sse("live", str(live_fragment(live.read(root, sid) if seen else None)))
+            live_seen = seen
         if running != was_running:
             yield sse("state", str(tag("span", "running" if running else "not running",
                                        class_="state " + ("running" if running else "stopped"))))
