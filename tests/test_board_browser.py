@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from boardserver import board
+from conftest import FIXTURES, needs_bwrap
 from fakeapi import FakeAPI, slow, state_of
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -324,6 +325,59 @@ def test_eval_pages_table_chart_and_a_comparison_linked_to_sessions(project, bro
         assert "<script>window.pwned = 1</script>" in text_of(browser, "#stream")
         assert browser.execute_script("return window.pwned === undefined")
         shot(browser, "attempt")
+
+
+BATCH_REPLIES = {  # the model of a two-task batch on the fixture calculator, by the task's prompt
+    "add() returns": '$(edit calc.py --old "a - b" --new "a + b  # <script>window.pwned = 4</script>") $(answer fixed)',
+    "How many functions": "$(answer 3)",
+}
+
+
+def batch_model(body) -> str:
+    if state_of(body) == "planner":
+        return "1. Look.\n2. Change.\nReady to refactor."
+    text = json.dumps(body)
+    return next((reply for marker, reply in BATCH_REPLIES.items() if marker in text), "$(answer ?)")
+
+
+@needs_bwrap
+def test_a_batch_table_shows_each_tasks_patch_and_links_its_session(project, browser):
+    """A real `moss batch` of two tasks on the fixture calculator, its results where it keeps
+    them by default (.moss/batch/): on the evaluations page the user opens the batch, reads the
+    table `moss batch status` prints (the fix done with a one-line patch, the question done with
+    none), opens the fix's patch — the diff in monospace, its `<script>` as text — and follows
+    the task's link to its session log."""
+    from selenium.webdriver.common.by import By
+
+    shutil.copytree(FIXTURES / "evalsuite" / "repos", project.root / "work" / "repos")
+    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    tasks = [{"id": "fix-add", "repo": "repos/pycalc", "prompt": "add() returns the wrong result; fix it.",
+              "machine": "v1"},
+             {"id": "count", "repo": "repos/pycalc", "prompt": "How many functions does calc.py define?",
+              "machine": "v1"}]
+    project.write("work/tasks.jsonl", "".join(json.dumps(t) + "\n" for t in tasks))
+    with FakeAPI() as api:
+        api.push(*[batch_model] * 60)
+        r = project.moss("batch", "work/tasks.jsonl", "-j", "2", env=api.env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    with board(project) as (url, port, token):
+        browser.get(url)
+        browser.find_element(By.LINK_TEXT, "evaluations").click()
+        browser.find_element(By.CSS_SELECTOR, "ul.batches a").click()
+        rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.batch tbody tr")]
+        assert rows[0].startswith("fix-add done") and "1 file +1 -1" in rows[0]
+        assert rows[1].startswith("count done") and "none" in rows[1]
+        patch = browser.find_element(By.CSS_SELECTOR, "table.batch tbody tr details.patch")
+        assert not browser.find_element(By.CSS_SELECTOR, "details.patch pre").is_displayed()
+        patch.find_element(By.TAG_NAME, "summary").click()
+        pre = browser.find_element(By.CSS_SELECTOR, "details.patch pre")
+        assert '+    return a + b  # <script>window.pwned = 4</script>' in pre.text
+        assert "monospace" in pre.value_of_css_property("font-family")
+        assert browser.execute_script("return window.pwned === undefined")
+        shot(browser, "batch")
+        browser.find_element(By.CSS_SELECTOR, "table.batch tbody tr a[href*='/logs/fix-add']").click()
+        wait(browser, lambda d: "fixed" in text_of(d, "#stream"), what="the task's session log")
+        assert "calc.py" in text_of(browser, "#stream")
 
 
 def test_chromium_is_what_ci_installs():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import MossError
 
@@ -45,7 +45,7 @@ class _Tee:
 
     def __init__(self, screen: Callable[[str], None] | None) -> None:
         self.screen = screen
-        self.live = None
+        self.live: Any = None  # host.live.LiveReply
 
     def __call__(self, delta: str) -> None:
         live = self.live

@@ -182,7 +182,7 @@ def live_fragment(data: dict | None) -> Html:
     """The reply being streamed (host/live.py's file), escaped; nothing when none is."""
     if not data:
         return Html("")
-    cut = data.get("cut") if isinstance(data.get("cut"), int) else 0
+    cut: int = data["cut"] if isinstance(data.get("cut"), int) else 0
     text = shown(data.get("text"))
     return (Html('<div class="item text live" data-event="streaming">') + tag("span", "", class_="when")
             + tag("span", "streaming…", class_="ev")
