@@ -400,3 +400,48 @@ def test_a_batch_is_listed_with_its_table_patches_and_logs(project, tmp_path):
         assert request(port, "GET", "/batches/..%2F..%2Fetc", headers=cookie)[0] in (400, 404)
         status, _, text = request(port, "GET", "/batches/20261126-020000-bat/logs/..", headers=cookie)
         assert status == 400 and "bad task" in text
+
+
+def test_the_child_agents_are_a_tree_linked_to_their_pages(project):
+    """A session that delegated: two children, the first with a child of its own. Its page
+    draws them as a nested list — each child's id linked to its own page, with its role and
+    state, its grandchild inside it — and a child's hostile answer stays text."""
+    from html.parser import HTMLParser
+
+    saved_session(project, text="plain")
+    agent = project.root / ".moss" / "agent"
+    for cid, role, answer in ((f"{SID}-1", "explorer", "found it <script>window.pwned=1</script>"),
+                              (f"{SID}-2", "auditor", "all good"), (f"{SID}-1-1", "explorer", "deeper")):
+        (agent / f"session-{cid}.json").write_text(json.dumps(
+            {"id": cid, "task": "look", "state": role, "machine": "v1", "role": role, "turn": 2, "done": True,
+             "reason": "answered", "answer": answer}))
+
+    class Tree(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.inside, self.items, self.links = 0, False, [], {}
+
+        def handle_starttag(self, name, attrs):
+            a = dict(attrs)
+            if name == "ul" and (self.inside or a.get("class") == "tree"):
+                self.inside = True
+                self.depth += 1
+            elif name == "li" and self.inside:
+                self.items.append((self.depth, a.get("data-id")))
+            elif name == "a" and self.inside and self.items:
+                self.links[self.items[-1][1]] = a.get("href")
+
+        def handle_endtag(self, name):
+            if name == "ul" and self.inside:
+                self.depth -= 1
+                self.inside = self.depth > 0
+
+    with board(project) as (url, port, token):
+        status, _, page = request(port, "GET", f"/sessions/{SID}", headers={"Cookie": f"moss_board_{port}={token}"})
+    assert status == 200 and "<h2>Child agents</h2>" in page
+    tree = Tree()
+    tree.feed(page)
+    assert tree.items == [(1, f"{SID}-1"), (2, f"{SID}-1-1"), (1, f"{SID}-2")]
+    assert tree.links == {c: f"/sessions/{c}" for c in (f"{SID}-1", f"{SID}-1-1", f"{SID}-2")}
+    assert '<span class="role"> auditor</span><span class="state answered">answered</span>' in page
+    assert "found it &lt;script&gt;window.pwned=1&lt;/script&gt;" in page and "<script>window" not in page

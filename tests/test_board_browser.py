@@ -380,6 +380,33 @@ def test_a_batch_table_shows_each_tasks_patch_and_links_its_session(project, bro
         assert "calc.py" in text_of(browser, "#stream")
 
 
+def test_the_child_tree_nests_and_each_child_opens_its_page(project, browser):
+    """A session with two children, the first with its own: the session page draws the tree
+    as nested items (the grandchild inside its parent, each with role and state), and a click
+    on a child's id opens that child's page."""
+    from selenium.webdriver.common.by import By
+
+    agent = project.root / ".moss" / "agent"
+    (agent / "logs").mkdir(parents=True)
+    for sid, role in (("p7", "explorer"), ("p7-1", "explorer"), ("p7-2", "auditor"), ("p7-1-1", "explorer")):
+        (agent / f"session-{sid}.json").write_text(json.dumps(
+            {"id": sid, "task": "look around", "state": role, "machine": "v1", "role": role, "turn": 1,
+             "done": True, "reason": "answered", "answer": f"{sid} found it"}))
+        (agent / "logs" / f"{sid}.jsonl").write_text(json.dumps(
+            {"event": "response", "ts": time.time(), "text": f"the reply of {sid}"}) + "\n")
+    with board(project) as (url, port, token):
+        browser.get(url.replace("/?", "/sessions/p7?"))
+        top = browser.find_elements(By.CSS_SELECTOR, "ul.tree > li")
+        assert [li.get_attribute("data-id") for li in top] == ["p7-1", "p7-2"]
+        inner = top[0].find_elements(By.CSS_SELECTOR, "ul > li")
+        assert [li.get_attribute("data-id") for li in inner] == ["p7-1-1"]
+        assert "p7-2 auditor" in top[1].text and "answered" in top[1].text
+        shot(browser, "tree")
+        inner[0].find_element(By.LINK_TEXT, "p7-1-1").click()
+        wait(browser, lambda d: "the reply of p7-1-1" in text_of(d, "#stream"), what="the grandchild's page")
+        assert "Session p7-1-1" in text_of(browser, "h1")
+
+
 def test_chromium_is_what_ci_installs():
     """.ci/run installs the browser these tests drive, so CI never skips them."""
     ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()

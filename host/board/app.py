@@ -87,12 +87,12 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
             body_rows.append(Html(f'<tr class="{esc(style)}">') + join(
                 tag("td", r.get(k)) for k in ("time", "event", "detail")) + Html("</tr>"))
         failure = [str(x) for x in data.get("last_failure") or []]
-        tree = [str(x) for x in data.get("tree") or []]
+        tree = sessions.child_tree(data.get("children"))
         body = render("session", id=sid, task=row.get("task") or "", textarea=render("say_box", oob=""),
                       state=tag("span", sessions.status_of(row) or "?", class_="state"),
                       timeline=render("timeline", rows=join(body_rows)),
                       failure=tag("pre", "\n".join(failure), class_="output") if failure else Html(""),
-                      tree=(tag("h2", "Child agents") + tag("pre", "\n".join(tree))) if tree else Html(""))
+                      tree=(tag("h2", "Child agents") + tree) if tree else Html(""))
         return page(f"Session {sid}", body)
 
     async def session_stream(request: Request):

@@ -162,6 +162,26 @@ def list_table(root: Path, rows: list[dict], token: str) -> Html:
     return render("sessions_table", rows=join(body))
 
 
+def child_tree(nodes, depth: int = 0) -> Html:
+    """The child agents (the agent script's `children` of `sessions timeline ID`) as a nested
+    list: each child's id linked to its page, its role and state; its answer under it."""
+    items = []
+    for n in nodes if isinstance(nodes, list) else []:
+        if not isinstance(n, dict) or not isinstance(n.get("id"), str) or not storage.ID_RE.match(n["id"]):
+            continue
+        state = str(n.get("state") or "?")
+        turns = n.get("turns") if isinstance(n.get("turns"), int) else 0
+        items.append(Html(f'<li data-id="{esc(n["id"])}">') + tag("a", n["id"], href=f"/sessions/{n['id']}")
+                     + tag("span", f" {n.get('role') or '?'}", class_="role")
+                     + tag("span", state, class_="state " + re.sub(r"[^a-z]+", "-", state.lower()))
+                     + tag("span", f" · {turns} turn{'' if turns == 1 else 's'}", class_="turns")
+                     + (tag("div", n["answer"], class_="answer") if isinstance(n.get("answer"), str) else Html(""))
+                     + (child_tree(n.get("children"), depth + 1) if depth < 8 else Html("")) + Html("</li>"))
+    if not items:
+        return Html("")
+    return Html('<ul class="tree">' if depth == 0 else "<ul>") + join(items) + Html("</ul>")
+
+
 # ---- one event of the live stream -------------------------------------------------------------
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
