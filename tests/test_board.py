@@ -445,3 +445,31 @@ def test_the_child_agents_are_a_tree_linked_to_their_pages(project):
     assert tree.links == {c: f"/sessions/{c}" for c in (f"{SID}-1", f"{SID}-1-1", f"{SID}-2")}
     assert '<span class="role"> auditor</span><span class="state answered">answered</span>' in page
     assert "found it &lt;script&gt;window.pwned=1&lt;/script&gt;" in page and "<script>window" not in page
+
+
+def test_only_a_sessions_own_replies_reach_its_live_file(project, api):
+    """A session makes a quiet call (what its inbox does to classify a message) and then its
+    own reply, both streaming slowly: its live file only ever holds the reply's words, never the
+    quiet call's, and is gone once the reply ended."""
+    from fakeapi import slow
+
+    project.script("twice", """
+        moss.session.bind("quiet001")
+        moss.llm.chat({prompt = "classify this message", quiet = true, label = "agent/inbox"})
+        local r = moss.llm.chat({prompt = "now answer", label = "agent/agent"})
+        print(r.text)
+    """)
+    api.push(slow("QUIET " * 10, chunk_delay=0.1), slow("LOUD " * 10, chunk_delay=0.1))
+    live = project.root / ".moss/agent/live/quiet001.json"
+    p = project.popen("@twice", "--provider", "anthropic", env=api.env())
+    seen = set()
+    while p.poll() is None:  # every version of the file there is while the process runs
+        try:
+            seen.add(json.loads(live.read_text())["text"].split()[0])
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+        time.sleep(0.02)
+    out = p.stdout.read()
+    assert p.returncode == 0 and "LOUD LOUD" in out
+    assert seen == {"LOUD"} and len(api.requests) == 2
+    assert not live.exists()

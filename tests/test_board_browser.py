@@ -145,8 +145,9 @@ def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
                 p.wait()
 
 
-STREAMED = ("Reading the build first. " + " ".join(f"word{i}" for i in range(1, 31))
-            + " <script>window.pwned = 3</script> carriage\rreturn \x1b[31mred\x1b[0m and the very last words. $(answer ok)")
+STREAMED = ("Reading the build first. " + " ".join(f"word{i}" for i in range(1, 11))
+            + " <script>window.pwned = 3</script> carriage\rreturn \x1b[31mred\x1b[0m "
+            + " ".join(f"word{i}" for i in range(11, 36)) + " and the very last words. $(answer ok)")
 
 
 def test_a_reply_is_seen_growing_as_it_streams_then_whole(project, browser):
@@ -170,12 +171,13 @@ def test_a_reply_is_seen_growing_as_it_streams_then_whole(project, browser):
                 assert "Reading the build first." in part and "the very last words" not in part
                 assert "streaming" in part and not text_of(browser, "#stream .item.text")  # not logged yet
                 shot(browser, "streaming")
-                wait(browser, lambda d: "window.pwned = 3" in text_of(d, "#live")
-                     or "window.pwned = 3" in text_of(d, "#stream"), what="the hostile part")
+                wait(browser, lambda d: "red␛[0m" in text_of(d, "#live"), what="the hostile part, streamed")
+                assert "word10 <script>window.pwned = 3</script> carriage␍return ␛[31mred␛[0m" in text_of(browser, "#live")
+                assert browser.execute_script("return window.pwned === undefined")
                 wait(browser, lambda d: "the very last words" in text_of(d, "#stream .item.text"),
                      what="the whole reply, logged")
                 whole = text_of(browser, "#stream .item.text")
-                assert "word30 <script>window.pwned = 3</script> carriage␍return ␛[31mred␛[0m and" in whole
+                assert "word10 <script>window.pwned = 3</script> carriage␍return ␛[31mred␛[0m word11" in whole
                 wait(browser, lambda d: not text_of(d, "#live"), what="the growing copy to go")
                 assert browser.execute_script("return window.pwned === undefined")
                 assert not browser.find_elements(By.CSS_SELECTOR, "#stream script, #live script")
