@@ -47,7 +47,8 @@ class LiveReply:
         self.reply = LiveReply._counter
         self.started = round(time.time(), 3)
         self.parts: list[str] = []
-        self.chars = 0
+        self.chars = 0  # of the whole reply
+        self.held = 0   # in self.parts
         self.clock = clock
         self.last = 0.0
         self.wrote = False
@@ -63,8 +64,10 @@ class LiveReply:
                 return
             self.parts.append(delta)
             self.chars += len(delta)
-            if sum(len(p) for p in self.parts) > 2 * MAX_CHARS:
+            self.held += len(delta)
+            if self.held > 2 * MAX_CHARS:  # only the tail is kept
                 self.parts = [self._text()]
+                self.held = len(self.parts[0])
             now = self.clock()
             if now - self.last >= EVERY:
                 self.last = now

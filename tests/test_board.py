@@ -473,3 +473,22 @@ def test_only_a_sessions_own_replies_reach_its_live_file(project, api):
     assert p.returncode == 0 and "LOUD LOUD" in out
     assert seen == {"LOUD"} and len(api.requests) == 2
     assert not live.exists()
+
+
+def test_a_long_replys_live_file_keeps_its_last_words(project):
+    """A reply longer than the live file's cap: the file holds its last 16,000 characters
+    and says how many came before them, so the board shows where the reply is now."""
+    from moss import live
+
+    reply = live.LiveReply(project.root, "long01")
+    reply.feed("x" * 30_000)
+    for i in range(2_000):
+        reply.feed(f" w{i}")
+    reply.last = 0.0  # the next delta is written at once (writes are at most 4 a second)
+    reply.feed(" end")
+    data = live.read(project.root, "long01")
+    assert len(data["text"]) == live.MAX_CHARS and data["text"].endswith("w1999 end")
+    assert data["chars"] == 30_000 + sum(len(f" w{i}") for i in range(2_000)) + 4
+    assert data["cut"] == data["chars"] - live.MAX_CHARS
+    reply.end()
+    assert live.read(project.root, "long01") is None

@@ -1,6 +1,7 @@
 """The evaluation pages: each eval under ``.moss/eval/`` as its per-cell table and its
 pass-rate-vs-cost chart, and a comparison of two with the flipped tasks linked to their
-attempts' session logs.
+attempts' session logs; each batch under ``.moss/batch/`` as `moss batch status`'s table with
+its patches.
 
 The statistics are moss eval's own, not re-done here: ``results.summary`` (rates and Wilson
 intervals), ``report.chart_svg`` (the HTML report's chart, escaped there), and the comparison

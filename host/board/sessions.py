@@ -5,7 +5,9 @@ timeline come from the script's `sessions` entry (``json`` and ``timeline ID``, 
 `moss sessions list/show` and the MCP server use it), run as a child process. What streams
 live is the session's log, ``.moss/agent/logs/ID.jsonl``, tailed from a byte offset through
 moss.storage (never through a link) with its events as docs/events.md declares them; the
-tokens and cost shown are the host's own ``llm_response`` records in it. Messages and stop /
+tokens and cost shown are the host's own ``llm_response`` records in it; the reply being
+streamed now is the running process's side file (host/live.py), shown below the log while the
+session runs. Messages and stop /
 pause / resume go through the inbox exactly as `moss say` sends them (host/inbox.py).
 """
 
