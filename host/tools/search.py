@@ -26,7 +26,8 @@ from typing import Iterator
 from ..errors import MossError
 from .caps import cap
 from .resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from .treesitter import around_lines, innermost, language_for, structure
+from . import structcache
+from .treesitter import around_lines, innermost, language_for, lite_entries, structure
 from ..ui import visible_name
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
@@ -183,6 +184,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         proc.wait()
     finally:
         timer.cancel()
+        timer.join()  # gone, not only told to stop: workers are forked only with no other thread
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -207,17 +209,17 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         line_starts.setdefault(path, []).append(offset)
     out: list[str] = []
     current = None
-    syms = []
+    find = _no_symbol
+    labels_of = _labeller(root, line_starts, keep)
     if compact:
-        out = _compact_hits(hits, pattern, ignore_case,
-                            lambda p: _symbols_for(root, p, line_starts[p], keep))
+        out = _compact_hits(hits, pattern, ignore_case, labels_of)
     for path, line, text in [] if compact else hits:
         if path != current:
             current = path
             out.append(f"{_shown_path(path)}:")
-            syms = _symbols_for(root, path, line_starts[path], keep)
-        label = _label(syms, line)
-        out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
+            find = labels_of(path)
+        sym = find(line)
+        out.append(f"  {line} ({sym[1]} {sym[2]}): {text}" if sym else f"  {line}: {text}")
     out.append("")
     nfiles = len(files_with)
     summary = (f"{total:,} {'match' if total == 1 else 'matches'} in {nfiles:,} "
@@ -245,26 +247,26 @@ def _quoted(word: str) -> str:
 
 
 def _compact_hits(hits: list[tuple[str, int, str]], pattern: str, ignore_case: bool,
-                  syms_of) -> list[str]:
+                  labels_of) -> list[str]:
     """The compact form of the hit lines (see `search`)."""
     out: list[str] = []
     per_file: dict[str, int] = {}
     for path, _, _ in hits:
         per_file[path] = per_file.get(path, 0) + 1
-    current, syms, prev, shown = None, [], None, 0
+    current, find, prev, shown = None, _no_symbol, None, 0
     for path, line, text in hits:
         if path != current:
             if current is not None and per_file[current] > shown:
                 _more(out, per_file[current] - shown, current, pattern, ignore_case)
             current, prev, shown = path, None, 0
             out.append(f"{_shown_path(path)}:")
-            syms = syms_of(path)
+            find = labels_of(path)
         if shown >= COMPACT_PER_FILE:
             continue
         shown += 1
-        sym = innermost(syms, line)
-        label = None if sym is None else ("same" if sym is prev else sym.path)
-        prev = sym
+        sym = find(line)
+        label = None if sym is None else ("same" if prev is not None and sym[0] is prev else sym[1])
+        prev = None if sym is None else sym[0]
         out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
     if current is not None and per_file[current] > shown:
         _more(out, per_file[current] - shown, current, pattern, ignore_case)
@@ -392,6 +394,75 @@ def _window(root: Path, rel: str, offset: int, column: int) -> str:
     return piece
 
 
+def _no_symbol(line: int) -> None:
+    return None
+
+
+def _labeller(root: Path, line_starts: dict[str, list[int]], keep: bool):
+    """A function from a file (as ripgrep names it) to its label finder: line -> (the
+    enclosing symbol, as an object that is the same for two lines in the same symbol, its
+    qualified name, its lines `L12-40`) or None.
+
+    A one-shot search (`keep` False) with the structure cache on reads every hit file's
+    structure from the cache in one query and parses the rest together (in worker
+    processes when there are many), storing them for the next process; nothing is built
+    beyond the stored tuples. Otherwise each file's Symbols come from `_symbols_for`."""
+    if not keep and structcache.cache_path() is not None:
+        paths = {}
+        for rel in line_starts:
+            path = root / rel
+            try:
+                if path.stat().st_size <= MAX_OUTLINE_BYTES:
+                    paths[rel] = path
+            except OSError:
+                pass
+        try:
+            raw = lite_entries(list(paths.values()), workers=True)
+        except (MossError, UnicodeDecodeError):
+            raw = {}
+
+        def from_raw(rel: str):
+            tops = raw.get(paths.get(rel))  # type: ignore[arg-type]
+            return (lambda line: _raw_innermost(tops, line)) if tops else _no_symbol
+        return from_raw
+
+    def from_symbols(rel: str):
+        syms = _symbols_for(root, rel, line_starts[rel], keep)
+        if not syms:
+            return _no_symbol
+
+        def find(line: int):
+            sym = innermost(syms, line)
+            return None if sym is None else (sym, sym.path, sym.lines)
+        return find
+    return from_symbols
+
+
+def _raw_innermost(tops: tuple, line: int):
+    """`innermost` over symbols as the structure cache stores them (see lite_entries):
+    (the symbol's tuple, its qualified name, its lines) or None."""
+    best, names, level = None, [], tops
+    try:
+        while True:
+            for s in level:
+                start = s[3]
+                if min(start, s[8] or start) <= line <= s[4]:
+                    if not names and s[10]:
+                        names.append(s[10])  # the container a flat definition belongs to
+                    names.append(s[0])
+                    best = s
+                    level = s[11]
+                    break
+            else:
+                break
+    except (TypeError, IndexError):  # a shape no extractor makes: no label
+        return None
+    if best is None:
+        return None
+    a, b = best[3], best[4]
+    return best, "/".join(names), (f"L{a}" if a == b else f"L{a}-{b}")
+
+
 def _symbols_for(root: Path, rel: str, line_starts: list[int], keep: bool) -> list:
     """Symbols of a file enough to label the hits on the lines starting at `line_starts`
     (names and lines only: a label shows no signature)."""
@@ -402,10 +473,3 @@ def _symbols_for(root: Path, rel: str, line_starts: list[int], keep: bool) -> li
     except (OSError, MossError, UnicodeDecodeError):
         pass
     return []
-
-
-def _label(syms: list, line: int) -> str | None:
-    sym = innermost(syms, line)
-    if sym is None:
-        return None
-    return f"{sym.path} {sym.lines}"
