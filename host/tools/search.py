@@ -171,16 +171,23 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     total = 0
     files_with: set[str] = set()
     try:
+        prev, path, skip = None, "", False
+        match = _HIT.match
         for raw in _records(proc.stdout):
-            hit = _parse_hit(raw)
-            if hit is None:
+            name, nul, rest = raw.partition(b"\0")
+            if not nul:
                 continue  # a warning such as "binary file matches"
-            path = hit[0]
-            if allowed is not None and path not in allowed:
+            if name != prev:  # a file's hits come together: its name is decoded once
+                prev, path = name, _path_name(name)
+                skip = allowed is not None and path not in allowed
+            if skip:
+                continue
+            m = match(rest)
+            if m is None:
                 continue
             total += 1
             files_with.add(path)
-            first.add(hit)
+            first.add(path, m)
         proc.wait()
     finally:
         timer.cancel()
@@ -295,18 +302,23 @@ class _First:
         self.kept = 0
         self.cutoff: tuple[bytes, ...] | None = None  # files sorting after this are not needed
         self.keys: dict[str, tuple[bytes, ...]] = {}
+        self.last_dropped: str | None = None  # a file sorting after the cutoff, seen last
 
-    def add(self, hit: tuple) -> None:
-        path = hit[0]
+    def add(self, path: str, m: re.Match) -> None:
+        """Keep the hit `m` (`_HIT`'s match of a ripgrep line) in `path` if the first
+        `limit` can need it."""
         got = self.files.get(path)
         if got is None:
+            if path == self.last_dropped:
+                return
             key = _path_key(path)
             if self.cutoff is not None and key > self.cutoff:
+                self.last_dropped = path
                 return
             got = self.files[path] = []
             self.keys[path] = key
         if len(got) < self.limit:
-            got.append(hit)
+            got.append((path, int(m[1]), int(m[2]), int(m[3]), m[4]))
             self.kept += 1
             if self.kept > 2 * self.limit:
                 self._prune()
@@ -355,15 +367,11 @@ def _records(stream) -> Iterator[bytes]:
         yield pending
 
 
-def _parse_hit(raw: bytes) -> tuple[str, int, int, int, bytes] | None:
-    """(path, line, column, byte offset of the line, text) of one ripgrep output line."""
-    path, nul, rest = raw.partition(b"\0")
-    m = _HIT.match(rest) if nul else None
-    if m is None:
-        return None
-    name = path.decode("utf-8", "surrogateescape")  # as list_files spells it
+def _path_name(path: bytes) -> str:
+    """A path as ripgrep printed it, spelled as list_files spells it."""
+    name = path.decode("utf-8", "surrogateescape")
     name = name[2:] if name.startswith("./") else name
-    return name.replace(os.sep, "/"), int(m[1]), int(m[2]), int(m[3]), m[4]
+    return name.replace(os.sep, "/")
 
 
 def _shown_path(path: str) -> str:

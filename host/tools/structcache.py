@@ -204,8 +204,13 @@ def _open(path: Path) -> sqlite3.Connection:
         # close would otherwise cost 10-40 ms of fsyncs). A crash of moss loses nothing; a
         # power loss can damage the file, which is then handled as damage (below).
         conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(_SCHEMA)
+        try:  # made before (its last statement ran): a read, not a write, each process
+            made = conn.execute("SELECT bytes FROM total WHERE id = 0").fetchone() is not None
+        except sqlite3.OperationalError:  # no such table
+            made = False
+        if not made:
+            conn.execute("PRAGMA journal_mode=WAL")  # kept in the file from then on
+            conn.executescript(_SCHEMA)
     except BaseException:
         conn.close()
         raise

@@ -11,7 +11,6 @@ languages and queries are shared.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import marshal
 import os
@@ -1115,6 +1114,8 @@ def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
         lines = "\n".join(f"  {s.path} ({s.kind}, {s.lines})" for s in found[:20])
         raise MossError(f"{query} matches {len(found)} symbols in {where}; say which:\n{lines}",
                         kind="ambiguous", candidates=[s.path for s in found])
+    import difflib  # an error's suggestions only
+
     every = list(walk_all(symbols))
     names = sorted({s.path for s in every})
     close = difflib.get_close_matches(query, names, n=6, cutoff=0.5)
