@@ -19,8 +19,11 @@ ratio is what moss's grouping, sorting and enclosing-symbol labels cost, on a fi
 session coming back to the same files: search() caches their symbols. "bare parse of the
 hit files" parses, with tree-sitter alone, the files holding the first 100 matches: the
 part of a first look that labels cannot do without. The CLI keeps
-nothing in memory (one shot); with the structure cache on it extracts and stores each hit
-file's whole structure, with it off it labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
+nothing in memory (one shot); with the structure cache on it reads every hit file's entry in
+one query, extracts the whole structure of the files that have none (in forked worker
+processes when they hold 128 KB or more: on a loaded machine those gain nothing, on an idle
+one they share the parse between the cores) and stores them in one transaction; with it off
+it labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
 environment may set PYTHONDONTWRITEBYTECODE, which would make every moss command
 compile them from source, about 25 ms for text-search).
 
