@@ -27,7 +27,10 @@ agent) reads them instead of parsing again.
 
 from __future__ import annotations
 
-import hashlib
+try:  # hashlib's own BLAKE2, without hashlib: importing it loads OpenSSL (2-3 ms a command)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
 import importlib.util
 import marshal
 import os
@@ -38,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MB = 64
-FORMAT = 1            # the entry encoding below; bump when it changes
+FORMAT = 2            # the entry encoding below; bump when it changes (2: BLAKE2b sums)
 _TOUCH_EVERY_S = 3600  # a hit refreshes its entry's last use at most this often
 
 
@@ -77,7 +80,7 @@ def _extractor_version(lang: str, module: str) -> bytes:
     if v is not None:
         return v
     from .. import __version__
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     h.update(f"{FORMAT}\0{__version__}\0{lang}\0".encode())
     here = Path(__file__).resolve().parent
     for name in ("treesitter.py", "structcache.py"):  # the extractor's code, as it is on disk
@@ -105,15 +108,15 @@ def _extractor_version(lang: str, module: str) -> bytes:
 
 def content_key(chash: bytes, lang: str, module: str) -> bytes:
     """The entry key of bytes hashing to `chash` parsed as `lang` by this extractor."""
-    return hashlib.blake2b(chash, digest_size=20, key=_extractor_version(lang, module)).digest()
+    return blake2b(chash, digest_size=20, key=_extractor_version(lang, module)).digest()
 
 
 def content_hash(src: bytes) -> bytes:
-    return hashlib.sha256(src).digest()  # sha256: hardware-assisted on most CPUs, 2x blake2b
+    return blake2b(src, digest_size=32).digest()
 
 
 # --------------------------------------------------------------------------- encoding
-# An entry is a checksum (sha256 of the rest, cut to 16 bytes) followed by a marshalled tuple: (FORMAT,
+# An entry is a checksum (a 16-byte BLAKE2b of the rest) followed by a marshalled tuple: (FORMAT,
 # content hash, lite, module doc, symbols), each symbol a 12-tuple ending with its
 # children. The checksum is verified before anything is unmarshalled (marshal is not
 # meant for damaged input), and the shape is checked while the symbols are rebuilt.
@@ -134,7 +137,7 @@ def encode(syms: list, doc: str | None, lite: bool, chash: bytes) -> bytes:
 def encode_raw(raw: tuple, doc: str | None, lite: bool, chash: bytes) -> bytes:
     """An entry from symbols already in their stored form (`_enc`'s tuples)."""
     body = marshal.dumps((FORMAT, chash, lite, doc, raw))
-    return hashlib.sha256(body).digest()[:_SUM] + body
+    return blake2b(body, digest_size=_SUM).digest() + body
 
 
 def _dec(raw: tuple, parent, Symbol) -> Any:
@@ -156,7 +159,7 @@ def decode_raw(data: bytes, chash: bytes) -> tuple[tuple, str | None, bool] | No
         if type(data) is not bytes or len(data) <= _SUM:
             return None
         body = data[_SUM:]
-        if hashlib.sha256(body).digest()[:_SUM] != data[:_SUM]:
+        if blake2b(body, digest_size=_SUM).digest() != data[:_SUM]:
             return None
         fmt, h, lite, doc, syms = marshal.loads(body)
         if fmt != FORMAT or h != chash or type(lite) is not bool or type(syms) is not tuple:
@@ -312,8 +315,10 @@ def get_many(wanted: list[tuple[bytes, bytes]], lite_ok: bool, raw: bool = True)
                 if got is None or (got[2] and not lite_ok):
                     continue
                 if not raw:
-                    got = decode(data, hashes[k])
-                    if got is None:
+                    try:
+                        from .treesitter import Symbol
+                        got = ([_dec(x, None, Symbol) for x in got[0]], got[1], got[2])
+                    except (ValueError, TypeError, RecursionError):
                         continue
                 out[k] = got
                 if now - int(used) > _TOUCH_EVERY_S:

@@ -17,7 +17,6 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -27,7 +26,6 @@ from . import structcache
 
 # ---------------------------------------------------------------------------- symbols
 
-@dataclass(eq=False, slots=True)
 class Symbol:
     """One named definition in a source file.
 
@@ -36,21 +34,37 @@ class Symbol:
     also include the doc comments above it (where they are outside the node).
     `container` names what a flat definition belongs to (Go method receiver type, Lua
     table of `function M.run`), so its qualified path reads `Agent/run` like a nested one.
+    Compared by identity. (A plain class, not a dataclass: building one at import costs
+    a millisecond of every `moss text-search`.)
     """
 
-    name: str
-    kind: str
-    signature: str
-    start_line: int
-    end_line: int
-    start_byte: int
-    end_byte: int
-    children: list["Symbol"] = field(default_factory=list)
-    doc: str | None = None
-    parent: "Symbol | None" = field(default=None, repr=False)
-    doc_start_line: int = 0
-    doc_start_byte: int = 0
-    container: str | None = None
+    __slots__ = ("name", "kind", "signature", "start_line", "end_line", "start_byte", "end_byte",
+                 "children", "doc", "parent", "doc_start_line", "doc_start_byte", "container")
+
+    def __init__(self, name: str, kind: str, signature: str, start_line: int, end_line: int,
+                 start_byte: int, end_byte: int, children: list["Symbol"] | None = None,
+                 doc: str | None = None, parent: "Symbol | None" = None, doc_start_line: int = 0,
+                 doc_start_byte: int = 0, container: str | None = None):
+        self.name = name
+        self.kind = kind
+        self.signature = signature
+        self.start_line = start_line
+        self.end_line = end_line
+        self.start_byte = start_byte
+        self.end_byte = end_byte
+        self.children: list[Symbol] = [] if children is None else children
+        self.doc = doc
+        self.parent = parent
+        self.doc_start_line = doc_start_line
+        self.doc_start_byte = doc_start_byte
+        self.container = container
+
+    def __repr__(self) -> str:
+        return (f"Symbol(name={self.name!r}, kind={self.kind!r}, signature={self.signature!r}, "
+                f"start_line={self.start_line!r}, end_line={self.end_line!r}, start_byte={self.start_byte!r}, "
+                f"end_byte={self.end_byte!r}, children={self.children!r}, doc={self.doc!r}, "
+                f"doc_start_line={self.doc_start_line!r}, doc_start_byte={self.doc_start_byte!r}, "
+                f"container={self.container!r})")
 
     @property
     def segments(self) -> list[str]:
@@ -91,22 +105,29 @@ def walk_all(symbols: list[Symbol]) -> Iterator[Symbol]:
 
 # --------------------------------------------------------------------------- registry
 
-@dataclass(frozen=True)
 class LangSpec:
     """Everything moss knows about one language; adding a language is adding one of these
-    to LANGUAGES (at the end of this module, after the extractors it names)."""
-    name: str
-    module: str                        # the grammar package, e.g. tree_sitter_rust
-    func: str                          # its function returning the language
-    extensions: tuple[str, ...]
-    extract: Callable                  # node -> (name, kind, signature, outer, doc, container)
-    kinds: tuple[str, ...] = ()        # node kinds that are symbols (missing ones are dropped)
-    patterns: tuple[str, ...] = ()     # query patterns for symbols only in some places
-    shebangs: tuple[str, ...] = ()     # interpreter words of a `#!` line
-    doc_markers: tuple[str, ...] = ()  # comment starts that document the next symbol
-    attr_markers: tuple[str, ...] = ()  # attribute/decorator starts that belong to it
-    doc_style: tuple[str, str] = ("# ", "")            # how a skeleton shows a doc summary
-    module_doc_style: tuple[str, str] | None = None    # ... and the file's own doc
+    to LANGUAGES (at the end of this module, after the extractors it names).
+
+    name, module (the grammar package, e.g. tree_sitter_rust), func (its function returning
+    the language), extensions, extract (node -> (name, kind, signature, outer, doc,
+    container)); kinds: node kinds that are symbols (missing ones are dropped); patterns:
+    query patterns for symbols only in some places; shebangs: interpreter words of a `#!`
+    line; doc_markers: comment starts that document the next symbol; attr_markers:
+    attribute/decorator starts that belong to it; doc_style: how a skeleton shows a doc
+    summary, module_doc_style: ... and the file's own doc."""
+
+    __slots__ = ("name", "module", "func", "extensions", "extract", "kinds", "patterns", "shebangs",
+                 "doc_markers", "attr_markers", "doc_style", "module_doc_style")
+
+    def __init__(self, name: str, module: str, func: str, extensions: tuple[str, ...], extract: Callable,
+                 kinds: tuple[str, ...] = (), patterns: tuple[str, ...] = (), shebangs: tuple[str, ...] = (),
+                 doc_markers: tuple[str, ...] = (), attr_markers: tuple[str, ...] = (),
+                 doc_style: tuple[str, str] = ("# ", ""), module_doc_style: tuple[str, str] | None = None):
+        self.name, self.module, self.func, self.extensions, self.extract = name, module, func, extensions, extract
+        self.kinds, self.patterns, self.shebangs = kinds, patterns, shebangs
+        self.doc_markers, self.attr_markers = doc_markers, attr_markers
+        self.doc_style, self.module_doc_style = doc_style, module_doc_style
 
 
 LANGUAGES: dict[str, LangSpec] = {}  # filled at the end of this module
