@@ -449,7 +449,8 @@ def _labeller(root: Path, line_starts: dict[str, list[int]], keep: bool):
 def _raw_innermost(tops: tuple, line: int):
     """`innermost` over symbols as the structure cache stores them (see lite_entries):
     (the symbol's tuple, its qualified name, its lines) or None."""
-    best, names, level = None, [], tops
+    best, level = None, tops
+    names: list[str] = []
     try:
         while True:
             for s in level:

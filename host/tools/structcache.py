@@ -314,13 +314,14 @@ def get_many(wanted: list[tuple[bytes, bytes]], lite_ok: bool, raw: bool = True)
                 got = decode_raw(data, hashes.get(k, b""))
                 if got is None or (got[2] and not lite_ok):
                     continue
+                entry: tuple = got
                 if not raw:
                     try:
                         from .treesitter import Symbol
-                        got = ([_dec(x, None, Symbol) for x in got[0]], got[1], got[2])
+                        entry = ([_dec(x, None, Symbol) for x in got[0]], got[1], got[2])
                     except (ValueError, TypeError, RecursionError):
                         continue
-                out[k] = got
+                out[k] = entry
                 if now - int(used) > _TOUCH_EVERY_S:
                     stale.append(k)
         if stale:
