@@ -861,8 +861,9 @@ def lite_entries(paths: list[Path], workers: bool = False) -> dict[Path, tuple]:
     one query; the other files are parsed and all their entries stored in one
     transaction. With `workers`, in a process running no other thread, many files are
     parsed in forked worker processes at once (py-tree-sitter holds the GIL while it
-    parses, so threads would not help). A file of no known language, or that cannot be
-    read, is left out. Nothing is kept in memory (a one-shot search)."""
+    parses, so threads would not help). A file of no known language, whose grammar is not
+    installed, or that cannot be read, is left out. Nothing is kept in memory (a one-shot
+    search)."""
     todo = []
     for path in paths:
         lang = language_for(path)
@@ -883,6 +884,14 @@ def lite_entries(paths: list[Path], workers: bool = False) -> dict[Path, tuple]:
             out[t[0]] = hit[0]
         else:
             misses.append(t)
+    usable = set()
+    for lang in {t[1] for t in misses}:
+        try:
+            _language(lang)  # a grammar package that is not installed: those files get no labels
+            usable.add(lang)
+        except MossError:
+            pass
+    misses = [t for t in misses if t[1] in usable]
     if not misses:
         return out
     made = _entries(misses, workers)
