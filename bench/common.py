@@ -31,6 +31,7 @@ class Settings:
     work: Path = Path(tempfile.gettempdir()) / "moss-bench"
     peer_python: Path | None = None  # a venv with mini-swe-agent (bench/requirements.txt)
     moss_python: Path = Path(sys.executable)
+    baseline_moss: Path | None = None  # another install's `moss`, timed in the same rounds (tools)
     notes: list[str] = field(default_factory=list)  # warnings collected during the run
 
     @property

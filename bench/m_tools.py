@@ -19,8 +19,11 @@ ratio is what moss's grouping, sorting and enclosing-symbol labels cost, on a fi
 session coming back to the same files: search() caches their symbols. "bare parse of the
 hit files" parses, with tree-sitter alone, the files holding the first 100 matches: the
 part of a first look that labels cannot do without. The CLI keeps
-nothing in memory (one shot); with the structure cache on it extracts and stores each hit
-file's whole structure, with it off it labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
+nothing in memory (one shot); with the structure cache on it reads every hit file's entry in
+one query, extracts the whole structure of the files that have none (in forked worker
+processes when they hold 128 KB or more: on a loaded machine those gain nothing, on an idle
+one they share the parse between the cores) and stores them in one transaction; with it off
+it labels only the shown lines. moss's own modules are byte-compiled first, as a pip install does (the
 environment may set PYTHONDONTWRITEBYTECODE, which would make every moss command
 compile them from source, about 25 ms for text-search).
 
@@ -106,11 +109,18 @@ def run(s: Settings) -> dict:
     warm_db = str(caches / "warm.sqlite3")
     fresh = iter(range(1_000_000))
     warm_env = {**env, "MOSS_STRUCTURE_CACHE": warm_db}
+    # --baseline-moss: its warm rows use a cache file of their own (its entries are its own);
+    # its modules are byte-compiled as this install's are (above), into a folder of the bench's
+    # own (PYTHONPYCACHEPREFIX, written by the warm-up round), so the other install is not
+    # written to and neither side compiles source on every run
+    base_vars = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    base_vars["PYTHONPYCACHEPREFIX"] = str(s.work / "baseline-pycache")
+    base_env = {**base_vars, "MOSS_STRUCTURE_CACHE": str(caches / "baseline-warm.sqlite3")}
     os.environ["MOSS_STRUCTURE_CACHE"] = warm_db
 
-    def cold_cli(cmd: list[str]):
+    def cold_cli(cmd: list[str], base: dict | None = None):
         def job() -> float:
-            e = {**env, "MOSS_STRUCTURE_CACHE": str(caches / f"cold-{next(fresh)}.sqlite3")}
+            e = {**(base or env), "MOSS_STRUCTURE_CACHE": str(caches / f"cold-{next(fresh)}.sqlite3")}
             t0 = time.perf_counter()
             subprocess.run(cmd, env=e, cwd=root, stdout=subprocess.DEVNULL, check=True)
             return time.perf_counter() - t0
@@ -140,6 +150,9 @@ def run(s: Settings) -> dict:
             "cli_moss_cold": cold_cli([str(s.moss_bin), "text-search", pat]),
             "cli_moss_nocache": command([str(s.moss_bin), "text-search", pat],
                                         env={**env, "MOSS_STRUCTURE_CACHE": "off"}, cwd=root),
+            **({"cli_base": command([str(s.baseline_moss), "text-search", pat], env=base_env, cwd=root),
+                "cli_base_cold": cold_cli([str(s.baseline_moss), "text-search", pat], base_vars)}
+               if s.baseline_moss else {}),
             "cli_help": command([str(s.moss_bin), "--help"], env=env, cwd=root),
             "cli_rg": command(rg_cmd, env=env, cwd=root, check=False),
             "cli_rg_sorted": command([rg, "-n", "--sort", "path", *RG_WALK_FLAGS, "-e", pat, "--", "."], env=env,
@@ -186,6 +199,8 @@ def run(s: Settings) -> dict:
     # What the CLI pays before doing anything (for reading the CLI columns).
     res["cli_floor"] = interleaved({"floor": command([str(s.moss_python), "-c", "pass"], env=env)}, reps)["floor"]
     os.environ.pop("MOSS_STRUCTURE_CACHE", None)
+    if s.baseline_moss:
+        res["baseline"] = str(s.baseline_moss)
     return res
 
 
@@ -203,6 +218,18 @@ def tables(res: dict) -> list[dict]:
                      f"{fmt_s(r['fn_parse_hits']['median'])} ({r['hit_files']})",
                      f"{r['fn_parse_hits']['median'] / r['fn_rg_json_sorted']['median']:.2f}×",
                      fmt_s(r["cli_rg_sorted"]["median"])])
+    if any("cli_base" in r for r in res["search"]):
+        rows_b = [[r["pattern"], fmt_s(r["cli_base"]["median"]), f"{_cli_net(r, 'cli_base'):.2f}×",
+                   fmt_s(r["cli_moss"]["median"]), f"{_cli_net(r):.2f}×",
+                   fmt_s(r["cli_base_cold"]["median"]), f"{_cli_net(r, 'cli_base_cold'):.2f}×",
+                   fmt_s(r["cli_moss_cold"]["median"]), f"{_cli_net(r, 'cli_moss_cold'):.2f}×",
+                   fmt_s(r["cli_help"]["median"]), fmt_s(r["cli_rg"]["median"])] for r in res["search"]]
+        extra = [{"title": f"4. text-search before (--baseline-moss {res.get('baseline', '?')}) and after, the same "
+                           f"rounds: (text-search − moss --help) / rg -n", "columns": [
+                              "pattern", "before, warm", "ratio", "after, warm", "ratio", "before, cold", "ratio",
+                              "after, cold", "ratio", "moss --help", "rg -n"], "rows": rows_b}]
+    else:
+        extra = []
     t1 = {"title": f"4. text-search over the stdlib copy (median of {res['reps']}; moss shows the first 100 "
                    f"matches, rg prints all)",
           "columns": ["pattern", "matches", "moss text-search (warm cache)", "moss --help", "rg -n", "CLI ratio",
@@ -224,7 +251,7 @@ def tables(res: dict) -> list[dict]:
                    f"cleared; CLI includes start-up, floor {fmt_s(res['cli_floor']['median'])})",
           "columns": ["file", "size", "parse", "view FILE", "÷ parse", "view FILE (cached)", "view FILE/Symbol",
                       "÷ parse", "CLI view FILE", "CLI view FILE/Symbol"], "rows": rows2}
-    return [t1, t2]
+    return [t1, *extra, t2]
 
 
 def _cli_net(r: dict, key: str = "cli_moss") -> float:
@@ -245,6 +272,11 @@ def summary_rows(res: dict) -> list[list[str]]:
          f"{geo([max(_cli_net(r, 'cli_moss_cold'), 0.01) for r in s]):.2f}×", "target ≤ 3×"],
         ["tools: the same, structure cache off (labels of the shown lines only)",
          f"{geo([max(_cli_net(r, 'cli_moss_nocache'), 0.01) for r in s]):.2f}×", "what the cold row pays extra"],
+        *([["tools: baseline (--baseline-moss) warm, same rounds",
+             f"{geo([max(_cli_net(r, 'cli_base'), 0.01) for r in s]):.2f}×", "before, for the warm row above"],
+           ["tools: baseline (--baseline-moss) cold, same rounds",
+            f"{geo([max(_cli_net(r, 'cli_base_cold'), 0.01) for r in s]):.2f}×", "before, for the cold row above"]]
+          if all("cli_base" in r for r in s) else []),
         ["tools: search() / rg --json --sort path (in-process, cold, geo-mean)",
          f"{geo([r['fn_moss']['median'] / r['fn_rg_json_sorted']['median'] for r in s]):.2f}×",
          "formatting + symbol labels + cache writes"],

@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a fast smoke run: fewer turns and repetitions")
     ap.add_argument("--only", metavar="NAME[,NAME]", help="run only these: " + ", ".join(MEASUREMENTS))
     ap.add_argument("--peer-python", metavar="PATH", help="python of a venv with mini-swe-agent")
+    ap.add_argument("--baseline-moss", metavar="PATH",
+                    help="another install's moss command (e.g. main's), whose text-search the tools "
+                         "measurement times in the same rounds: before and after side by side")
     ap.add_argument("--work", metavar="DIR", default=None, help="scratch directory (default: $TMPDIR/moss-bench)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
@@ -120,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     s = Settings(quick=args.quick, peer_python=find_peer_python(args.peer_python))
     if args.work:
         s.work = Path(args.work).resolve()
+    if args.baseline_moss:
+        s.baseline_moss = Path(args.baseline_moss).resolve()
+        if not s.baseline_moss.is_file():
+            ap.error(f"--baseline-moss {args.baseline_moss}: no such file")
     s.work.mkdir(parents=True, exist_ok=True)
     if not s.moss_bin.exists():
         console.print(f"[red]no moss command next to {s.moss_python}; run this with moss's python[/]")

@@ -363,6 +363,46 @@ def test_memorize_persists_and_is_recalled_next_session(crate, api):
     assert crate.moss("@forgetit").stdout.strip() == "1\t0"
 
 
+def test_a_drop_leaves_the_cached_prompt_prefix_as_it_was(crate, api):
+    """$(drop ID) takes a kept result out of working memory without rewriting the prompt
+    after it: the next request starts with every block the previous one sent as memory,
+    byte for byte (the dropped result still in its place, then a line naming it as
+    removed), so the provider reads them from its cache; the memory no longer holds it."""
+    import re
+
+    said: list[str] = []
+
+    def model(body):
+        user = last_user_text(body)
+        n = len(said)
+        if n == 0:
+            reply = "$(view src/workflow/llm.rs)"
+        elif n == 1:
+            reply = "$(keep 1) $(note the enum is in llm.rs) $(view src/main.rs)"
+        elif n == 2:
+            reply = "$(keep 1) $(note main.rs parses the CLI) $(view src/config.rs)"
+        elif n == 3:
+            kept = re.search(r"\[(\w{4})\] `view src/workflow/llm.rs`", user)
+            reply = f"$(drop {kept.group(1)}) $(note llm.rs is no longer needed) $(view src/workflow/mod.rs)"
+        else:
+            reply = "$(answer 13)"
+        said.append(reply)
+        return reply
+
+    r = agent(crate, api, "--v1", "-n", "--output-format", "json", "How many variants does Provider have?",
+              model=model)
+    assert r.returncode == 0, r.stderr
+    dropped = re.search(r"\$\(drop (\w{4})\)", said[3]).group(1)
+    before, after = bodies(api)[3]["messages"][0]["content"], bodies(api)[4]["messages"][0]["content"]
+    marked = max(i for i, b in enumerate(before) if "cache_control" in b)  # the end of its memory
+    assert [b["text"] for b in after[:marked + 1]] == [b["text"] for b in before[:marked + 1]]
+    memory = "".join(b["text"] for b in after[:-1])
+    assert f"[{dropped}] `view src/workflow/llm.rs`" in memory
+    assert f"removed [{dropped}]" in memory
+    session = json.loads(sorted((crate.root / ".moss" / "agent").glob("session-*.json"))[-1].read_text())
+    assert dropped not in [it["id"] for it in session["mem"]["items"]]
+    assert len(session["mem"]["items"]) == 4  # three notes and the result kept from main.rs
+
 def test_stable_context_prefix_is_billed_as_cache_reads(crate, api):
     """Working memory only grows at its end and is sent as cacheable blocks: later turns read it from cache."""
     model = Model("provider")

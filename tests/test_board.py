@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 from boardserver import board, request, stream_until
@@ -264,3 +265,230 @@ def test_a_taken_port_is_said_in_one_line(project):
         r = project.moss("ui", "--no-open", "--port", str(port), timeout=30)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "--port" in r.stderr
+
+
+def test_a_live_file_planted_as_a_link_is_never_written_through(project, tmp_path):
+    """The side file a streaming reply is kept in (.moss/agent/live/ID.json) is the
+    repository's to plant: a link there to a file outside is replaced by the reply's text,
+    never written through, and removed (the link itself) when the reply ends; a `live` folder
+    linked outside gets nothing, and the reply goes on without its live view. The board never
+    reads through such a link either."""
+    from moss import live
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "secret.txt"
+    target.write_text("host secret\n")
+    folder = project.root / ".moss" / "agent" / "live"
+    folder.mkdir(parents=True)
+    (folder / "s1.json").symlink_to(target)
+    assert live.read(project.root, "s1") is None  # the board shows nothing read through the link
+    reply = live.LiveReply(project.root, "s1")
+    reply.feed("the model's words")
+    assert target.read_text() == "host secret\n"
+    assert not (folder / "s1.json").is_symlink()
+    assert live.read(project.root, "s1")["text"] == "the model's words"
+    reply.end()
+    assert not os.path.lexists(folder / "s1.json") and target.read_text() == "host secret\n"
+
+    (folder / "s2.json").symlink_to(target)  # planted while a reply streams: end() removes the link only
+    reply = live.LiveReply(project.root, "s2")
+    reply.feed("more words")
+    (folder / "s2.json").unlink()
+    (folder / "s2.json").symlink_to(target)
+    reply.end()
+    assert not os.path.lexists(folder / "s2.json") and target.read_text() == "host secret\n"
+
+    for name in os.listdir(folder):
+        os.unlink(folder / name)
+    folder.rmdir()
+    folder.symlink_to(outside, target_is_directory=True)
+    reply = live.LiveReply(project.root, "s3")
+    reply.feed("words")  # refused, silently: the session goes on
+    reply.end()
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+
+
+def test_a_session_with_a_linked_live_folder_ends_as_usual(project, api):
+    """A repository that plants `.moss/agent/live` as a link to a folder outside does not stop a
+    session: its reply streams (nothing lands outside) and it answers as it would anyway."""
+    outside = project.root.parent / "elsewhere"
+    outside.mkdir()
+    (project.root / ".moss" / "agent").mkdir(parents=True)
+    (project.root / ".moss" / "agent" / "live").symlink_to(outside, target_is_directory=True)
+    api.push("$(answer it is built with make)")
+    r = project.moss("@agent", "--provider", "anthropic", "-n", "how is this built?", env=api.env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "it is built with make" in r.stdout
+    assert os.listdir(outside) == []
+    assert api.requests[-1].body.get("stream") is True  # the reply was streamed, to no live file
+
+
+def test_a_stopped_sessions_leftover_live_file_is_not_shown(project):
+    """A live file a killed session left behind (it never ended its reply) is not shown as a
+    reply streaming: the page says the session is not running and shows its logged reply."""
+    saved_session(project, text="plain")
+    (project.root / ".moss/agent/live").mkdir(parents=True)
+    (project.root / f".moss/agent/live/{SID}.json").write_text(json.dumps({"reply": 1, "text": "half a repl"}))
+    with board(project) as (url, port, token):
+        streamed = stream_until(port, f"/sessions/{SID}/stream", token, "not running</span>")
+        assert "reply plain" in streamed and "not running" in streamed
+        assert "half a repl" not in streamed and "event: live" not in streamed
+
+
+def write_batch(project, name: str, rows: list[dict], logs: dict[str, list[dict]]) -> None:
+    """A batch's results as `moss batch` leaves them under .moss/batch/: NAME.jsonl and each
+    task's session log in NAME.logs/."""
+    d = project.root / ".moss" / "batch"
+    (d / f"{name}.logs").mkdir(parents=True, exist_ok=True)
+    with open(d / f"{name}.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    for log, records in logs.items():
+        (d / f"{name}.logs" / f"{log}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_a_batch_is_listed_with_its_table_patches_and_logs(project, tmp_path):
+    """A batch's results file under .moss/batch/ is listed on the evaluations page; its page
+    is `moss batch status`'s table (each task's last line, in the tasks file's order: task,
+    outcome, turns, tokens, cost, patch size) with each patch shown escaped under its size and a
+    link to the task's session log. A results file planted as a link is not listed, and a name
+    with a path in it is refused."""
+    patch = ("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-return a - b\n"
+             "+return a + b  # <script>window.pwned=1</script>\n")
+    stat = {"files": 1, "added": 1, "removed": 1, "binary": 0, "bytes": len(patch)}
+    base = {"cell": "batch", "trial": 1, "kind": "agent"}
+    rows = [
+        {**base, "key": "count|batch|1", "id": "count", "task": "count", "place": 2, "outcome": "infrastructure",
+         "reason": "infra_error"},
+        {**base, "key": "fix-add|batch|1", "id": "fix-add", "task": "fix-add", "place": 1, "outcome": "done",
+         "reason": "answered", "turns": 3, "tokens": 12345, "cost": 0.0123, "patch": patch, "patch_stat": stat,
+         "log": "x"},
+        {**base, "key": "count|batch|1", "id": "count", "task": "count", "place": 2, "outcome": "done",
+         "reason": "answered", "turns": 1, "tokens": 800, "cost": 0.001, "patch": "",
+         "patch_stat": {**stat, "files": 0, "added": 0, "removed": 0}, "log": "x"},
+        {**base, "key": "never|batch|1", "id": "never", "task": "never", "place": 3, "outcome": "not started",
+         "reason": "usage"},
+    ]
+    write_batch(project, "20261126-020000-bat", rows, {"fix-add--batch--1": [
+        {"event": "response", "ts": time.time(), "text": "fixed it <script>window.pwned=2</script>"}]})
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text(json.dumps(rows[1]) + "\n")
+    (project.root / ".moss/batch/linked.jsonl").symlink_to(outside)
+    with board(project) as (url, port, token):
+        cookie = {"Cookie": f"moss_board_{port}={token}"}
+        status, _, listing = request(port, "GET", "/evals", headers=cookie)
+        assert status == 200 and 'href="/batches/20261126-020000-bat"' in listing
+        assert "linked" not in listing
+        status, _, page = request(port, "GET", "/batches/20261126-020000-bat", headers=cookie)
+        assert status == 200
+        cells = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+                 for row in re.findall(r"<tr class=\"outcome-[^\"]*\">(.*?)</tr>", page, re.S)]
+        assert [c[:5] for c in cells] == [["fix-add", "done", "3", "12,345", "$0.0123"],
+                                          ["count", "done", "1", "800", "$0.0010"],
+                                          ["never", "not started", "-", "-", "-"]]
+        assert "<summary>1 file +1 -1</summary>" in cells[0][5]
+        assert "+return a + b  # &lt;script&gt;window.pwned=1&lt;/script&gt;" in cells[0][5]
+        assert "none" in cells[1][5] and "-" in cells[2][5]
+        assert "<script>window" not in page
+        assert 'href="/batches/20261126-020000-bat/logs/fix-add--batch--1"' in cells[0][6] and "href" not in cells[2][6]
+        assert "3 tasks: 2 done, 1 not started" in page
+        status, _, log = request(port, "GET", "/batches/20261126-020000-bat/logs/fix-add--batch--1", headers=cookie)
+        assert status == 200 and "fixed it &lt;script&gt;window.pwned=2&lt;/script&gt;" in log
+        assert request(port, "GET", "/batches/linked", headers=cookie)[0] == 400
+        assert request(port, "GET", "/batches/nope", headers=cookie)[0] == 404
+        assert request(port, "GET", "/batches/..%2F..%2Fetc", headers=cookie)[0] in (400, 404)
+        status, _, text = request(port, "GET", "/batches/20261126-020000-bat/logs/..", headers=cookie)
+        assert status == 400 and "bad task" in text
+
+
+def test_the_child_agents_are_a_tree_linked_to_their_pages(project):
+    """A session that delegated: two children, the first with a child of its own. Its page
+    draws them as a nested list — each child's id linked to its own page, with its role and
+    state, its grandchild inside it — and a child's hostile answer stays text."""
+    from html.parser import HTMLParser
+
+    saved_session(project, text="plain")
+    agent = project.root / ".moss" / "agent"
+    for cid, role, answer in ((f"{SID}-1", "explorer", "found it <script>window.pwned=1</script>"),
+                              (f"{SID}-2", "auditor", "all good"), (f"{SID}-1-1", "explorer", "deeper")):
+        (agent / f"session-{cid}.json").write_text(json.dumps(
+            {"id": cid, "task": "look", "state": role, "machine": "v1", "role": role, "turn": 2, "done": True,
+             "reason": "answered", "answer": answer}))
+
+    class Tree(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.inside, self.items, self.links = 0, False, [], {}
+
+        def handle_starttag(self, name, attrs):
+            a = dict(attrs)
+            if name == "ul" and (self.inside or a.get("class") == "tree"):
+                self.inside = True
+                self.depth += 1
+            elif name == "li" and self.inside:
+                self.items.append((self.depth, a.get("data-id")))
+            elif name == "a" and self.inside and self.items:
+                self.links[self.items[-1][1]] = a.get("href")
+
+        def handle_endtag(self, name):
+            if name == "ul" and self.inside:
+                self.depth -= 1
+                self.inside = self.depth > 0
+
+    with board(project) as (url, port, token):
+        status, _, page = request(port, "GET", f"/sessions/{SID}", headers={"Cookie": f"moss_board_{port}={token}"})
+    assert status == 200 and "<h2>Child agents</h2>" in page
+    tree = Tree()
+    tree.feed(page)
+    assert tree.items == [(1, f"{SID}-1"), (2, f"{SID}-1-1"), (1, f"{SID}-2")]
+    assert tree.links == {c: f"/sessions/{c}" for c in (f"{SID}-1", f"{SID}-1-1", f"{SID}-2")}
+    assert '<span class="role"> auditor</span><span class="state answered">answered</span>' in page
+    assert "found it &lt;script&gt;window.pwned=1&lt;/script&gt;" in page and "<script>window" not in page
+
+
+def test_only_a_sessions_own_replies_reach_its_live_file(project, api):
+    """A session makes a quiet call (what its inbox does to classify a message) and then its
+    own reply, both streaming slowly: its live file only ever holds the reply's words, never the
+    quiet call's, and is gone once the reply ended."""
+    from fakeapi import slow
+
+    project.script("twice", """
+        moss.session.bind("quiet001")
+        moss.llm.chat({prompt = "classify this message", quiet = true, label = "agent/inbox"})
+        local r = moss.llm.chat({prompt = "now answer", label = "agent/agent"})
+        print(r.text)
+    """)
+    api.push(slow("QUIET " * 10, chunk_delay=0.1), slow("LOUD " * 10, chunk_delay=0.1))
+    live = project.root / ".moss/agent/live/quiet001.json"
+    p = project.popen("@twice", "--provider", "anthropic", env=api.env())
+    seen = set()
+    while p.poll() is None:  # every version of the file there is while the process runs
+        try:
+            seen.add(json.loads(live.read_text())["text"].split()[0])
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+        time.sleep(0.02)
+    out = p.stdout.read()
+    assert p.returncode == 0 and "LOUD LOUD" in out
+    assert seen == {"LOUD"} and len(api.requests) == 2
+    assert not live.exists()
+
+
+def test_a_long_replys_live_file_keeps_its_last_words(project):
+    """A reply longer than the live file's cap: the file holds its last 16,000 characters
+    and says how many came before them, so the board shows where the reply is now."""
+    from moss import live
+
+    reply = live.LiveReply(project.root, "long01")
+    reply.feed("x" * 30_000)
+    for i in range(2_000):
+        reply.feed(f" w{i}")
+    reply.last = 0.0  # the next delta is written at once (writes are at most 4 a second)
+    reply.feed(" end")
+    data = live.read(project.root, "long01")
+    assert len(data["text"]) == live.MAX_CHARS and data["text"].endswith("w1999 end")
+    assert data["chars"] == 30_000 + sum(len(f" w{i}") for i in range(2_000)) + 4
+    assert data["cut"] == data["chars"] - live.MAX_CHARS
+    reply.end()
+    assert live.read(project.root, "long01") is None

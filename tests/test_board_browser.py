@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from boardserver import board
+from conftest import FIXTURES, needs_bwrap
 from fakeapi import FakeAPI, slow, state_of
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -138,6 +139,48 @@ def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
                 wait(browser, lambda d: "not running" in text_of(d, "#state"), what="the session stopping")
                 assert p.wait(timeout=30) == 3  # stopped: resumable, as moss say --stop leaves it
                 assert browser.execute_script("return window.pwned === undefined")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+STREAMED = ("Reading the build first. " + " ".join(f"word{i}" for i in range(1, 11))
+            + " <script>window.pwned = 3</script> carriage\rreturn \x1b[31mred\x1b[0m "
+            + " ".join(f"word{i}" for i in range(11, 36)) + " and the very last words. $(answer ok)")
+
+
+def test_a_reply_is_seen_growing_as_it_streams_then_whole(project, browser):
+    """A reply that streams slowly, a word at a time: on the session's page the user sees it
+    part-way (its first words there, its last ones not yet), growing, with its `<script>`,
+    carriage return and ANSI escape shown as text (␍, ␛), never run; once the model is done
+    the whole reply is in the live view as the log keeps it, and the growing copy is gone."""
+    from selenium.webdriver.common.by import By
+
+    with FakeAPI() as api:
+        api.push(*[by_state({"inbox": "RELATED", "turns": [slow(STREAMED, delay=0.2, chunk_delay=0.12),
+                                                           slow("$(answer done)", delay=120)]})] * 6)
+        p = project.popen("@agent", "--provider", "anthropic", "--v1", "-n", "how is this project built?",
+                          env=api.env())
+        try:
+            sid = running_session(project)
+            with board(project) as (url, port, token):
+                browser.get(url.replace("/?", f"/sessions/{sid}?"))
+                wait(browser, lambda d: "word3" in text_of(d, "#live"), what="the reply's first words")
+                part = text_of(browser, "#live")
+                assert "Reading the build first." in part and "the very last words" not in part
+                assert "streaming" in part and not text_of(browser, "#stream .item.text")  # not logged yet
+                shot(browser, "streaming")
+                wait(browser, lambda d: "red␛[0m" in text_of(d, "#live"), what="the hostile part, streamed")
+                assert "word10 <script>window.pwned = 3</script> carriage␍return ␛[31mred␛[0m" in text_of(browser, "#live")
+                assert browser.execute_script("return window.pwned === undefined")
+                wait(browser, lambda d: "the very last words" in text_of(d, "#stream .item.text"),
+                     what="the whole reply, logged")
+                whole = text_of(browser, "#stream .item.text")
+                assert "word10 <script>window.pwned = 3</script> carriage␍return ␛[31mred␛[0m word11" in whole
+                wait(browser, lambda d: not text_of(d, "#live"), what="the growing copy to go")
+                assert browser.execute_script("return window.pwned === undefined")
+                assert not browser.find_elements(By.CSS_SELECTOR, "#stream script, #live script")
         finally:
             if p.poll() is None:
                 p.kill()
@@ -284,6 +327,86 @@ def test_eval_pages_table_chart_and_a_comparison_linked_to_sessions(project, bro
         assert "<script>window.pwned = 1</script>" in text_of(browser, "#stream")
         assert browser.execute_script("return window.pwned === undefined")
         shot(browser, "attempt")
+
+
+BATCH_REPLIES = {  # the model of a two-task batch on the fixture calculator, by the task's prompt
+    "add() returns": '$(edit calc.py --old "a - b" --new "a + b  # <script>window.pwned = 4</script>") $(answer fixed)',
+    "How many functions": "$(answer 3)",
+}
+
+
+def batch_model(body) -> str:
+    if state_of(body) == "planner":
+        return "1. Look.\n2. Change.\nReady to refactor."
+    text = json.dumps(body)
+    return next((reply for marker, reply in BATCH_REPLIES.items() if marker in text), "$(answer ?)")
+
+
+@needs_bwrap
+def test_a_batch_table_shows_each_tasks_patch_and_links_its_session(project, browser):
+    """A real `moss batch` of two tasks on the fixture calculator, its results where it keeps
+    them by default (.moss/batch/): on the evaluations page the user opens the batch, reads the
+    table `moss batch status` prints (the fix done with a one-line patch, the question done with
+    none), opens the fix's patch — the diff in monospace, its `<script>` as text — and follows
+    the task's link to its session log."""
+    from selenium.webdriver.common.by import By
+
+    shutil.copytree(FIXTURES / "evalsuite" / "repos", project.root / "work" / "repos")
+    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    tasks = [{"id": "fix-add", "repo": "repos/pycalc", "prompt": "add() returns the wrong result; fix it.",
+              "machine": "v1"},
+             {"id": "count", "repo": "repos/pycalc", "prompt": "How many functions does calc.py define?",
+              "machine": "v1"}]
+    project.write("work/tasks.jsonl", "".join(json.dumps(t) + "\n" for t in tasks))
+    with FakeAPI() as api:
+        api.push(*[batch_model] * 60)
+        r = project.moss("batch", "work/tasks.jsonl", "-j", "2", env=api.env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    with board(project) as (url, port, token):
+        browser.get(url)
+        browser.find_element(By.LINK_TEXT, "evaluations").click()
+        browser.find_element(By.CSS_SELECTOR, "ul.batches a").click()
+        rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.batch tbody tr")]
+        assert rows[0].startswith("fix-add done") and "1 file +1 -1" in rows[0]
+        assert rows[1].startswith("count done") and "none" in rows[1]
+        patch = browser.find_element(By.CSS_SELECTOR, "table.batch tbody tr details.patch")
+        assert not browser.find_element(By.CSS_SELECTOR, "details.patch pre").is_displayed()
+        patch.find_element(By.TAG_NAME, "summary").click()
+        pre = browser.find_element(By.CSS_SELECTOR, "details.patch pre")
+        assert '+    return a + b  # <script>window.pwned = 4</script>' in pre.text
+        assert "monospace" in pre.value_of_css_property("font-family")
+        assert browser.execute_script("return window.pwned === undefined")
+        shot(browser, "batch")
+        browser.find_element(By.CSS_SELECTOR, "table.batch tbody tr a[href*='/logs/fix-add']").click()
+        wait(browser, lambda d: "fixed" in text_of(d, "#stream"), what="the task's session log")
+        assert "calc.py" in text_of(browser, "#stream")
+
+
+def test_the_child_tree_nests_and_each_child_opens_its_page(project, browser):
+    """A session with two children, the first with its own: the session page draws the tree
+    as nested items (the grandchild inside its parent, each with role and state), and a click
+    on a child's id opens that child's page."""
+    from selenium.webdriver.common.by import By
+
+    agent = project.root / ".moss" / "agent"
+    (agent / "logs").mkdir(parents=True)
+    for sid, role in (("p7", "explorer"), ("p7-1", "explorer"), ("p7-2", "auditor"), ("p7-1-1", "explorer")):
+        (agent / f"session-{sid}.json").write_text(json.dumps(
+            {"id": sid, "task": "look around", "state": role, "machine": "v1", "role": role, "turn": 1,
+             "done": True, "reason": "answered", "answer": f"{sid} found it"}))
+        (agent / "logs" / f"{sid}.jsonl").write_text(json.dumps(
+            {"event": "response", "ts": time.time(), "text": f"the reply of {sid}"}) + "\n")
+    with board(project) as (url, port, token):
+        browser.get(url.replace("/?", "/sessions/p7?"))
+        top = browser.find_elements(By.CSS_SELECTOR, "ul.tree > li")
+        assert [li.get_attribute("data-id") for li in top] == ["p7-1", "p7-2"]
+        inner = top[0].find_elements(By.CSS_SELECTOR, "ul > li")
+        assert [li.get_attribute("data-id") for li in inner] == ["p7-1-1"]
+        assert "p7-2 auditor" in top[1].text and "answered" in top[1].text
+        shot(browser, "tree")
+        inner[0].find_element(By.LINK_TEXT, "p7-1-1").click()
+        wait(browser, lambda d: "the reply of p7-1-1" in text_of(d, "#stream"), what="the grandchild's page")
+        assert "Session p7-1-1" in text_of(browser, "h1")
 
 
 def test_chromium_is_what_ci_installs():

@@ -152,6 +152,52 @@ def test_damaged_entries_and_a_damaged_file_are_replaced_never_fatal(project, tm
         assert c.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 1
 
 
+def test_a_cache_file_sqlite_finds_malformed_is_set_aside(project, tmp_path):
+    """A cache file damaged inside (a power loss while it was being written: the cache does
+    not wait for the disk) is moved aside when sqlite finds it malformed; the search that
+    found it answers, and the next one is served from a new file."""
+    project.write("app.py", APP)
+    for i in range(40):
+        project.write(f"m{i}.py", APP.replace("Store", f"Store{i}") + "\n" * 4000)
+    db = tmp_path / "c.sqlite3"
+    env = _cache_env(project, db)
+    assert "(Store/load L4-5)" in project.moss("text-search", "needle", env=env).stdout
+    data = bytearray(db.read_bytes())
+    assert len(data) > 3 * 4096
+    data[4096:len(data) - 1024] = b"\xa5" * (len(data) - 1024 - 4096)  # every page after the first
+    db.write_bytes(bytes(data))
+    for extra in ("-wal", "-shm"):
+        Path(str(db) + extra).unlink(missing_ok=True)
+    r = project.moss("text-search", "needle", env=env)
+    assert r.returncode == 0 and "(Store/load L4-5)" in r.stdout, r.stderr
+    assert Path(str(db) + ".corrupt").is_file()
+    r = project.moss("text-search", "needle", env=env)
+    assert r.returncode == 0 and "(Store/load L4-5)" in r.stdout, r.stderr
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 41
+
+
+def test_a_first_search_over_many_files_labels_all_and_leaves_them_warm(project, tmp_path, monkeypatch):
+    """`moss text-search` in a fresh checkout with hits in many files (enough that the CLI
+    parses them in several processes at once) labels every shown hit as a parse here does,
+    and leaves every file's symbols in the cache: the next process parses nothing."""
+    body = "".join(f"    def step_{j}(self):\n        return {j}\n\n" for j in range(300))
+    for i in range(30):
+        project.write(f"pkg/m{i:02d}.py", f"class Worker{i}:\n{body}    def last(self):\n"
+                                          "        return 'needle'\n")
+    db = tmp_path / "c.sqlite3"
+    r = project.moss("text-search", "needle", env=_cache_env(project, db))
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("MOSS_STRUCTURE_CACHE", "off")
+    treesitter.clear_caches()
+    assert r.stdout == search(project.root, "needle", keep=False, max_chars=0) + "\n"
+    assert all(f"(Worker{i}/last L902-903)" in r.stdout for i in range(30))
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 30
+    monkeypatch.setenv("MOSS_STRUCTURE_CACHE", str(db))
+    _no_parsing(monkeypatch)
+    assert search(project.root, "needle", keep=False, max_chars=0) + "\n" == r.stdout
+
 def _syms(n: int) -> list:
     return [treesitter.Symbol(f"name_{i}_{'x' * 40}", "function", "", i, i, 0, 1) for i in range(n)]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import MossError
 
@@ -19,6 +19,7 @@ def _service(ctx):
 
         if ctx.parent_llm is not None:  # a child agent: the tree's budget and clients
             svc = ctx.services["llm"] = ctx.parent_llm.child(on_event=ctx.log)
+            ctx.services["llm_stream"] = _Tee(None)  # nothing on the screen; its live file only
             return svc
         verbose = bool(ctx.options.get("verbose"))
         stream: Callable[[str], None] | None = _stderr_stream if (verbose or sys.stderr.isatty()) else None
@@ -27,6 +28,7 @@ def _service(ctx):
         svc = LLM(ctx.config, ctx.options, env=ctx.env, on_event=ctx.log, stream=stream,
                   project_keys=ctx.project_keys, project_trusted=ctx.project_trusted, announce=_announce)
         ctx.services["llm"] = svc
+        ctx.services["llm_stream"] = _Tee(stream)
     return svc
 
 
@@ -34,6 +36,23 @@ def _announce(text: str) -> None:
     from .. import ui
 
     ui.note(text, "yellow")
+
+
+class _Tee:
+    """Where a session's own reply streams: the screen's stream (stderr, stream-json partials;
+    None when neither) and the live file of the reply being streamed (host/live.py, what
+    `moss ui` shows growing), which moss.llm.chat sets for each call that is not quiet."""
+
+    def __init__(self, screen: Callable[[str], None] | None) -> None:
+        self.screen = screen
+        self.live: Any = None  # host.live.LiveReply
+
+    def __call__(self, delta: str) -> None:
+        live = self.live
+        if live is not None:
+            live.feed(delta)
+        if self.screen is not None:
+            self.screen(delta)
 
 
 class _PartialStream:
@@ -123,17 +142,31 @@ def functions(ctx):
         if not isinstance(request, dict):
             raise MossError("moss.llm.chat takes a table: {messages=..., system=..., ...}", kind="usage")
         svc = _service(ctx)
-        if isinstance(svc.stream, _PartialStream):
+        tee = ctx.services.get("llm_stream")
+        screen = tee.screen if isinstance(tee, _Tee) else svc.stream
+        if isinstance(screen, _PartialStream):
             label = request.get("label")
-            svc.stream.label = label if isinstance(label, str) else None
+            screen.label = label if isinstance(label, str) else None
         # a call made while the user's message is handled (its classification, an aside) is
-        # not the session's reply: nothing of it is streamed to the screen
+        # not the session's reply: nothing of it is streamed to the screen or the live file
         box = ctx.services.get("inbox")
         quiet = bool(request.get("quiet")) or bool(box is not None and box.busy)
+        live = None
         if not quiet:
             _stderr_stream.wrote = False
+            if isinstance(tee, _Tee):
+                from ..live import LiveReply
+
+                # a bound session's reply streams to its live file (host/live.py), screen or not
+                live = tee.live = LiveReply(ctx.root, ctx.session_id) if ctx.session_id else None
+                svc.stream = tee if (live is not None or tee.screen is not None) else None
         listen = getattr(ctx, "inbox_poll", None) and not _answers_at_once(svc, request)
-        result = _chat_listening(ctx, svc, request, quiet) if listen else svc.chat(request, quiet=quiet)
+        try:
+            result = _chat_listening(ctx, svc, request, quiet) if listen else svc.chat(request, quiet=quiet)
+        finally:
+            if live is not None:
+                tee.live = None
+                live.end()
         if not quiet and _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
             sys.stderr.write("\n")  # the streamed text ends its line
         return result

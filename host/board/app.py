@@ -87,12 +87,12 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
             body_rows.append(Html(f'<tr class="{esc(style)}">') + join(
                 tag("td", r.get(k)) for k in ("time", "event", "detail")) + Html("</tr>"))
         failure = [str(x) for x in data.get("last_failure") or []]
-        tree = [str(x) for x in data.get("tree") or []]
+        tree = sessions.child_tree(data.get("children"))
         body = render("session", id=sid, task=row.get("task") or "", textarea=render("say_box", oob=""),
                       state=tag("span", sessions.status_of(row) or "?", class_="state"),
                       timeline=render("timeline", rows=join(body_rows)),
                       failure=tag("pre", "\n".join(failure), class_="output") if failure else Html(""),
-                      tree=(tag("h2", "Child agents") + tag("pre", "\n".join(tree))) if tree else Html(""))
+                      tree=(tag("h2", "Child agents") + tree) if tree else Html(""))
         return page(f"Session {sid}", body)
 
     async def session_stream(request: Request):
@@ -175,11 +175,41 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
         return HTMLResponse(str(tag("span", text, class_="ok")))
 
     async def evals_page(request: Request):
-        names = evals.runs(root)
-        if not names:
-            return page("Evaluations", render("empty", text="no evaluations in .moss/eval/ yet (moss eval ...)"))
-        items = join(Html("<li>") + tag("a", n, href=f"/evals/{n}") + Html("</li>") for n in names)
-        return page("Evaluations", Html("<ul>") + items + Html("</ul>"))
+        names, batches = evals.runs(root), evals.batches(root)
+        if names:
+            items = join(Html("<li>") + tag("a", n, href=f"/evals/{n}") + Html("</li>") for n in names)
+            body = Html('<ul class="evals">') + items + Html("</ul>")
+        else:
+            body = render("empty", text="no evaluations in .moss/eval/ yet (moss eval ...)")
+        body += tag("h2", "Batches")
+        if batches:
+            items = join(Html("<li>") + tag("a", n, href=f"/batches/{n}") + Html("</li>") for n in batches)
+            body += Html('<ul class="batches">') + items + Html("</ul>")
+        else:
+            body += render("empty", text="no batches in .moss/batch/ yet (moss batch TASKS ...)")
+        return page("Evaluations", body)
+
+    async def batch_page(request: Request):
+        try:
+            name = evals.check_name(request.path_params["name"], "batch")
+            rows = evals.batch_rows(root, name)
+        except MossError as e:
+            return failed(e)
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[str(r.get("outcome") or "-")] = counts.get(str(r.get("outcome") or "-"), 0) + 1
+        summary = f"{len(rows)} tasks: " + ", ".join(f"{n} {o}" for o, n in counts.items()) if rows else "no tasks yet"
+        return page(f"Batch {name}", tag("p", summary, class_="summary") + evals.batch_table(name, rows))
+
+    async def batch_log(request: Request):
+        try:
+            name = evals.check_name(request.path_params["name"], "batch")
+            log = evals.check_name(request.path_params["log"], "task")
+            records = evals.log_records(root, name, log, batch=True)
+        except (MossError, FileNotFoundError) as e:
+            return failed(e if isinstance(e, MossError) else MossError("no such task log", kind="not_found"))
+        items = [f for f in (sessions.fragment(r) for r in records) if f is not None]
+        return page(f"Batch {name}: {log}", Html('<div id="stream">') + join(items) + Html("</div>"))
 
     async def eval_page(request: Request):
         try:
@@ -235,6 +265,8 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
         Route("/evals/compare", eval_compare),
         Route("/evals/{run}", eval_page),
         Route("/evals/{run}/logs/{name}", eval_log),
+        Route("/batches/{name}", batch_page),
+        Route("/batches/{name}/logs/{log}", batch_log),
         Mount("/static", app=static, name="static"),
     ]
     return security.Guard(Starlette(routes=routes), token, hosts, port)

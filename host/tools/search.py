@@ -26,7 +26,8 @@ from typing import Iterator
 from ..errors import MossError
 from .caps import cap
 from .resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from .treesitter import around_lines, innermost, language_for, structure
+from . import structcache
+from .treesitter import around_lines, innermost, language_for, lite_entries, structure
 from ..ui import visible_name
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
@@ -170,19 +171,27 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     total = 0
     files_with: set[str] = set()
     try:
+        prev, path, skip = None, "", False
+        match = _HIT.match
         for raw in _records(proc.stdout):
-            hit = _parse_hit(raw)
-            if hit is None:
+            name, nul, rest = raw.partition(b"\0")
+            if not nul:
                 continue  # a warning such as "binary file matches"
-            path = hit[0]
-            if allowed is not None and path not in allowed:
+            if name != prev:  # a file's hits come together: its name is decoded once
+                prev, path = name, _path_name(name)
+                skip = allowed is not None and path not in allowed
+            if skip:
+                continue
+            m = match(rest)
+            if m is None:
                 continue
             total += 1
             files_with.add(path)
-            first.add(hit)
+            first.add(path, m)
         proc.wait()
     finally:
         timer.cancel()
+        timer.join()  # gone, not only told to stop: workers are forked only with no other thread
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -207,17 +216,17 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         line_starts.setdefault(path, []).append(offset)
     out: list[str] = []
     current = None
-    syms = []
+    find = _no_symbol
+    labels_of = _labeller(root, line_starts, keep)
     if compact:
-        out = _compact_hits(hits, pattern, ignore_case,
-                            lambda p: _symbols_for(root, p, line_starts[p], keep))
+        out = _compact_hits(hits, pattern, ignore_case, labels_of)
     for path, line, text in [] if compact else hits:
         if path != current:
             current = path
             out.append(f"{_shown_path(path)}:")
-            syms = _symbols_for(root, path, line_starts[path], keep)
-        label = _label(syms, line)
-        out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
+            find = labels_of(path)
+        sym = find(line)
+        out.append(f"  {line} ({sym[1]} {sym[2]}): {text}" if sym else f"  {line}: {text}")
     out.append("")
     nfiles = len(files_with)
     summary = (f"{total:,} {'match' if total == 1 else 'matches'} in {nfiles:,} "
@@ -245,26 +254,26 @@ def _quoted(word: str) -> str:
 
 
 def _compact_hits(hits: list[tuple[str, int, str]], pattern: str, ignore_case: bool,
-                  syms_of) -> list[str]:
+                  labels_of) -> list[str]:
     """The compact form of the hit lines (see `search`)."""
     out: list[str] = []
     per_file: dict[str, int] = {}
     for path, _, _ in hits:
         per_file[path] = per_file.get(path, 0) + 1
-    current, syms, prev, shown = None, [], None, 0
+    current, find, prev, shown = None, _no_symbol, None, 0
     for path, line, text in hits:
         if path != current:
             if current is not None and per_file[current] > shown:
                 _more(out, per_file[current] - shown, current, pattern, ignore_case)
             current, prev, shown = path, None, 0
             out.append(f"{_shown_path(path)}:")
-            syms = syms_of(path)
+            find = labels_of(path)
         if shown >= COMPACT_PER_FILE:
             continue
         shown += 1
-        sym = innermost(syms, line)
-        label = None if sym is None else ("same" if sym is prev else sym.path)
-        prev = sym
+        sym = find(line)
+        label = None if sym is None else ("same" if prev is not None and sym[0] is prev else sym[1])
+        prev = None if sym is None else sym[0]
         out.append(f"  {line} ({label}): {text}" if label else f"  {line}: {text}")
     if current is not None and per_file[current] > shown:
         _more(out, per_file[current] - shown, current, pattern, ignore_case)
@@ -293,18 +302,23 @@ class _First:
         self.kept = 0
         self.cutoff: tuple[bytes, ...] | None = None  # files sorting after this are not needed
         self.keys: dict[str, tuple[bytes, ...]] = {}
+        self.last_dropped: str | None = None  # a file sorting after the cutoff, seen last
 
-    def add(self, hit: tuple) -> None:
-        path = hit[0]
+    def add(self, path: str, m: re.Match) -> None:
+        """Keep the hit `m` (`_HIT`'s match of a ripgrep line) in `path` if the first
+        `limit` can need it."""
         got = self.files.get(path)
         if got is None:
+            if path == self.last_dropped:
+                return
             key = _path_key(path)
             if self.cutoff is not None and key > self.cutoff:
+                self.last_dropped = path
                 return
             got = self.files[path] = []
             self.keys[path] = key
         if len(got) < self.limit:
-            got.append(hit)
+            got.append((path, int(m[1]), int(m[2]), int(m[3]), m[4]))
             self.kept += 1
             if self.kept > 2 * self.limit:
                 self._prune()
@@ -353,15 +367,11 @@ def _records(stream) -> Iterator[bytes]:
         yield pending
 
 
-def _parse_hit(raw: bytes) -> tuple[str, int, int, int, bytes] | None:
-    """(path, line, column, byte offset of the line, text) of one ripgrep output line."""
-    path, nul, rest = raw.partition(b"\0")
-    m = _HIT.match(rest) if nul else None
-    if m is None:
-        return None
-    name = path.decode("utf-8", "surrogateescape")  # as list_files spells it
+def _path_name(path: bytes) -> str:
+    """A path as ripgrep printed it, spelled as list_files spells it."""
+    name = path.decode("utf-8", "surrogateescape")
     name = name[2:] if name.startswith("./") else name
-    return name.replace(os.sep, "/"), int(m[1]), int(m[2]), int(m[3]), m[4]
+    return name.replace(os.sep, "/")
 
 
 def _shown_path(path: str) -> str:
@@ -392,6 +402,76 @@ def _window(root: Path, rel: str, offset: int, column: int) -> str:
     return piece
 
 
+def _no_symbol(line: int) -> None:
+    return None
+
+
+def _labeller(root: Path, line_starts: dict[str, list[int]], keep: bool):
+    """A function from a file (as ripgrep names it) to its label finder: line -> (the
+    enclosing symbol, as an object that is the same for two lines in the same symbol, its
+    qualified name, its lines `L12-40`) or None.
+
+    A one-shot search (`keep` False) with the structure cache on reads every hit file's
+    structure from the cache in one query and parses the rest together (in worker
+    processes when there are many), storing them for the next process; nothing is built
+    beyond the stored tuples. Otherwise each file's Symbols come from `_symbols_for`."""
+    if not keep and structcache.cache_path() is not None:
+        paths = {}
+        for rel in line_starts:
+            path = root / rel
+            try:
+                if path.stat().st_size <= MAX_OUTLINE_BYTES:
+                    paths[rel] = path
+            except OSError:
+                pass
+        try:
+            raw = lite_entries(list(paths.values()), workers=True)
+        except (MossError, UnicodeDecodeError):
+            raw = {}
+
+        def from_raw(rel: str):
+            tops = raw.get(paths.get(rel))  # type: ignore[arg-type]
+            return (lambda line: _raw_innermost(tops, line)) if tops else _no_symbol
+        return from_raw
+
+    def from_symbols(rel: str):
+        syms = _symbols_for(root, rel, line_starts[rel], keep)
+        if not syms:
+            return _no_symbol
+
+        def find(line: int):
+            sym = innermost(syms, line)
+            return None if sym is None else (sym, sym.path, sym.lines)
+        return find
+    return from_symbols
+
+
+def _raw_innermost(tops: tuple, line: int):
+    """`innermost` over symbols as the structure cache stores them (see lite_entries):
+    (the symbol's tuple, its qualified name, its lines) or None."""
+    best, level = None, tops
+    names: list[str] = []
+    try:
+        while True:
+            for s in level:
+                start = s[3]
+                if min(start, s[8] or start) <= line <= s[4]:
+                    if not names and s[10]:
+                        names.append(s[10])  # the container a flat definition belongs to
+                    names.append(s[0])
+                    best = s
+                    level = s[11]
+                    break
+            else:
+                break
+    except (TypeError, IndexError):  # a shape no extractor makes: no label
+        return None
+    if best is None:
+        return None
+    a, b = best[3], best[4]
+    return best, "/".join(names), (f"L{a}" if a == b else f"L{a}-{b}")
+
+
 def _symbols_for(root: Path, rel: str, line_starts: list[int], keep: bool) -> list:
     """Symbols of a file enough to label the hits on the lines starting at `line_starts`
     (names and lines only: a label shows no signature)."""
@@ -402,10 +482,3 @@ def _symbols_for(root: Path, rel: str, line_starts: list[int], keep: bool) -> li
     except (OSError, MossError, UnicodeDecodeError):
         pass
     return []
-
-
-def _label(syms: list, line: int) -> str | None:
-    sym = innermost(syms, line)
-    if sym is None:
-        return None
-    return f"{sym.path} {sym.lines}"

@@ -15,17 +15,22 @@ agent) reads them instead of parsing again.
   holds the content hash, checked again on every read.
 - Bound: `$MOSS_STRUCTURE_CACHE_MB` megabytes of entries (default 64); past it the least
   recently used entries are dropped (down to 80%).
-- Concurrency: sqlite in WAL mode; each write is one transaction, a busy database is
-  waited on briefly and then skipped (a cache write is never needed).
+- Concurrency: sqlite in WAL mode; each write (one search's entries together) is one
+  transaction, a busy database is waited on briefly and then skipped (a cache write is
+  never needed). Nothing waits for the disk (synchronous=OFF): it is a cache.
 - Damage: an entry that does not decode is ignored (and replaced by the next store); a
-  database file that is not one is moved aside and made again; any other failure turns
-  the cache off for this process. Nothing here raises into a search or a view.
+  database file that is not one, or that sqlite finds malformed, is moved aside and made
+  again; any other failure turns the cache off for this process. Nothing here raises into
+  a search or a view.
 - Clear: `moss cache clear`, or delete the file.
 """
 
 from __future__ import annotations
 
-import hashlib
+try:  # hashlib's own BLAKE2, without hashlib: importing it loads OpenSSL (2-3 ms a command)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
 import importlib.util
 import marshal
 import os
@@ -36,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MB = 64
-FORMAT = 1            # the entry encoding below; bump when it changes
+FORMAT = 2            # the entry encoding below; bump when it changes (2: BLAKE2b sums)
 _TOUCH_EVERY_S = 3600  # a hit refreshes its entry's last use at most this often
 
 
@@ -75,7 +80,7 @@ def _extractor_version(lang: str, module: str) -> bytes:
     if v is not None:
         return v
     from .. import __version__
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     h.update(f"{FORMAT}\0{__version__}\0{lang}\0".encode())
     here = Path(__file__).resolve().parent
     for name in ("treesitter.py", "structcache.py"):  # the extractor's code, as it is on disk
@@ -103,15 +108,15 @@ def _extractor_version(lang: str, module: str) -> bytes:
 
 def content_key(chash: bytes, lang: str, module: str) -> bytes:
     """The entry key of bytes hashing to `chash` parsed as `lang` by this extractor."""
-    return hashlib.blake2b(chash, digest_size=20, key=_extractor_version(lang, module)).digest()
+    return blake2b(chash, digest_size=20, key=_extractor_version(lang, module)).digest()
 
 
 def content_hash(src: bytes) -> bytes:
-    return hashlib.sha256(src).digest()  # sha256: hardware-assisted on most CPUs, 2x blake2b
+    return blake2b(src, digest_size=32).digest()
 
 
 # --------------------------------------------------------------------------- encoding
-# An entry is a checksum (sha256 of the rest, cut to 16 bytes) followed by a marshalled tuple: (FORMAT,
+# An entry is a checksum (a 16-byte BLAKE2b of the rest) followed by a marshalled tuple: (FORMAT,
 # content hash, lite, module doc, symbols), each symbol a 12-tuple ending with its
 # children. The checksum is verified before anything is unmarshalled (marshal is not
 # meant for damaged input), and the shape is checked while the symbols are rebuilt.
@@ -126,8 +131,13 @@ def _enc(sym) -> tuple:
 
 
 def encode(syms: list, doc: str | None, lite: bool, chash: bytes) -> bytes:
-    body = marshal.dumps((FORMAT, chash, lite, doc, tuple(_enc(s) for s in syms)))
-    return hashlib.sha256(body).digest()[:_SUM] + body
+    return encode_raw(tuple(_enc(s) for s in syms), doc, lite, chash)
+
+
+def encode_raw(raw: tuple, doc: str | None, lite: bool, chash: bytes) -> bytes:
+    """An entry from symbols already in their stored form (`_enc`'s tuples)."""
+    body = marshal.dumps((FORMAT, chash, lite, doc, raw))
+    return blake2b(body, digest_size=_SUM).digest() + body
 
 
 def _dec(raw: tuple, parent, Symbol) -> Any:
@@ -140,23 +150,37 @@ def _dec(raw: tuple, parent, Symbol) -> Any:
     return sym
 
 
-def decode(data: bytes, chash: bytes) -> tuple[list, str | None, bool] | None:
-    """(symbols, module doc, lite) from an entry made from bytes hashing to `chash`; None
-    for an entry that is damaged or was made from other bytes."""
-    from .treesitter import Symbol
+def decode_raw(data: bytes, chash: bytes) -> tuple[tuple, str | None, bool] | None:
+    """(symbol tuples, module doc, lite) of an entry made from bytes hashing to `chash`,
+    as stored: each symbol the 12-tuple `_enc` makes. None for an entry that is damaged or
+    was made from other bytes. The tuples' shape is checked by whoever walks them (`decode`
+    rebuilds Symbols; search labels walk them as they are)."""
     try:
         if type(data) is not bytes or len(data) <= _SUM:
             return None
         body = data[_SUM:]
-        if hashlib.sha256(body).digest()[:_SUM] != data[:_SUM]:
+        if blake2b(body, digest_size=_SUM).digest() != data[:_SUM]:
             return None
         fmt, h, lite, doc, syms = marshal.loads(body)
         if fmt != FORMAT or h != chash or type(lite) is not bool or type(syms) is not tuple:
             return None
         if not (doc is None or type(doc) is str):
             return None
-        return [_dec(s, None, Symbol) for s in syms], doc, lite
+        return syms, doc, lite
     except (ValueError, TypeError, EOFError, RecursionError):
+        return None
+
+
+def decode(data: bytes, chash: bytes) -> tuple[list, str | None, bool] | None:
+    """(symbols, module doc, lite) from an entry made from bytes hashing to `chash`; None
+    for an entry that is damaged or was made from other bytes."""
+    from .treesitter import Symbol
+    got = decode_raw(data, chash)
+    if got is None:
+        return None
+    try:
+        return [_dec(s, None, Symbol) for s in got[0]], got[1], got[2]
+    except (ValueError, TypeError, RecursionError):
         return None
 
 
@@ -179,9 +203,17 @@ def _open(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     conn = sqlite3.connect(str(path), timeout=2.0, isolation_level=None, check_same_thread=False)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
+        # A cache: nothing waits for the disk (making the file and each process's last
+        # close would otherwise cost 10-40 ms of fsyncs). A crash of moss loses nothing; a
+        # power loss can damage the file, which is then handled as damage (below).
+        conn.execute("PRAGMA synchronous=OFF")
+        try:  # made before (its last statement ran): a read, not a write, each process
+            made = conn.execute("SELECT bytes FROM total WHERE id = 0").fetchone() is not None
+        except sqlite3.OperationalError:  # no such table
+            made = False
+        if not made:
+            conn.execute("PRAGMA journal_mode=WAL")  # kept in the file from then on
+            conn.executescript(_SCHEMA)
     except BaseException:
         conn.close()
         raise
@@ -190,6 +222,38 @@ def _open(path: Path) -> sqlite3.Connection:
     except OSError:
         pass
     return conn
+
+
+def _damaged(e: sqlite3.Error) -> bool:
+    """A database error that says the file is damaged (not locked, busy or unwritable)."""
+    return isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError)
+
+
+def _set_aside(path: Path) -> sqlite3.Connection | None:
+    """Move a damaged cache file aside and make a new one; None (the cache off for this
+    process) if that fails too."""
+    key = str(path)
+    conns = getattr(_local, "conns", None) or {}
+    old = conns.pop(key, None)
+    if old is not None:
+        try:
+            old.close()
+        except sqlite3.Error:
+            pass
+    try:
+        os.replace(path, str(path) + ".corrupt")
+        for extra in ("-wal", "-shm"):
+            try:
+                os.unlink(str(path) + extra)
+            except FileNotFoundError:
+                pass
+        c = _open(path)
+    except (OSError, sqlite3.Error):
+        _disabled.add(key)
+        return None
+    _local.conns = conns
+    conns[key] = c
+    return c
 
 
 def _conn(path: Path) -> sqlite3.Connection | None:
@@ -205,20 +269,10 @@ def _conn(path: Path) -> sqlite3.Connection | None:
     try:
         c = _open(path)
     except sqlite3.DatabaseError as e:
-        if isinstance(e, sqlite3.OperationalError):  # locked, unwritable: not damage
+        if not _damaged(e):  # locked, unwritable: not damage
             _disabled.add(key)
             return None
-        try:  # not a database: move it aside and start again
-            os.replace(path, str(path) + ".corrupt")
-            for extra in ("-wal", "-shm"):
-                try:
-                    os.unlink(str(path) + extra)
-                except FileNotFoundError:
-                    pass
-            c = _open(path)
-        except (OSError, sqlite3.Error):
-            _disabled.add(key)
-            return None
+        return _set_aside(path)  # not a database: move it aside and start again
     except OSError:
         _disabled.add(key)
         return None
@@ -229,36 +283,71 @@ def _conn(path: Path) -> sqlite3.Connection | None:
 def get(key: bytes, chash: bytes, lite_ok: bool) -> tuple[list, str | None, bool] | None:
     """The entry stored under `key`, if it is sound, made from bytes hashing to `chash`, and
     full (or `lite_ok`)."""
+    got = get_many([(key, chash)], lite_ok, raw=False)
+    return got.get(key)
+
+
+_CHUNK = 500  # keys per SELECT (sqlite's limit on bound parameters is 999 in old builds)
+
+
+def get_many(wanted: list[tuple[bytes, bytes]], lite_ok: bool, raw: bool = True) -> dict[bytes, tuple]:
+    """The sound entries among `wanted` ((key, content hash) pairs), read in one query:
+    {key: (symbols, module doc, lite)}, the symbols as stored (`decode_raw`) or, with
+    `raw=False`, rebuilt as Symbols. Entries that are lite are left out unless `lite_ok`."""
     path = cache_path()
-    if path is None or not path.exists():
-        return None
+    if not wanted or path is None or not path.exists():
+        return {}
     c = _conn(path)
     if c is None:
-        return None
+        return {}
+    hashes = dict(wanted)
+    keys = list(hashes)
+    out: dict[bytes, tuple] = {}
+    stale: list[bytes] = []
+    now = int(time.time())
     try:
-        row = c.execute("SELECT data, used FROM entries WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        got = decode(row[0], chash)
-        if got is None or (got[2] and not lite_ok):
-            return None
-        now = int(time.time())
-        if now - int(row[1]) > _TOUCH_EVERY_S:
-            c.execute("UPDATE entries SET used = ? WHERE key = ?", (now, key))
-        return got
-    except sqlite3.Error:
-        return None
+        for i in range(0, len(keys), _CHUNK):
+            part = keys[i:i + _CHUNK]
+            rows = c.execute("SELECT key, data, used FROM entries WHERE key IN (%s)"
+                             % ",".join("?" * len(part)), part).fetchall()
+            for k, data, used in rows:
+                got = decode_raw(data, hashes.get(k, b""))
+                if got is None or (got[2] and not lite_ok):
+                    continue
+                entry: tuple = got
+                if not raw:
+                    try:
+                        from .treesitter import Symbol
+                        entry = ([_dec(x, None, Symbol) for x in got[0]], got[1], got[2])
+                    except (ValueError, TypeError, RecursionError):
+                        continue
+                out[k] = entry
+                if now - int(used) > _TOUCH_EVERY_S:
+                    stale.append(k)
+        if stale:
+            c.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, k) for k in stale])
+    except sqlite3.Error as e:
+        if _damaged(e):
+            _set_aside(path)
+    return out
 
 
 def put(key: bytes, chash: bytes, syms: list, doc: str | None, lite: bool) -> None:
     """Store an entry (a lite one never replaces a full one), then evict the least recently
     used entries while the total is over the bound."""
+    put_many([(key, chash, encode(syms, doc, lite, chash), lite)])
+
+
+def put_many(entries: list[tuple[bytes, bytes, bytes, bool]]) -> None:
+    """Store entries ((key, content hash, encoded entry, lite)) in one transaction: a lite
+    entry never replaces a full one; then evict the least recently used entries while the
+    total is over the bound."""
     path = cache_path()
-    if path is None:
+    if path is None or not entries:
         return
     bound = max_bytes()
-    data = encode(syms, doc, lite, chash)
-    if len(data) > bound:
+    entries = [e for e in entries if len(e[2]) <= bound]
+    if not entries:
         return
     c = _conn(path)
     if c is None:
@@ -266,25 +355,37 @@ def put(key: bytes, chash: bytes, syms: list, doc: str | None, lite: bool) -> No
     try:
         c.execute("BEGIN IMMEDIATE")
         try:
-            old = c.execute("SELECT size, data FROM entries WHERE key = ?", (key,)).fetchone()
-            if old is not None and lite:
-                prev = decode(old[1], chash)
-                if prev is not None and not prev[2]:
-                    c.execute("ROLLBACK")
-                    return
-            c.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
-                      (key, data, len(data), int(time.time())))
-            c.execute("UPDATE total SET bytes = bytes + ? WHERE id = 0",
-                      (len(data) - (old[0] if old else 0),))
-            total = c.execute("SELECT bytes FROM total WHERE id = 0").fetchone()[0]
-            if total > bound:
-                _evict(c, total, bound * 8 // 10)
+            keys = [e[0] for e in entries]
+            old: dict[bytes, tuple[int, bytes]] = {}
+            for i in range(0, len(keys), _CHUNK):
+                part = keys[i:i + _CHUNK]
+                for k, size, data in c.execute("SELECT key, size, data FROM entries WHERE key IN (%s)"
+                                               % ",".join("?" * len(part)), part):
+                    old[k] = (size, data)
+            now = int(time.time())
+            rows, delta = [], 0
+            for key, chash, data, lite in entries:
+                prev = old.get(key)
+                if prev is not None and lite:
+                    got = decode_raw(prev[1], chash)
+                    if got is not None and not got[2]:
+                        continue  # a full entry for these bytes is already there
+                rows.append((key, data, len(data), now))
+                delta += len(data) - (prev[0] if prev else 0)
+                old[key] = (len(data), data)
+            if rows:
+                c.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
+                c.execute("UPDATE total SET bytes = bytes + ? WHERE id = 0", (delta,))
+                total = c.execute("SELECT bytes FROM total WHERE id = 0").fetchone()[0]
+                if total > bound:
+                    _evict(c, total, bound * 8 // 10)
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
             raise
-    except sqlite3.Error:
-        pass
+    except sqlite3.Error as e:
+        if _damaged(e):
+            _set_aside(path)
 
 
 def _evict(c: sqlite3.Connection, total: int, goal: int) -> None:

@@ -11,12 +11,12 @@ languages and queries are shared.
 
 from __future__ import annotations
 
-import difflib
 import importlib
+import marshal
+import os
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,7 +26,6 @@ from . import structcache
 
 # ---------------------------------------------------------------------------- symbols
 
-@dataclass(eq=False, slots=True)
 class Symbol:
     """One named definition in a source file.
 
@@ -35,21 +34,37 @@ class Symbol:
     also include the doc comments above it (where they are outside the node).
     `container` names what a flat definition belongs to (Go method receiver type, Lua
     table of `function M.run`), so its qualified path reads `Agent/run` like a nested one.
+    Compared by identity. (A plain class, not a dataclass: building one at import costs
+    a millisecond of every `moss text-search`.)
     """
 
-    name: str
-    kind: str
-    signature: str
-    start_line: int
-    end_line: int
-    start_byte: int
-    end_byte: int
-    children: list["Symbol"] = field(default_factory=list)
-    doc: str | None = None
-    parent: "Symbol | None" = field(default=None, repr=False)
-    doc_start_line: int = 0
-    doc_start_byte: int = 0
-    container: str | None = None
+    __slots__ = ("name", "kind", "signature", "start_line", "end_line", "start_byte", "end_byte",
+                 "children", "doc", "parent", "doc_start_line", "doc_start_byte", "container")
+
+    def __init__(self, name: str, kind: str, signature: str, start_line: int, end_line: int,
+                 start_byte: int, end_byte: int, children: list["Symbol"] | None = None,
+                 doc: str | None = None, parent: "Symbol | None" = None, doc_start_line: int = 0,
+                 doc_start_byte: int = 0, container: str | None = None):
+        self.name = name
+        self.kind = kind
+        self.signature = signature
+        self.start_line = start_line
+        self.end_line = end_line
+        self.start_byte = start_byte
+        self.end_byte = end_byte
+        self.children: list[Symbol] = [] if children is None else children
+        self.doc = doc
+        self.parent = parent
+        self.doc_start_line = doc_start_line
+        self.doc_start_byte = doc_start_byte
+        self.container = container
+
+    def __repr__(self) -> str:
+        return (f"Symbol(name={self.name!r}, kind={self.kind!r}, signature={self.signature!r}, "
+                f"start_line={self.start_line!r}, end_line={self.end_line!r}, start_byte={self.start_byte!r}, "
+                f"end_byte={self.end_byte!r}, children={self.children!r}, doc={self.doc!r}, "
+                f"doc_start_line={self.doc_start_line!r}, doc_start_byte={self.doc_start_byte!r}, "
+                f"container={self.container!r})")
 
     @property
     def segments(self) -> list[str]:
@@ -90,22 +105,29 @@ def walk_all(symbols: list[Symbol]) -> Iterator[Symbol]:
 
 # --------------------------------------------------------------------------- registry
 
-@dataclass(frozen=True)
 class LangSpec:
     """Everything moss knows about one language; adding a language is adding one of these
-    to LANGUAGES (at the end of this module, after the extractors it names)."""
-    name: str
-    module: str                        # the grammar package, e.g. tree_sitter_rust
-    func: str                          # its function returning the language
-    extensions: tuple[str, ...]
-    extract: Callable                  # node -> (name, kind, signature, outer, doc, container)
-    kinds: tuple[str, ...] = ()        # node kinds that are symbols (missing ones are dropped)
-    patterns: tuple[str, ...] = ()     # query patterns for symbols only in some places
-    shebangs: tuple[str, ...] = ()     # interpreter words of a `#!` line
-    doc_markers: tuple[str, ...] = ()  # comment starts that document the next symbol
-    attr_markers: tuple[str, ...] = ()  # attribute/decorator starts that belong to it
-    doc_style: tuple[str, str] = ("# ", "")            # how a skeleton shows a doc summary
-    module_doc_style: tuple[str, str] | None = None    # ... and the file's own doc
+    to LANGUAGES (at the end of this module, after the extractors it names).
+
+    name, module (the grammar package, e.g. tree_sitter_rust), func (its function returning
+    the language), extensions, extract (node -> (name, kind, signature, outer, doc,
+    container)); kinds: node kinds that are symbols (missing ones are dropped); patterns:
+    query patterns for symbols only in some places; shebangs: interpreter words of a `#!`
+    line; doc_markers: comment starts that document the next symbol; attr_markers:
+    attribute/decorator starts that belong to it; doc_style: how a skeleton shows a doc
+    summary, module_doc_style: ... and the file's own doc."""
+
+    __slots__ = ("name", "module", "func", "extensions", "extract", "kinds", "patterns", "shebangs",
+                 "doc_markers", "attr_markers", "doc_style", "module_doc_style")
+
+    def __init__(self, name: str, module: str, func: str, extensions: tuple[str, ...], extract: Callable,
+                 kinds: tuple[str, ...] = (), patterns: tuple[str, ...] = (), shebangs: tuple[str, ...] = (),
+                 doc_markers: tuple[str, ...] = (), attr_markers: tuple[str, ...] = (),
+                 doc_style: tuple[str, str] = ("# ", ""), module_doc_style: tuple[str, str] | None = None):
+        self.name, self.module, self.func, self.extensions, self.extract = name, module, func, extensions, extract
+        self.kinds, self.patterns, self.shebangs = kinds, patterns, shebangs
+        self.doc_markers, self.attr_markers = doc_markers, attr_markers
+        self.doc_style, self.module_doc_style = doc_style, module_doc_style
 
 
 LANGUAGES: dict[str, LangSpec] = {}  # filled at the end of this module
@@ -585,11 +607,55 @@ def _extract(src: bytes, lang: str, lite: bool = False,
     """The file's symbols, nested, and its module doc. `lite` leaves signatures empty and
     docs None (see _Ctx); `nodes`, if given, receives id(symbol) -> (symbol, its node, its
     outer node) so `_complete` can fill a lite symbol in while the tree is alive."""
-    import tree_sitter as ts
     tree = parse(src, lang)
     ctx = _Ctx(src, lang, lite)
-    captured = ts.QueryCursor(_query(lang)).captures(tree.root_node).get("s", [])
-    return _build(captured, ctx, nodes), (None if lite else module_doc(tree, ctx))
+    return (_build(_captures(tree.root_node, lang), ctx, nodes, unique=lang == "python"),
+            None if lite else module_doc(tree, ctx))
+
+
+def _captures(root, lang: str) -> list:
+    """The nodes the language's symbol query captures in the whole tree."""
+    if lang == "python":
+        return _python_captures(root)
+    import tree_sitter as ts
+    return ts.QueryCursor(_query(lang)).captures(root).get("s", [])
+
+
+# Nodes a Python definition can be found under: statements that hold blocks, and blocks.
+# An expression never holds a def or a class, except in a tree with a parse error: there a
+# node holding an error is looked into whatever it is.
+_PY_HOLDERS = frozenset({
+    "module", "block", "decorated_definition", "class_definition", "function_definition",
+    "if_statement", "elif_clause", "else_clause", "for_statement", "while_statement",
+    "try_statement", "except_clause", "except_group_clause", "finally_clause", "with_statement",
+    "match_statement", "case_clause", "ERROR"})
+
+
+def _python_captures(root) -> list:
+    """What the Python symbol query (LANGUAGES["python"]) captures — every function and
+    class definition, and the assignments directly in a class body — found by walking only
+    the statements instead of every node (the query visits each expression too: twice the
+    time). tests/test_treesitter.py checks the two agree."""
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        err = node.has_error
+        for child in node.named_children:
+            t = child.type
+            if t == "function_definition":
+                out.append(child)
+            elif t == "class_definition":
+                out.append(child)
+                body = child.child_by_field_name("body")
+                if body is not None and body.type == "block":
+                    for st in body.named_children:
+                        if st.type == "expression_statement" and any(
+                                c.type == "assignment" for c in st.named_children):
+                            out.append(st)
+            if t in _PY_HOLDERS or (err and child.has_error):
+                stack.append(child)
+    return out
 
 
 _NAMED_MAX = 400  # occurrences of a name beyond which _extract_named gives up
@@ -620,22 +686,30 @@ def _extract_named(src: bytes, lang: str, name: str, nodes: dict | None = None) 
     return _build(captured, _Ctx(src, lang, lite=True), nodes)
 
 
-def _build(captured: list, ctx: _Ctx, nodes: dict | None) -> list[Symbol]:
-    """Symbols from the captured nodes, nested by byte containment."""
+def _build(captured: list, ctx: _Ctx, nodes: dict | None, unique: bool = False) -> list[Symbol]:
+    """Symbols from the captured nodes, nested by byte containment. `unique`: no node is
+    in `captured` twice (else the repeats are skipped)."""
     lang = ctx.lang
     handler = LANGUAGES[lang].extract
+    leading = lang in _LEADING_LANGS
     seen: set[tuple[int, int, str]] = set()
     flat: list[tuple[Symbol, int, int]] = []
     for node in captured:
-        key = (node.start_byte, node.end_byte, node.type)
-        if key in seen:
-            continue
-        seen.add(key)
+        if not unique:
+            key = (node.start_byte, node.end_byte, node.type)
+            if key in seen:
+                continue
+            seen.add(key)
         made = handler(node, ctx)
         if made is None:
             continue
         name, kind, sig, outer, doc, container = made
-        sb, sr, db, dr, lead_doc = _leading(lang, outer, ctx)
+        if leading:
+            sb, sr, db, dr, lead_doc = _leading(lang, outer, ctx)
+        else:  # nothing above a node belongs to it in this language
+            sb = db = outer.start_byte
+            sr = dr = outer.start_point[0]
+            lead_doc = None
         sym = Symbol(
             name=name, kind=kind, signature=sig,
             start_line=sr + 1, end_line=_end_line(outer),
@@ -770,6 +844,141 @@ def structure(path: Path) -> list[Symbol]:
     _store(key, stamp, syms, None, lite=True)
     _disk_put(dkey, chash, syms, None, lite=True)
     return syms
+
+
+# ------------------------------------------------------------ many files, for search labels
+
+_FORK_BYTES = 128 * 1024   # parse in worker processes only when the files to parse hold this much
+_WORKER_BYTES = 64 * 1024  # ... and at most one worker per this much
+_MAX_WORKERS = 8
+
+
+def lite_entries(paths: list[Path], workers: bool = False) -> dict[Path, tuple]:
+    """The lite structure of each file, as the structure cache stores it: a tuple of
+    symbol tuples (structcache's encoding: name, kind, signature, start line, end line,
+    start byte, end byte, doc, doc start line, doc start byte, container, children), for
+    labelling search hits without building Symbols. Entries already on disk are read in
+    one query; the other files are parsed and all their entries stored in one
+    transaction. With `workers`, in a process running no other thread, many files are
+    parsed in forked worker processes at once (py-tree-sitter holds the GIL while it
+    parses, so threads would not help). A file of no known language, whose grammar is not
+    installed, or that cannot be read, is left out. Nothing is kept in memory (a one-shot
+    search)."""
+    todo = []
+    for path in paths:
+        lang = language_for(path)
+        if lang is None:
+            continue
+        try:
+            src = path.read_bytes()
+        except OSError:
+            continue
+        chash = structcache.content_hash(src)
+        todo.append((path, lang, src, chash, structcache.content_key(chash, lang, LANGUAGES[lang].module)))
+    got = structcache.get_many([(t[4], t[3]) for t in todo], lite_ok=True)
+    out: dict[Path, tuple] = {}
+    misses = []
+    for t in todo:
+        hit = got.get(t[4])
+        if hit is not None:
+            out[t[0]] = hit[0]
+        else:
+            misses.append(t)
+    usable = set()
+    for lang in {t[1] for t in misses}:
+        try:
+            _language(lang)  # a grammar package that is not installed: those files get no labels
+            usable.add(lang)
+        except MossError:
+            pass
+    misses = [t for t in misses if t[1] in usable]
+    if not misses:
+        return out
+    made = _entries(misses, workers)
+    for t, (raw, _) in zip(misses, made):
+        out[t[0]] = raw
+    structcache.put_many([(t[4], t[3], data, True) for t, (_, data) in zip(misses, made)])
+    return out
+
+
+def _entry(src: bytes, lang: str, chash: bytes) -> tuple[tuple, bytes]:
+    """(symbol tuples, encoded cache entry) of one file's lite structure."""
+    syms, _ = _extract(src, lang, lite=True)
+    raw = tuple(structcache._enc(s) for s in syms)
+    return raw, structcache.encode_raw(raw, None, True, chash)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _entries(jobs: list[tuple], workers: bool) -> list[tuple[tuple, bytes]]:
+    """`_entry` of each job (path, lang, src, chash, key), in order; in forked workers
+    when `workers` allows it and the work is large enough to gain from it."""
+    total = sum(len(j[2]) for j in jobs)
+    n = min(_cpus(), _MAX_WORKERS, len(jobs), 1 + total // _WORKER_BYTES)
+    if not (workers and n > 1 and total >= _FORK_BYTES and hasattr(os, "fork")
+            and threading.active_count() == 1):
+        return [_entry(j[2], j[1], j[3]) for j in jobs]
+    for lang in {j[1] for j in jobs}:  # load grammars and queries once, before forking
+        _query(lang)
+        _parser(lang)
+    bins: list[list[int]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for i in sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2])):
+        k = loads.index(min(loads))
+        bins[k].append(i)
+        loads[k] += len(jobs[i][2])
+    children = []
+    for part in bins[1:]:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker: parse its part, send the entries, leave without cleanup
+            code = 1
+            try:
+                os.close(r)
+                data = marshal.dumps([(i, _entry(jobs[i][2], jobs[i][1], jobs[i][3])[1]) for i in part])
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(w, view):]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        children.append((pid, r))
+    out: list = [None] * len(jobs)
+    for i in bins[0]:
+        out[i] = _entry(jobs[i][2], jobs[i][1], jobs[i][3])
+    for pid, r in children:
+        chunks = []
+        try:
+            while True:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(r)
+            _, status = os.waitpid(pid, 0)
+        if status != 0:
+            continue  # its files are parsed here, below
+        try:
+            sent = marshal.loads(b"".join(chunks))
+        except (ValueError, EOFError, TypeError):
+            continue
+        for i, data in sent if type(sent) is list else ():
+            if type(i) is not int or not 0 <= i < len(jobs):
+                continue
+            got = structcache.decode_raw(data, jobs[i][3])
+            if got is not None:
+                out[i] = (got[0], data)
+    for i, o in enumerate(out):  # a worker that failed: its files, here
+        if o is None:
+            out[i] = _entry(jobs[i][2], jobs[i][1], jobs[i][3])
+    return out
 
 
 def clear_caches() -> None:
@@ -935,6 +1144,8 @@ def pick_symbol(symbols: list[Symbol], query: str, where: str) -> Symbol:
         lines = "\n".join(f"  {s.path} ({s.kind}, {s.lines})" for s in found[:20])
         raise MossError(f"{query} matches {len(found)} symbols in {where}; say which:\n{lines}",
                         kind="ambiguous", candidates=[s.path for s in found])
+    import difflib  # an error's suggestions only
+
     every = list(walk_all(symbols))
     names = sorted({s.path for s in every})
     close = difflib.get_close_matches(query, names, n=6, cutoff=0.5)

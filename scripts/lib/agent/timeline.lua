@@ -178,6 +178,20 @@ function M.tree(sid, all)
   return lines
 end
 
+--- The session's child agents as data (`moss ui` draws them as a nested list): each
+-- {id, role, state, turns, answer?, children = {...}}, in order, 8 levels deep at most.
+function M.nodes(sid, all, depth)
+  depth = depth or 0
+  local out = {}
+  for _, k in ipairs(children_of(sid, all)) do
+    local S_ok, S = pcall(moss.session.load, k.s.id)
+    out[#out + 1] = { id = k.s.id, role = k.s.role or moss.json.null, state = M.reason(k.s),
+      turns = num(k.s.turn) or 0, answer = (S_ok and type(S.answer) == "string") and short(S.answer, 200) or moss.json.null,
+      children = depth < 8 and M.nodes(k.s.id, all, depth + 1) or {} }
+  end
+  return out
+end
+
 --- The last validation that failed, if no later one passed: its step and output's tail, as
 -- lines (the timeline's one-line row cannot hold the output).
 function M.last_failure(events)
@@ -205,12 +219,14 @@ function M.show(sid)
 end
 
 --- `moss sessions timeline ID` (`moss ui`'s session page): what `show` draws, as data:
--- {id, rows = [{time, event, detail, style}], last_failure = {lines}, tree = {lines}}.
+-- {id, rows = [{time, event, detail, style}], last_failure = {lines}, tree = {lines},
+-- children = M.nodes}.
 function M.data_of(sid)
   local rows = M.rows(moss.session.events(sid))
   for _, r in ipairs(rows) do r.style, r._style = r._style, nil end
+  local all = moss.session.list()
   return { id = sid, rows = rows, last_failure = M.last_failure(moss.session.events(sid)),
-    tree = M.tree(sid, moss.session.list()) }
+    tree = M.tree(sid, all), children = M.nodes(sid, all) }
 end
 
 --- "42s", "7m", "3h", "2d": how long ago a Unix time was.

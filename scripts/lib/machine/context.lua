@@ -184,11 +184,67 @@ end
 --- Forget what the context functions remembered (after a compaction rewrote the context).
 function M.forget(S) scratch[S] = nil end
 
+-- The id a memory part starts with ("- [id] note" or "[id] `cmd`"), or nil.
+local function part_id(p) return p:match("^%- %[(%w+)%]") or p:match("^%[(%w+)%]") end
+
+--- The memory parts to show, settled for prompt caching: `mem` (memory_parts(S)), unless
+-- the parts shown last time under `slot` (with the same `head`: task and plan) are `mem`
+-- with some items taken out ($(drop), $(forget)) and new ones added at the end. Then the
+-- parts shown last time stay as they were, the removed ones too, followed by one line
+-- naming what was removed and then the new parts: everything shown before is still the
+-- prompt's prefix, read from the provider's cache, instead of being written again from the
+-- first removed item on. Removed items leave for good (the parts are built afresh) once
+-- their text outweighs the live parts after the first of them, when the head changes, and
+-- after a resume or compaction (the scratch table is empty then).
+function M.settled_memory(S, slot, head, mem)
+  local sc = M.scratch(S)
+  local last = sc[slot]
+  local function fresh()
+    sc[slot] = { head = head, shown = mem, gone = {} }
+    return mem
+  end
+  if not last or last.head ~= head then return fresh() end
+  local at = {}
+  for i, p in ipairs(mem) do at[p] = i end
+  local out, gone, i = {}, {}, 1
+  local removed, after = 0, 0
+  for _, p in ipairs(last.shown) do
+    if mem[i] == p then
+      out[#out + 1] = p
+      i = i + 1
+      if removed > 0 then after = after + #p end
+    elseif at[p] then
+      return fresh() -- a part moved: build afresh
+    else
+      out[#out + 1] = p
+      gone[p] = true
+      removed = removed + #p
+    end
+  end
+  for j = i, #mem do after = after + #mem[j] end
+  if removed == 0 then return fresh() end
+  if removed > after then return fresh() end
+  local named = {}
+  for _, p in ipairs(last.shown) do
+    local id = gone[p] and not last.gone[p] and part_id(p)
+    if id then named[#named + 1] = "[" .. id .. "]" end
+  end
+  if #named > 0 then
+    local line = "- (removed " .. table.concat(named, ", ") .. ": no longer in memory; shown above until the context is rebuilt)"
+    out[#out + 1] = line
+    gone[line] = true
+  end
+  for j = i, #mem do out[#out + 1] = mem[j] end
+  sc[slot] = { head = head, shown = out, gone = gone }
+  return out
+end
+
 function M.modes.working_memory(S, state)
   local pending = S.mem.pending
   local results = #pending > 0 and M.outputs_block(NEW_RESULTS, pending) or nil
+  local head = parts(task_block(S), state.show_plan and plan_part(S) or nil)
   return {
-    stable = parts(task_block(S), state.show_plan and plan_part(S) or nil, memory_parts(S)),
+    stable = parts(head, M.settled_memory(S, "working_memory", table.concat(head, "\n\n"), memory_parts(S))),
     volatile = join(
       messages_block(S),
       any_failed(pending) and FAILED_WARNING or nil,

@@ -27,7 +27,8 @@ local function key(S) return join(context.task_block(S), context.plan_part(S)) e
 function M.evaluator(S, state)
   local pending = S.mem.pending
   local results = #pending > 0 and context.outputs_block(context.NEW_RESULTS, pending) or nil
-  local stable = parts(context.task_block(S), context.plan_part(S), context.memory_parts(S))
+  local head = parts(context.task_block(S), context.plan_part(S))
+  local stable = parts(head, context.settled_memory(S, "v2", table.concat(head, "\n\n"), context.memory_parts(S)))
   context.scratch(S).v2_prefix = { turn = S.turn, key = key(S), stable = stable, shown = results }
   return {
     stable = stable,
@@ -47,7 +48,8 @@ function M.explorer(S, state)
   if p and p.turn == S.turn - 1 and p.key == key(S) then
     stable, shown = p.stable, p.shown
   else
-    stable = parts(context.task_block(S), context.plan_part(S), context.memory_parts(S))
+    local head = parts(context.task_block(S), context.plan_part(S))
+    stable = parts(head, context.settled_memory(S, "v2", table.concat(head, "\n\n"), context.memory_parts(S)))
     shown = #S.last_outputs > 0 and context.outputs_block(context.NEW_RESULTS, S.last_outputs) or nil
   end
   return {
