@@ -52,7 +52,8 @@ from fakeapi import FakeAPI, last_user_text, slow
 ASK = re.compile(r"What number does f(\\d+) in calc\\.py return")
 
 def model(body):
-    if "# calc.py" in last_user_text(body):
+    text = last_user_text(body)
+    if "f1() L1" in text or "# calc.py" in text:  # the view's output is back (compact outline or whole file)
         import json
         m = ASK.search(json.dumps(body))
         return slow("$(answer %%d)" %% (1000 + int(m.group(1))) if m else "$(answer ?)", %r)
