@@ -226,13 +226,18 @@ function M.entries(rows)
     out[#out + 1] = { id = row.id or row.task, repo = row.repo, outcome = row.outcome or (M.outcome(row)),
                       reason = row.reason, turns = row.turns, tokens = row.tokens, cost = row.cost,
                       tries = row.tries, patch_stat = row.patch_stat, patch_cut = row.patch_cut,
-                      detail = row.detail }
+                      detail = row.detail, job = M.job(row) }
   end
   return out
 end
 
+--- The cluster job that ran a task (`--executor ray`: its Ray submission id), or nil.
+function M.job(row)
+  return type(row.ray) == "table" and row.ray.submission_id or nil
+end
+
 function M.table(rows)
-  local out = {}
+  local out, jobs = {}, false
   for _, row in ipairs(rows) do
     local outcome = row.outcome or M.outcome(row)
     out[#out + 1] = {
@@ -240,11 +245,14 @@ function M.table(rows)
       turns = row.turns and tostring(row.turns) or "-",
       tokens = row.tokens and tostring(math.tointeger(row.tokens) or row.tokens) or "-",
       cost = row.cost and ("$%.4f"):format(row.cost) or "-",
-      patch = patch_size(row),
+      patch = patch_size(row), job = M.job(row) or "-",
       _style = outcome == "done" and "green" or (outcome == "failed" and "red" or "yellow"),
     }
+    jobs = jobs or M.job(row) ~= nil
   end
-  moss.ui.table(out, { columns = { "task", "outcome", "turns", "tokens", "cost", "patch" } })
+  local columns = { "task", "outcome", "turns", "tokens", "cost", "patch" }
+  if jobs then columns[#columns + 1] = "job" end -- on a cluster: which job (`ray job logs ID`)
+  moss.ui.table(out, { columns = columns })
 end
 
 --- status: the table of a results file, or one task's patch (--patch ID) on stdout.

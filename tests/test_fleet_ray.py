@@ -480,3 +480,14 @@ def test_a_batch_on_ray_ends_as_it_does_locally_with_the_same_patches(project, k
     assert {k: r["patch"] for k, r in runs["ray"].items()} == {k: r["patch"] for k, r in runs["local"].items()}
     assert all(r["ray"]["submission_id"].startswith("moss-eval-") for r in runs["ray"].values())
     assert "+    return a + b" in runs["ray"]["fix-add"]["patch"]
+    # moss batch status names each task's job, and each is a job the head ran
+    shown = project.moss("batch", "status", str(project.root / "ray.jsonl"), "--json")
+    assert shown.returncode == 0, shown.stderr
+    jobs = {t["id"]: t["job"] for t in json.loads(shown.stdout)["tasks"]}
+    assert jobs == {k: r["ray"]["submission_id"] for k, r in runs["ray"].items()}
+    on_head = {j.get("submission_id") for j in jobs_of(head)}
+    assert set(jobs.values()) <= on_head
+    table = project.moss("batch", "status", str(project.root / "ray.jsonl"))
+    assert table.returncode == 0, table.stderr
+    rows = [line.split("\t") for line in table.stdout.splitlines()]
+    assert rows[0][-1] == "job" and {r[0]: r[-1] for r in rows[1:]} == jobs
