@@ -284,25 +284,7 @@ function M.status(opts, files)
 end
 
 function M.main(args)
-  local ok, opts, rest = pcall(cli.parse, args, M.FLAGS)
-  if not ok then
-    moss.ui.print(tostring(opts.message or opts), { style = "red" })
-    return 2
-  end
-  if opts.help then print(HELP) return 0 end
-  local run = M.run
-  if rest[1] == "status" then
-    table.remove(rest, 1)
-    run = M.status
-  end
-  local okr, code = pcall(run, opts, rest)
-  if not okr then
-    local kind = moss.error_kind(code)
-    if kind == "interrupted" then error(code, 0) end
-    moss.ui.print(tostring(code.message or code), { style = "red" })
-    return (kind == "usage" or kind == "not_found" or kind == "config" or kind == "denied") and 2 or 1
-  end
-  return code
+  return cli.main(args, M.FLAGS, HELP, { M.run, status = M.status })
 end
 
 return { help = HELP, main = M.main, policy = M }

@@ -13,12 +13,9 @@ attempt's log name are checked before they become a path.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 from .. import storage
@@ -26,6 +23,7 @@ from ..errors import MossError
 from ..eval import report, results
 from ..eval.attempt import safe_name
 from .html import Html, esc, join, render, tag
+from .sessions import moss_json
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=-]{0,200}$")
 
@@ -96,18 +94,7 @@ async def compare(root: Path, a: str, b: str | None) -> dict:
     """`moss eval compare` (--json) of run a against run b (or a's two cells): its verdict,
     the flips, and which cell is A and B."""
     files = [str(eval_dir(root) / check_name(x, "eval run") / results.FILE) for x in ([a, b] if b else [a])]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "moss", "eval", "compare", *files, "--json", cwd=root,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = await proc.communicate()
-    lines = out.decode("utf-8", "replace").strip().splitlines()
-    try:
-        data = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        tail = err.decode("utf-8", "replace").strip()[-2000:]
-        raise MossError("moss eval compare gave no result" + (f": {tail}" if tail else ""), kind="usage")
+    data, lines = await moss_json(root, ["eval", "compare", *files, "--json"], "moss eval compare", "usage")
     m = re.match(r"^A = (.*), B = (.*)$", lines[0]) if len(lines) > 1 else None
     if m:
         cell_a, cell_b = m.group(1), m.group(2)

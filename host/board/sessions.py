@@ -32,10 +32,12 @@ STREAM_TICK = 0.3           # seconds between looks at a log while streaming (se
 TEXT_CAP = 20_000           # characters of one event's text or output on the page
 
 
-async def entry(root: Path, *words: str) -> dict:
-    """The agent script's `sessions` entry, run as `moss sessions` runs it; its one JSON line."""
+async def moss_json(root: Path, argv: list[str], what: str, kind: str) -> tuple[dict, list[str]]:
+    """Run `moss ARGV` in the project as a user would, without blocking the server; its last
+    stdout line as a JSON object, and all its lines. No object: MossError(`kind`) naming `what`,
+    with the end of its stderr."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "moss", "@agent", "--entry", "sessions", *words, cwd=root,
+        sys.executable, "-m", "moss", *argv, cwd=root,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = await proc.communicate()
     lines = out.decode("utf-8", "replace").strip().splitlines()
@@ -45,8 +47,14 @@ async def entry(root: Path, *words: str) -> dict:
         data = None
     if not isinstance(data, dict):
         tail = err.decode("utf-8", "replace").strip()[-2000:]
-        raise MossError(f"the agent script's sessions entry ({' '.join(words)}) gave no data "
-                        f"(exit {proc.returncode})" + (f": {tail}" if tail else ""), kind="internal")
+        raise MossError(f"{what} gave no data (exit {proc.returncode})" + (f": {tail}" if tail else ""), kind=kind)
+    return data, lines
+
+
+async def entry(root: Path, *words: str) -> dict:
+    """The agent script's `sessions` entry, run as `moss sessions` runs it; its one JSON line."""
+    data, _ = await moss_json(root, ["@agent", "--entry", "sessions", *words],
+                              f"the agent script's sessions entry ({' '.join(words)})", "internal")
     return data
 
 

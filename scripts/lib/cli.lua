@@ -95,4 +95,29 @@ function M.help(spec)
   return table.concat(lines, "\n")
 end
 
+--- A script's `main`: parse `args` against `spec`, print `help` for -h/--help, run
+--- `commands[rest[1]]` (a subcommand, its word removed) or `commands[1]` with (opts, rest).
+--- Errors become one red line and an exit status: 2 for usage, not_found, config and denied,
+--- 1 for the rest; an interrupt goes on up (the host exits 130).
+function M.main(args, spec, help, commands)
+  local ok, opts, rest = pcall(M.parse, args, spec)
+  if not ok then
+    moss.ui.print(tostring(opts.message or opts), { style = "red" })
+    return 2
+  end
+  if opts.help then print(help) return 0 end
+  local run = commands[1]
+  if rest[1] ~= nil and commands[rest[1]] then
+    run = commands[table.remove(rest, 1)]
+  end
+  local okr, code = pcall(run, opts, rest)
+  if not okr then
+    local kind = moss.error_kind(code)
+    if kind == "interrupted" then error(code, 0) end
+    moss.ui.print(tostring(code.message or code), { style = "red" })
+    return (kind == "usage" or kind == "not_found" or kind == "config" or kind == "denied") and 2 or 1
+  end
+  return code
+end
+
 return M
