@@ -249,6 +249,65 @@ def test_a_driver_killed_mid_run_resumes_and_every_attempt_runs_once(project, ke
 @needs_bwrap
 @pytest.mark.ray
 @pytest.mark.slow
+def test_a_batch_driver_killed_mid_batch_resumes_and_every_task_runs_once(project, keyed_api, head):
+    """`moss batch --executor ray` of six tasks is SIGKILLed once one task's line is written
+    while fix-add's job waits for the model. The same command with `--resume` collects what the
+    jobs did without it and submits only what is missing: every task has one line with the
+    outcome a local batch gives, the head holds exactly one job per task, fix-add's job was
+    picked up rather than run again, and no task finished before the kill asked the model again."""
+    from test_batch import OUTCOMES, batch_project, task_in
+    from test_batch import model as batch_model
+    from test_batch import outcomes as batch_outcomes
+    from test_batch import rows_in
+
+    batch_project(project)
+    release = threading.Event()
+    asked: list[str] = []
+
+    def held(body):
+        t = task_in(body) or "?"
+        asked.append(t)
+        if t == "fix-add":
+            release.wait(180)
+        return batch_model(body)
+
+    keyed_api.push(*[held] * 600)
+    out = project.root / "results.jsonl"
+    words = ("batch", "work/tasks.jsonl", "-j", "2", "-o", str(out), "--executor", "ray", "--ray-address",
+             head.address)
+
+    def state() -> Path | None:
+        return next(iter(project.root.glob("results*/ray.json")), None)
+
+    def run() -> str | None:
+        st = state()
+        return json.loads(st.read_text())["run"] if st else None
+
+    p = project.popen(*words, env=driver_env(keyed_api))
+    try:
+        sigkill_when(p, lambda: len(rows_in(out)) >= 1 and run() is not None
+                     and any(j["metadata"].get("moss_attempt", "").startswith("fix-add")
+                             for j in jobs_of(head, run())), timeout=300)
+    finally:
+        release.set()
+    finished = {row["id"] for row in rows_in(out)}
+    assert finished and "fix-add" not in finished
+    before = len(asked)
+    r = project.moss(*words, "--resume", env=driver_env(keyed_api), timeout=600)
+    assert r.returncode == 1, r.stderr  # the task that never finishes failed, as locally
+    rows = rows_in(out)
+    assert sorted(row["id"] for row in rows) == sorted(OUTCOMES)  # one line each
+    assert batch_outcomes(rows) == OUTCOMES
+    assert {row["id"]: row["ray"].get("attached") for row in rows}["fix-add"] is True
+    jobs = jobs_of(head, run())
+    assert sorted(j["metadata"]["moss_attempt"] for j in jobs) == sorted(row["key"] for row in rows)
+    assert all(j["submission_id"].endswith("-t0") for j in jobs)
+    assert not finished & set(asked[before:])
+
+
+@needs_bwrap
+@pytest.mark.ray
+@pytest.mark.slow
 def test_the_budget_stops_a_running_job_and_a_resume_runs_it_again_as_a_fresh_try(project, keyed_api, head):
     """One budget across the fleet: the first attempt to end spends more than `--max-tokens`, so
     the job still waiting for the model is stopped on the cluster (its row: reason budget) and
