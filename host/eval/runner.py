@@ -97,6 +97,8 @@ class Runner:
                     self.spent_cost += float(row.get("cost") or 0.0)
                     again = (row.get("reason") == "infra_error" and len(failed) < self.retries
                              and control.reason is None and self.stop_reason is None and not self._over())
+                    if not again:  # ended: from now on a stop of what runs is not about this attempt
+                        self.running.pop(spec.key, None)
                 if not again:
                     break
                 failed.append(str(row.get("detail") or "infra_error"))
@@ -108,7 +110,6 @@ class Runner:
             if failed:
                 row["retried"] = failed
             with self._lock:
-                self.running.pop(spec.key, None)
                 if control.reason is not None:
                     row["reason"] = control.reason
                 elif row.get("reason") == "budget":
