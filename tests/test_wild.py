@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import lua_value
+from conftest import builtin_lua, lua_value
 from fakeapi import FakeAPI, last_user_text, system_text
 
 from moss.tools.sandbox import bwrap_problem
@@ -450,9 +450,13 @@ def test_invalid_sweep_reprompts_grid_is_cut_and_continue_explores_again(lab, ap
     assert r.returncode == 0, r.stderr
     stages = model.stages()
     assert stages[:2] == ["EXPLORING", "EXPLORING"]
-    assert "missing required field(s): base_command" in model.calls[1][2]
-    assert len(runs_on_disk(lab)) == 2  # the grid of 3 was cut to max_runs
-    assert "the grid has 3 combinations; only the first 2 run" in model.calls[2][2]
+    # the model is shown the parser's own error for its tag (scripts/lib/wild/tags.lua)
+    with builtin_lua() as (rt, _root):
+        refusal = rt.to_py(rt.execute(f"return {{require('lib.wild.tags').sweep({json.dumps(bad)})}}"))[2]
+    assert "base_command" in refusal and refusal in model.calls[1][2]
+    assert len(runs_on_disk(lab)) == 2  # the grid of 3 was cut to max_runs, and moss says so
+    told = model.calls[2][2].split(f"**{MESSAGES}:**", 1)[1]
+    assert re.search(r"\b3\b", told) and re.search(r"\b2\b", told) and "max_runs" in told
     assert stages[-2:] == ["ANALYZING", "EXPLORING"]
     explore3 = model.calls[-1][2]
     assert "(iteration 2)" in explore3 and f"**{H['earlier']}:**" in explore3 and '"first"' in explore3
@@ -719,8 +723,8 @@ def test_ray_executor_needs_full_access(lab, api):
     # with full access and no cluster there, the sweep is refused and the model is told why
     r = wild(lab, api, "--max-turns", "2", "tune lr")  # the same model, its answers already queued
     assert model.stages() == ["EXPLORING", "EXPLORING"], r.stderr
-    assert "the sweep was not started: " in model.calls[1][2]
-    assert "cannot reach the Ray cluster at http://127.0.0.1:9" in model.calls[1][2]
+    told = model.calls[1][2].split(f"**{MESSAGES}:**", 1)[1]  # moss's notes to the model
+    assert "cannot reach the Ray cluster at http://127.0.0.1:9" in told
     assert runs_on_disk(lab) == []
 
 
