@@ -117,6 +117,7 @@ def test_blocks_and_the_reply_limit_with_openai_base_url(llama_server):
     assert r["stop_reason"] == "max_tokens" and r["usage"]["output_tokens"] <= 5
 
 
+@pytest.mark.slow  # a real model generating on the CPU: 164 s of the suite's 18 min run (issue 24)
 def test_the_bare_question_never_ends_answered_with_an_echoed_placeholder(project, small_llama_server):
     """`moss @agent "what does this project do?"` with only a small model to talk to: the model
     echoes its system prompt, whose `$(answer ...)` once ended the session `answered` with the

@@ -154,6 +154,7 @@ def _writes(ops: list, cuts: list) -> list[list]:
     return [ops[a:b] for a, b in zip(edges, edges[1:]) if b > a]
 
 
+@pytest.mark.slow  # 200 examples: 71 s in the suite's run (issue 24)
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MossError
+
+if TYPE_CHECKING:
+    from ..eval.session import EvalRun
 
 
 def _inside(p: Path, d: Path) -> bool:
@@ -29,10 +32,9 @@ def _inside(p: Path, d: Path) -> bool:
 
 
 def functions(ctx):
-    from ..eval import results, suite as suite_mod
-    from ..eval.session import EvalRun
-    from ..eval.attempt import kind_of
-
+    # host/eval/ is imported by the functions that use it, not here: every script's start
+    # builds this table, and importing it (with moss.llm, which it reaches) cost ~45 ms of
+    # CPU, a third of a plain `moss @NAME`'s (bench/m_startup.py)
     suites: dict[str, Any] = {}
     state: dict = {}
 
@@ -52,7 +54,8 @@ def functions(ctx):
 
     def suite(spec):
         path, origin = find_suite(str(spec))
-        from ..eval import exercises
+        from ..eval import exercises, suite as suite_mod
+        from ..eval.attempt import kind_of
 
         # a folder of exercises (the layout public polyglot benchmarks use), else moss's TOML suite
         s = exercises.load_exercises(path) if path.is_dir() and not (path / "suite.toml").exists() \
@@ -92,6 +95,8 @@ def functions(ctx):
                             f"for this run)", kind="denied")
         if not opts.get("out"):
             raise MossError("eval.start: opts.out (the results folder) is required", kind="usage")
+        from ..eval.session import EvalRun
+
         run = EvalRun(ctx, s, opts)
         state["run"] = run
         ctx.services["eval"] = run
@@ -118,12 +123,18 @@ def functions(ctx):
         return out
 
     def summary(rows):
+        from ..eval import results
+
         return results.summary(list(rows or []))
 
     def read(path):
+        from ..eval import results
+
         return results.read(Path(str(path)))
 
     def mcnemar(b, c):
+        from ..eval import results
+
         return results.mcnemar_exact(int(b), int(c))
 
     def cpus():
