@@ -547,3 +547,17 @@ def test_a_batch_on_ray_ends_as_it_does_locally_with_the_same_patches(project, k
     assert table.returncode == 0, table.stderr
     rows = [line.split("\t") for line in table.stdout.splitlines()]
     assert rows[0][-1] == "job" and {r[0]: r[-1] for r in rows[1:]} == jobs
+
+
+def test_only_plain_base_urls_travel_to_the_cluster():
+    """What a job's `env_vars` may carry from the driver (anyone reading the job list sees it):
+    a provider's `*_BASE_URL`, but not one with a password or a key in it, and nothing else."""
+    from moss.eval.ray_executor import travels
+
+    assert travels("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
+    assert travels("OPENAI_BASE_URL", "https://gateway.example/v1")
+    assert not travels("ANTHROPIC_BASE_URL", "https://me:s3cret-pass@gateway.example")
+    assert not travels("OPENAI_BASE_URL", f"https://gateway.example/v1?key={KEY}")
+    assert not travels("ANTHROPIC_API_KEY", KEY)
+    assert not travels("HOME", "/root")
+

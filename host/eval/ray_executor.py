@@ -65,6 +65,21 @@ MAX_INLINE = 32 * 1024  # bytes of spec in the entrypoint (one argument of `sh -
 _TRAVELS = re.compile(r"^[A-Z][A-Z0-9_]*_BASE_URL$")  # not secret: where a provider is
 
 
+def travels(name: str, value: str) -> bool:
+    """Whether the driver's variable `name` may go in a job's `env_vars`, which anyone who can
+    read the cluster's job list sees: only `*_BASE_URL` (where a provider is), and only when
+    its value holds nothing secret-looking and no `user:password@` part."""
+    if not _TRAVELS.match(name) or redact.text(value) != value:
+        return False
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return parts.username is None and parts.password is None
+
+
 def _zip(entries: list[tuple[str, bytes, int]]) -> tuple[str, bytes]:
     """A deterministic zip of (name, data, mode) entries, named by its content's hash."""
     h = hashlib.sha1()
@@ -290,7 +305,7 @@ class RayAttempts(AttemptExecutor):
             mods.append(f"gcs://{name}")
             text = "@" + name
         entry = f"{PYTHON} -m moss.eval.remote {shlex.quote(text)}"
-        env = {k: v for k, v in self.env.items() if _TRAVELS.match(k) and redact.text(v) == v}
+        env = {k: v for k, v in self.env.items() if travels(k, v)}
         env["PYTHONUNBUFFERED"] = "1"
         return entry, {"py_modules": mods, "env_vars": env}
 
