@@ -71,24 +71,13 @@ def read_from(root: Path, sid: str, offset: int = 0, path: Path | None = None) -
     `path`: the inbox's path when the caller has it (inbox_path(root, sid))."""
     path = path or inbox_path(root, sid)
     try:
-        with storage.open_read(path) as f:
-            f.seek(offset)
-            data = f.read(MAX_READ)
+        records, end = storage.read_records(path, offset, MAX_READ)
     except FileNotFoundError:
         return [], offset
     except UnsafePath as e:  # a planted link or fifo: never read (posting to it fails too)
         storage.skipped(path, e)
         return [], offset
-    end = data.rfind(b"\n") + 1
-    out = []
-    for line in data[:end].splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and rec.get("type") in ("user", "control"):
-            out.append(rec)
-    return out, offset + end
+    return [r for r in records if r.get("type") in ("user", "control")], end
 
 
 def mark_running(root: Path, sid: str, task: str = "") -> None:

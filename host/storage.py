@@ -243,6 +243,30 @@ def read_lines(path: Path, what: str = "log") -> list[dict]:
     return records
 
 
+def objects(data: bytes | str) -> list[dict]:
+    """The JSON objects among the lines of `data`; any other line (torn, stray, not an object) is skipped."""
+    out = []
+    for line in data.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def read_records(path: Path | str, offset: int, limit: int) -> tuple[list[dict], int]:
+    """The whole JSONL records appended to `path` since byte `offset` (at most `limit` bytes
+    read), and the offset after them: a torn last line (a writer mid-append) waits for the next
+    read. Read without following a link (FileNotFoundError, UnsafePath to the caller)."""
+    with open_read(path) as f:
+        f.seek(offset)
+        data = f.read(limit)
+    end = data.rfind(b"\n") + 1
+    return objects(data[:end]), offset + end
+
+
 def scalars(document: dict) -> dict:
     """The top-level fields of a document that are plain values (what a listing can show
     without knowing what the document is)."""

@@ -13,7 +13,6 @@ attempt's log name are checked before they become a path.
 
 from __future__ import annotations
 
-import json
 import re
 import stat
 from pathlib import Path
@@ -133,15 +132,7 @@ def log_records(root: Path, run: str, name: str, batch: bool = False) -> list[di
         path = batch_dir(root) / (check_name(run, "batch") + ".logs") / (check_name(name, "task") + ".jsonl")
     else:
         path = eval_dir(root) / check_name(run, "eval run") / "logs" / (check_name(name, "attempt") + ".jsonl")
-    out = []
-    for line in storage.read_text(path, 64 << 20).splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+    return storage.objects(storage.read_text(path, 64 << 20))
 
 
 # ---- batches (`moss batch`) ---------------------------------------------------------------------

@@ -62,23 +62,9 @@ def read_log(root: Path, sid: str, offset: int, limit: int = MAX_LOG_READ) -> tu
     """Whole records of session `sid`'s log from byte `offset`, and the offset after them (a
     torn last line waits for the next read; a line that is not a JSON object is skipped)."""
     try:
-        with storage.open_read(log_path(root, storage.check_id(sid))) as f:
-            f.seek(offset)
-            data = f.read(limit)
-    except FileNotFoundError:
+        return storage.read_records(log_path(root, storage.check_id(sid)), offset, limit)
+    except (FileNotFoundError, storage.UnsafePath):
         return [], offset
-    except storage.UnsafePath:
-        return [], offset
-    end = data.rfind(b"\n") + 1
-    out = []
-    for line in data[:end].splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out, offset + end
 
 
 def _num(v) -> float:
