@@ -640,7 +640,7 @@ def mcp_serve(http_port, project):
 @click.option("--no-open", is_flag=True, help="Print the URL only; do not open a browser.")
 def ui_cmd(port, bind_host, no_open):
     """The board in a browser: sessions (live text, messages, stop), runs and the Wild Loop
-    (metrics, alerts), evaluations. Prints its URL, with the token every request needs.
+    (metrics, alerts), evaluations and batches. Prints its URL, with the token every request needs.
 
     \b
     Serves the project here on 127.0.0.1 only; a browser is opened when one is available
