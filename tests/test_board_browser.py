@@ -60,9 +60,17 @@ def shot(driver, name: str) -> Path:
 
 
 def wait(driver, cond, timeout=40, what="the page"):
+    """`cond(driver)` once it is true; after `timeout` s a failure naming `what` with the text the
+    page shows then (and its screenshot among the artifacts), so a failure says what was there."""
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: cond(d), message=f"waiting for {what}")
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: cond(d))
+    except TimeoutException:
+        shown = text_of(driver, "body")[-1500:]
+        where = shot(driver, "timeout")
+        raise AssertionError(f"waiting for {what}: {driver.current_url} shows {shown!r} ({where})") from None
 
 
 def text_of(driver, css: str) -> str:
@@ -398,6 +406,9 @@ def test_the_child_tree_nests_and_each_child_opens_its_page(project, browser):
             {"event": "response", "ts": time.time(), "text": f"the reply of {sid}"}) + "\n")
     with board(project) as (url, port, token):
         browser.get(url.replace("/?", "/sessions/p7?"))
+        # the tree is drawn by the server; waited for all the same, so that a page that came
+        # back without it fails naming what it showed instead
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "ul.tree > li"), what="the child tree")
         top = browser.find_elements(By.CSS_SELECTOR, "ul.tree > li")
         assert [li.get_attribute("data-id") for li in top] == ["p7-1", "p7-2"]
         inner = top[0].find_elements(By.CSS_SELECTOR, "ul > li")
