@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import forkserver
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -120,24 +121,29 @@ class Project:
         if manifest.needed:
             trust.grant(self.root, self.env, manifest)
 
-    def moss(self, *args, input: str | None = None, timeout: float = 60, env: dict | None = None, cwd=None):
+    def moss(self, *args, input: str | None = None, timeout: float = 60, env: dict | None = None, cwd=None,
+             fresh: bool = False):
+        """`python -m moss ARGS` in the project, run to its end. Forked from a zygote that has
+        moss and the LLM SDKs imported already (tests/forkserver.py); `fresh=True` starts a new
+        interpreter instead, for a test about what the process itself imports or does at start."""
         e = dict(self.env)
         e.update(env or {})
         if self.trusted:
             self.trust()
         elif input is None:
             input = ""  # as in CI: never a trust question on the terminal running the tests
-        return subprocess.run(
-            [sys.executable, "-m", "moss", *args],
+        return forkserver.run(
+            [sys.executable, "-m", "moss", *args], fresh=fresh,
             cwd=cwd or self.root, env=e, input=input, capture_output=True, text=True, timeout=timeout,
         )
 
-    def popen(self, *args, env: dict | None = None, **kw):
+    def popen(self, *args, env: dict | None = None, fresh: bool = False, **kw):
+        """`python -m moss ARGS` in the project, started (as `moss` above) and left running."""
         e = dict(self.env)
         e.update(env or {})
         if self.trusted:
             self.trust()
-        return subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=self.root, env=e,
+        return forkserver.popen([sys.executable, "-m", "moss", *args], fresh=fresh, cwd=self.root, env=e,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 

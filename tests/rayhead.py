@@ -180,7 +180,7 @@ class RayHead:
             self.stop()
             raise RuntimeError(f"the Ray dashboard did not answer within {timeout} s:\n{self.start_log()[-3000:]}")
         self.started_in = time.monotonic() - t0
-        end = time.monotonic() + 15  # remember the core processes before anyone can lose them
+        end = time.monotonic() + 60  # remember the core processes before anyone can lose them (a loaded machine is slow)
         while time.monotonic() < end and not (self.pids("raylet") and self.pids("gcs_server")):
             time.sleep(0.2)
         return self

@@ -15,6 +15,7 @@ import sys
 import time
 
 import pytest
+import forkserver
 
 
 def clean_error(r, code: int = 2) -> str:
@@ -336,7 +337,7 @@ def _run_with_tty_stdout(project, api, *args):
 
     master, slave = pty.openpty()
     env = dict(project.env, **api.env())
-    proc = subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=env,
+    proc = forkserver.popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=env,
                             stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE)
     os.close(slave)
     chunks = []

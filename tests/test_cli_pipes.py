@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 import pytest
+import forkserver
 
 PAGE = 4096
 EXIT_PIPE = 141
@@ -30,7 +31,7 @@ def head_1(project, *args, env: dict | None = None) -> tuple[str, str, int]:
         project.trust()
     e = dict(project.env)
     e.update(env or {})
-    p = subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=e, stdin=subprocess.DEVNULL,
+    p = forkserver.popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=e, stdin=subprocess.DEVNULL,
                          stdout=w, stderr=subprocess.PIPE, text=True)
     os.close(w)
     line = b""

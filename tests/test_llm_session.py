@@ -6,6 +6,7 @@ import json
 
 from agentmodel import Model
 from fakeapi import error
+import forkserver
 
 
 TASK = "How many variants does Provider have?"
@@ -88,7 +89,7 @@ def test_streams_to_stderr_when_it_is_a_terminal(crate, api):
     api.push("Reading the enum definition now. $(answer thirteen)")
     master, slave = pty.openpty()
     env = {**crate.env, **api.env()}
-    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", "-n", TASK],
+    p = forkserver.popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", "-n", TASK],
                          cwd=crate.root, env=env, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     out, _ = p.communicate(timeout=60)

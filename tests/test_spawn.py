@@ -21,6 +21,7 @@ import time
 import pytest
 
 from fakeapi import last_user_text, role_of, slow, state_of
+import forkserver
 
 FUNCS = 8
 ARGS = ("--provider", "anthropic", "--model", "claude-test")
@@ -420,7 +421,7 @@ def test_a_terminal_shows_a_live_panel_of_the_running_agents(project, api):
     project.script("fan", FAN % 2)
     api.push(*[editor(delay=1.0)] * 12)
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "moss", "@fan", "--trust", *ARGS], cwd=project.root,
+    p = forkserver.popen([sys.executable, "-m", "moss", "@fan", "--trust", *ARGS], cwd=project.root,
                          env={**project.env, **api.env(), "TERM": "xterm"}, stdout=subprocess.PIPE,
                          stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)

@@ -19,6 +19,7 @@ import sys
 import threading
 
 from fakeapi import slow
+import forkserver
 
 SPINNER = set("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")  # rich's "dots"
 
@@ -31,7 +32,7 @@ def run_on_pty(project, api, *args, env=None, timeout=60):
     e.update(TERM="xterm-256color", COLUMNS="120", LINES="40", **api.env())
     e.update(env or {})
     project.trust()
-    proc = subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=e,
+    proc = forkserver.popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=e,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
     chunks: list[bytes] = []

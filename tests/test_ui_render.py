@@ -4,6 +4,7 @@ elsewhere, and the way back into an interrupted session."""
 from __future__ import annotations
 
 import json
+import forkserver
 
 
 def test_verbose_with_stderr_piped_shows_each_reply_once(project):
@@ -70,7 +71,7 @@ def run_on_terminal(project, api, *args, env=None, columns=60):
     e.update(TERM="xterm-256color", COLUMNS=str(columns), LINES="40", **api.env())
     e.update(env or {})
     project.trust()
-    proc = subprocess.Popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=e,
+    proc = forkserver.popen([sys.executable, "-m", "moss", *args], cwd=project.root, env=e,
                             stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
     os.close(slave)
     chunks: list[bytes] = []
@@ -131,13 +132,12 @@ def test_a_terminal_gets_markdown_wrapped_inside_the_gutter(project, api):
 def test_a_pipe_and_no_color_get_the_text_as_written(project, api):
     """Piped, the answer on stdout is byte for byte what the model wrote; with NO_COLOR a
     terminal shows it plain too (no escape sequence, the `**` as typed)."""
-    import subprocess
     import sys
 
     from fakeapi import slow
 
     api.push(slow(REPLY, delay=0.1))
-    r = subprocess.run([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "how many?"],
+    r = forkserver.run([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "how many?"],
                        cwd=project.root, env={**project.env, **api.env()}, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stderr
