@@ -491,23 +491,35 @@ def test_max_turns_limits_iterations(lab, api):
     assert len(model.calls) == 2
 
 
+def logged(project, event: str) -> list[dict]:
+    """The records of `event` in the project's session logs so far (whole lines only: moss may
+    be writing the next one)."""
+    d = project.root / ".moss" / "agent" / "logs"
+    recs = [json.loads(ln) for f in sorted(d.glob("*.jsonl")) for ln in f.read_text().split("\n")[:-1]
+            if ln.strip()] if d.is_dir() else []
+    return [r for r in recs if r.get("event") == event]
+
+
 def start_waiting_loop(lab, api):
-    """A Wild Loop whose one run sleeps: returns the moss process once it waits for that run."""
+    """A Wild Loop whose one run sleeps: returns the moss process once it waits for that run
+    (its session log says `wild_waiting`, written as the loop starts waiting for the run's next
+    event, while the run is still going)."""
     model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 30})])
     api.push(*([model] * 5))
     p = lab.popen("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full", "tune lr",
                   env=api.env())
     deadline = time.monotonic() + 20
-    recs = []
-    while time.monotonic() < deadline:
-        recs = runs_on_disk(lab)
-        if recs and recs[0]["status"] == "running":
+    waiting: list[dict] = []
+    while time.monotonic() < deadline and p.poll() is None:
+        waiting = logged(lab, "wild_waiting")
+        if waiting:
             break
         time.sleep(0.05)
-    if not (recs and recs[0]["status"] == "running"):
+    recs = runs_on_disk(lab)
+    if not (waiting and recs and recs[0]["status"] == "running"):
         p.kill()
-        raise AssertionError(p.stderr.read() if p.poll() is not None else recs)
-    time.sleep(0.5)  # moss is now waiting for the run's next event
+        raise AssertionError(p.stderr.read() if p.poll() is not None else (waiting, recs))
+    assert waiting[0]["going"] == 1 and waiting[0]["sweep"] == "lr sweep"
     return p
 
 
