@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 from agentmodel import H
 from fakeapi import FakeAPI, held, last_user_text, state_of
 
@@ -105,7 +104,6 @@ def model(replies_by_state):
     return reply
 
 
-@pytest.mark.slow
 def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, api):
     gate = held("$(view .)")
     api.push(gate)
@@ -131,7 +129,6 @@ def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, 
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
-@pytest.mark.slow
 def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resumes(project, api):
     """Nobody at a terminal to say "go on": pause ends the session `paused`, exit 3, not a
     success, with a checkpoint that --resume continues."""
@@ -150,7 +147,6 @@ def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resume
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
-@pytest.mark.slow
 def test_a_related_message_joins_the_next_request(project, api):
     gate = held("$(view .)")
     api.push(*[model({"inbox": "RELATED", "turns": [lambda b: gate, lambda b: "$(answer ok)"]})] * 4)
@@ -163,7 +159,6 @@ def test_a_related_message_joins_the_next_request(project, api):
     assert received and received[0]["class"] == "related"
 
 
-@pytest.mark.slow
 def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_next(project, api):
     """v2's explorer starts from what the evaluator saw (a shared, cached prefix); a task the
     user added to meanwhile must not be hidden behind that reused prefix."""
@@ -190,7 +185,6 @@ def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_ne
     assert f"**{H['user_adds']}:** the build script is make.sh" in last_user_text(explorer2)
 
 
-@pytest.mark.slow
 def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(project, api):
     gate = held("$(view .)")
     api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [lambda b: gate,
