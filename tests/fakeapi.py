@@ -13,6 +13,20 @@ dict: {"text", "status", "headers", "message", "delay", "chunk_delay", "cut_afte
 "stop_reason"}; build them with error(), slow() and cut(). No reply left => 500
 "fakeapi: script exhausted".
 
+A reply can also be held back until the test says so, to talk to a client while its model
+"thinks" without guessing how long that takes:
+
+    gate = held("$(view .)")
+    api.push(gate)               # or a callable reply that returns gate
+    gate.wait_reached()          # a request is being held: the client waits for its answer
+    ...                          # act, and see the client's reaction while nothing was answered
+    assert gate.held             # still nothing sent
+    gate.release()               # now the reply goes out
+
+Every request that takes the same Hold waits for the one release(). So that nothing hangs
+forever, a held reply goes out anyway after its `timeout` (gate.timed_out then says so), and
+when the server stops.
+
 The X-Moss-Label header moss sends with a machine's request ("ROLE/STATE", e.g.
 "explorer/evaluator") is readable as body["_moss_label"] (see label_of), so a scripted model
 can tell states and roles apart without reading prompts that users are invited to edit.
@@ -80,6 +94,48 @@ def cut(text: str, after: int = 2) -> dict:
     return {"text": text, "cut_after": after}
 
 
+class Hold:
+    """A reply the server holds back until `release()` (see the module docstring)."""
+
+    def __init__(self, reply: Any, timeout: float = 60.0):
+        self.reply = reply  # a string, a reply dict or a callable(request_body), as for push()
+        self.timeout = timeout
+        self.timed_out = False  # the safety timeout sent the reply, not the test
+        self._released = threading.Event()
+        self._reached = threading.Event()
+        self._lock = threading.Lock()
+        self._waiting = 0
+
+    def release(self) -> None:
+        self._released.set()
+
+    @property
+    def held(self) -> bool:
+        """A request reached this reply and nothing has been sent for it yet."""
+        with self._lock:
+            return self._waiting > 0
+
+    def wait_reached(self, timeout: float = 20.0) -> bool:
+        """Until a request is held here (True), or `timeout` seconds passed (False)."""
+        return self._reached.wait(timeout)
+
+    def _hold(self) -> None:
+        with self._lock:
+            self._waiting += 1
+        self._reached.set()
+        try:
+            if not self._released.wait(self.timeout):
+                self.timed_out = True
+        finally:
+            with self._lock:
+                self._waiting -= 1
+
+
+def held(reply: Any, timeout: float = 60.0) -> Hold:
+    """`reply`, held back until the test calls .release() on what this returns."""
+    return Hold(reply, timeout)
+
+
 def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 1
 
@@ -112,6 +168,7 @@ class FakeAPI:
         self.deltas = 0  # text deltas streamed so far
         self._lock = threading.Lock()
         self._seen_prefixes: set[str] = set()
+        self._holds: list[Hold] = []  # released when the server stops
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer((host, port), _Handler)
         self._server.daemon_threads = True
@@ -135,6 +192,10 @@ class FakeAPI:
 
     def stop(self) -> None:
         self._stopping.set()
+        with self._lock:
+            holds = list(self._holds)
+        for h in holds:
+            h.release()
         self._server.shutdown()
         self._server.server_close()
 
@@ -179,10 +240,21 @@ class FakeAPI:
             self.served += 1
         if callable(reply):
             reply = reply(body)
+        hold = None
+        if isinstance(reply, Hold):
+            hold, reply = reply, reply.reply
+            with self._lock:
+                self._holds.append(hold)
+            if self._stopping.is_set():
+                hold.release()
+            if callable(reply):
+                reply = reply(body)
         if isinstance(reply, str):
             reply = {"text": reply}
         if callable(reply.get("text")):
             reply = {**reply, "text": reply["text"](body)}
+        if hold is not None:
+            reply = {**reply, "hold": hold}
         return reply
 
     def cache_usage(self, body: dict) -> tuple[int, int, int]:
@@ -374,6 +446,8 @@ class _Handler(BaseHTTPRequestHandler):
                         fake.rejected.append(why)
                     return self._error(400, why, flavour)
         reply = fake.next_reply(body)
+        if reply.get("hold") is not None:
+            reply["hold"]._hold()
         fake.sleep(reply.get("delay", 0))
         if reply.get("status", 200) >= 400:
             return self._error(reply["status"], reply.get("message", "error"), flavour, reply.get("headers"))

@@ -1,8 +1,10 @@
 """Talking to a running agent: moss say, a line typed on its terminal, stream-json on stdin.
 
-Each test runs a real `moss @agent` against the fake API server with a slow reply, speaks to
-it while it waits, and checks what a user would see: the acknowledgement, the session's end,
-and what the model's next request contains."""
+Each test runs a real `moss @agent` against the fake API server, whose reply to the turn we
+talk over is held back (fakeapi.held) until the test releases it: the test speaks to moss while
+it waits for that reply, and checks what a user would see: the acknowledgement, the session's
+end, and what the model's next request contains. Nothing is timed: "while the model was still
+answering" is true because the reply had not been sent yet."""
 
 from __future__ import annotations
 
@@ -14,11 +16,10 @@ import subprocess
 import sys
 import time
 
-import pytest
 from agentmodel import H
-from fakeapi import FakeAPI, last_user_text, slow, state_of
+from fakeapi import FakeAPI, held, last_user_text, state_of
 
-SLOW = 6  # seconds the model takes on the turn we talk over
+SOON = 20  # the most seconds a test waits to see moss do something (a limit, never a pause)
 
 
 def start(project, api, *args, **kw):
@@ -47,38 +48,46 @@ def wait_for_running(project, timeout=20):
     raise AssertionError("the session never started running")
 
 
-def wait_for_the_model(api, timeout=20):
-    """Until the session's first model call reached the (slow) fake API: the user now talks
-    over a model that is thinking."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not api.requests:
-        time.sleep(0.05)
-    assert api.requests, "the session never called the model"
+def wait_for_the_model(gate):
+    """Until the session's model call reached the fake API and is held there: the user now
+    talks over a model that is thinking."""
+    assert gate.wait_reached(SOON), "the session never called the model"
 
 
 def events_of(stdout: str) -> list[dict]:
     return [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
 
 
-def say_while_it_waits(project, api, message, timeout=40):
-    """Start a session, tell it `message` with `moss say` while its model answers; (process, stdout, stderr)."""
+def say_while_it_waits(project, api, gate, message, until=None, timeout=40):
+    """Start a session, tell it `message` with `moss say` while its model's reply (`gate`) is
+    held; with `until`, release the reply once moss printed that stream-json event. (process,
+    stdout, stderr)"""
     p = start(project, api)
     wait_for_running(project)
-    wait_for_the_model(api)
+    wait_for_the_model(gate)
     said = project.moss("say", message)
     assert said.returncode == 0, said.stderr
+    seen = ""
+    if until is not None:
+        seen = read_until(p.stdout, '{"type": "%s"' % until, SOON)
+        assert '{"type": "%s"' % until in seen, seen
+        assert gate.held, "the model answered before moss took the message in"
+        gate.release()
     out, err = p.communicate(timeout=timeout)
-    return p, out, err
+    return p, seen + out, err
 
 
 def read_until(stream, text, limit):
-    """What `stream` (a pipe) printed until `text` appeared or `limit` seconds passed."""
-    seen, deadline = "", time.monotonic() + limit
-    while time.monotonic() < deadline and text not in seen:
+    """What `stream` (a pipe) printed until `text` appeared, it closed, or `limit` seconds passed."""
+    seen, deadline = b"", time.monotonic() + limit
+    while time.monotonic() < deadline and text.encode() not in seen:
         ready, _, _ = select.select([stream], [], [], 0.2)
         if ready:
-            seen += os.read(stream.fileno(), 4096).decode("utf-8", "replace")
-    return seen
+            chunk = os.read(stream.fileno(), 4096)
+            if not chunk:
+                break
+            seen += chunk
+    return seen.decode("utf-8", "replace")
 
 
 def model(replies_by_state):
@@ -95,17 +104,16 @@ def model(replies_by_state):
     return reply
 
 
-@pytest.mark.slow
 def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, api):
-    api.push(slow("$(view .)", SLOW))
+    gate = held("$(view .)")
+    api.push(gate)
     p = start(project, api)
     sid = wait_for_running(project)
-    wait_for_the_model(api)
-    t0 = time.monotonic()
+    wait_for_the_model(gate)
     said = project.moss("say", "stop")
     assert said.returncode == 0 and sid in said.stderr
     out, err = p.communicate(timeout=30)
-    assert time.monotonic() - t0 < SLOW - 2  # the in-flight call was not waited for
+    assert gate.held  # the session ended while the model's reply was still held: not waited for
     assert p.returncode == 3, err  # stopped: needs the user, resumable
     ev = events_of(out)
     kinds = [e["type"] for e in ev]
@@ -121,12 +129,12 @@ def test_moss_say_stop_ends_the_running_session_at_once_and_it_resumes(project, 
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
-@pytest.mark.slow
 def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resumes(project, api):
     """Nobody at a terminal to say "go on": pause ends the session `paused`, exit 3, not a
     success, with a checkpoint that --resume continues."""
-    api.push(slow("$(view .)", SLOW))
-    p, out, err = say_while_it_waits(project, api, "pause")
+    gate = held("$(view .)")
+    api.push(gate)
+    p, out, err = say_while_it_waits(project, api, gate, "pause")
     assert p.returncode == 3, err
     result = events_of(out)[-1]
     assert result["reason"] == "paused" and result["success"] is False
@@ -139,12 +147,10 @@ def test_moss_say_pause_without_a_terminal_ends_the_session_paused_and_it_resume
     assert r.returncode == 0 and r.stdout.strip() == "built with cargo", r.stderr
 
 
-@pytest.mark.slow
 def test_a_related_message_joins_the_next_request(project, api):
-    api.push(*[model({"inbox": "RELATED", "turns": [
-        lambda b: slow("$(view .)", SLOW),
-        lambda b: "$(answer ok)"]})] * 4)
-    p, out, err = say_while_it_waits(project, api, "the build script is make.sh")
+    gate = held("$(view .)")
+    api.push(*[model({"inbox": "RELATED", "turns": [lambda b: gate, lambda b: "$(answer ok)"]})] * 4)
+    p, out, err = say_while_it_waits(project, api, gate, "the build script is make.sh", until="input_received")
     assert p.returncode == 0, err
     agent_turns = [r.body for r in api.requests if state_of(r.body) == "agent"]
     assert "make.sh" not in last_user_text(agent_turns[0])
@@ -153,22 +159,24 @@ def test_a_related_message_joins_the_next_request(project, api):
     assert received and received[0]["class"] == "related"
 
 
-@pytest.mark.slow
 def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_next(project, api):
     """v2's explorer starts from what the evaluator saw (a shared, cached prefix); a task the
     user added to meanwhile must not be hidden behind that reused prefix."""
+    gate = held("Not yet.")
     api.push(*[model({"inbox": "RELATED",
                       "explorer": "$(view .)",
-                      "evaluator": lambda b: slow("Not yet.", SLOW) if "make.sh" not in last_user_text(b)
+                      "evaluator": lambda b: gate if "make.sh" not in last_user_text(b)
                       else "$(answer ok)"})] * 6)
     p = project.popen("@agent", "--provider", "anthropic", "--v2", "-n", "--output-format", "stream-json",
                       "how is this project built?", env=api.env())
     wait_for_running(project)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not any(state_of(r.body) == "evaluator" for r in api.requests):
-        time.sleep(0.05)
+    wait_for_the_model(gate)  # the evaluator is thinking
     said = project.moss("say", "the build script is make.sh")
     assert said.returncode == 0, said.stderr
+    seen = read_until(p.stdout, '{"type": "input_received"', SOON)
+    assert '{"type": "input_received"' in seen, seen  # taken in while the evaluator still thinks
+    assert gate.held
+    gate.release()
     out, err = p.communicate(timeout=40)
     assert p.returncode == 0, err
     states = [state_of(r.body) for r in api.requests if state_of(r.body) in ("explorer", "evaluator")]
@@ -177,12 +185,12 @@ def test_in_v2_a_message_said_while_the_evaluator_thinks_reaches_the_explorer_ne
     assert f"**{H['user_adds']}:** the build script is make.sh" in last_user_text(explorer2)
 
 
-@pytest.mark.slow
 def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(project, api):
-    api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [
-        lambda b: slow("$(view .)", SLOW),
-        lambda b: "$(answer ok)"]})] * 5)
-    p, out, err = say_while_it_waits(project, api, "by the way, what is the capital of France?")
+    gate = held("$(view .)")
+    api.push(*[model({"inbox": "UNRELATED", "aside": "Paris.", "turns": [lambda b: gate,
+                                                                        lambda b: "$(answer ok)"]})] * 5)
+    p, out, err = say_while_it_waits(project, api, gate, "by the way, what is the capital of France?",
+                                     until="aside")
     assert p.returncode == 0, err
     asides = [e for e in events_of(out) if e["type"] == "aside"]
     assert asides and asides[0]["answer"] == "Paris." and "capital of France" in asides[0]["question"]
@@ -192,17 +200,17 @@ def test_an_unrelated_question_is_answered_apart_and_stays_out_of_the_task(proje
 
 
 def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(project, api):
-    api.push(slow("$(view .)", SLOW), "$(answer ok)")
+    gate = held("$(view .)")
+    api.push(gate, "$(answer ok)")
     p, master = start_on_a_terminal(project, api, "-n")
     try:
         wait_for_running(project)
-        wait_for_the_model(api)
-        t0 = time.monotonic()
+        wait_for_the_model(gate)
         os.write(master, b"stop\n")
-        seen = read_until(p.stderr, "will stop after this step", SLOW - 1)
+        seen = read_until(p.stderr, "will stop after this step", SOON)
         # the receipt at once, then what it was read as
         assert "› got it: stop\n  ↳ will stop after this step" in seen, seen
-        assert time.monotonic() - t0 < SLOW - 1  # acknowledged while the model was still answering
+        assert gate.held  # acknowledged while the model was still answering
         p.wait(timeout=30)
         assert p.returncode == 3
     finally:
@@ -212,10 +220,11 @@ def test_a_line_typed_on_the_terminal_is_acknowledged_before_the_model_answers(p
 
 
 def test_stream_json_input_controls_a_session(project, api):
-    api.push(slow("$(view .)", SLOW))
+    gate = held("$(view .)")
+    api.push(gate)
     p = start(project, api, "--input-format", "stream-json", stdin=subprocess.PIPE)
     wait_for_running(project)
-    wait_for_the_model(api)
+    wait_for_the_model(gate)
     p.stdin.write(json.dumps({"type": "control", "action": "stop"}) + "\n")
     p.stdin.flush()
     out, err = p.communicate(timeout=30)
@@ -235,17 +244,19 @@ def test_pause_on_a_terminal_waits_for_go_on_and_carries_on(project, api):
 
     resumed = threading.Event()  # a request may reach the server late (the SDK loads in the
     # background): what it gets depends on whether the user already said "go on", not on order
-    api.push(*[lambda body: "$(answer built with make)" if resumed.is_set() else slow("$(view .)", SLOW)] * 4)
+    gate = held("$(view .)")  # what the model says before that: held back
+    api.push(*[lambda body: "$(answer built with make)" if resumed.is_set() else gate] * 4)
     p, master = start_on_a_terminal(project, api)
 
     try:
         wait_for_running(project)
-        wait_for_the_model(api)
+        wait_for_the_model(gate)
         os.write(master, b"pause\n")
-        assert "paused: type 'go on'" in read_until(p.stderr, "paused: type 'go on'", SLOW - 1)
-        time.sleep(0.5)
-        assert p.poll() is None  # it waits for the user, in the same process
+        assert "paused: type 'go on'" in read_until(p.stderr, "paused: type 'go on'", SOON)
+        assert p.poll() is None  # it waits for the user, in the same process (what it prints
+        # after "go on" below shows that: a session that ended paused could not carry on)
         resumed.set()
+        gate.release()
         os.write(master, b"go on\n")
         out, err = p.communicate(timeout=30)
         assert p.returncode == 0 and out.strip() == "built with make", err

@@ -3,7 +3,10 @@
 The real CLI and SDKs talk to the fake API server; a scripted model answers from the prompt
 it is shown (which stage, which alert, which run), like test_agent.py's Model. Fake
 "training" scripts written by each test print `step N loss X` lines and exit 0/1 depending
-on --lr; an lr >= 1 prints `loss nan` and then hangs until stopped.
+on --lr; an lr >= 1 prints `loss nan` and then hangs until stopped. With --after=FILE a run
+that trains starts its steps only once FILE exists (the scripted model writes ANSWERED when it
+answers an alert): what happens first is then decided by the test, not by how fast each
+process happens to start.
 """
 
 from __future__ import annotations
@@ -31,20 +34,26 @@ HAS_BWRAP = shutil.which("bwrap") is not None and bwrap_problem() is None
 needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap not installed")
 
 TRAIN = r'''
-import sys, time
+import os, sys, time
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
 lr = float(args.get("lr", "0.01"))
-print("args", sys.argv[1:], flush=True)
+sys.stdout.write(f"args {sys.argv[1:]}\n")  # one write: a reader never sees half of the line
+sys.stdout.flush()
 if lr >= 1:
     print("step 0 loss nan", flush=True)
     time.sleep(float(args.get("hold", "60")))
     sys.exit(2)
+deadline = time.time() + 30
+while "after" in args and not os.path.exists(args["after"]) and time.time() < deadline:
+    time.sleep(0.05)
 for step in range(3):
     time.sleep(float(args.get("sleep", "0.05")))
     print(f"step {step} loss {2.0 - step * lr * 10:.4f}", flush=True)
 open(f"out-{lr}.txt", "w").write("done\n")
 sys.exit(0 if lr <= 0.01 else 1)
 '''
+
+ANSWERED = "alert-answered"  # written by WildModel when it answers an alert (see --after)
 
 HEADING = re.compile(r"^## Wild Loop — ([A-Z ]+) \(iteration (\d+)\)(?:: (.*))?$", re.M)
 
@@ -82,6 +91,7 @@ class WildModel:
                 return "I need to see the training script first. $(view train.py) $(note lr is --lr)"
             return self.sweeps.pop(0) if self.sweeps else "<promise>COMPLETE</promise> nothing left to try"
         if stage == "RUNNING" and detail.startswith("alert"):
+            (self.project.root / ANSWERED).write_text("")
             alert_id = re.search(r"\*\*Alert\*\* `([0-9a-f]+)`", user).group(1)
             if self.choice is None:
                 self.choice = "continue"
@@ -352,7 +362,8 @@ def test_attached_runs_stop_when_moss_exits_detached_ones_are_adopted(lab):
 def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
     # the runs write files: access edit (bubblewrap, the project writable) where it works, else full
     access = "edit" if HAS_BWRAP else "full"
-    model = WildModel(lab, [sweep_tag({"lr": [0.001, 0.1, 1]})], explore_first=True)
+    # the runs that train wait until the NaN alert was answered: its prompt comes first
+    model = WildModel(lab, [sweep_tag({"lr": [0.001, 0.1, 1], "after": ANSWERED})], explore_first=True)
     r = wild(lab, api, "--output-format", "json", "find a learning rate that trains", model=model,
              full=access == "full")
     assert r.returncode == 0, r.stderr
@@ -491,23 +502,35 @@ def test_max_turns_limits_iterations(lab, api):
     assert len(model.calls) == 2
 
 
+def logged(project, event: str) -> list[dict]:
+    """The records of `event` in the project's session logs so far (whole lines only: moss may
+    be writing the next one)."""
+    d = project.root / ".moss" / "agent" / "logs"
+    recs = [json.loads(ln) for f in sorted(d.glob("*.jsonl")) for ln in f.read_text().split("\n")[:-1]
+            if ln.strip()] if d.is_dir() else []
+    return [r for r in recs if r.get("event") == event]
+
+
 def start_waiting_loop(lab, api):
-    """A Wild Loop whose one run sleeps: returns the moss process once it waits for that run."""
+    """A Wild Loop whose one run sleeps: returns the moss process once it waits for that run
+    (its session log says `wild_waiting`, written as the loop starts waiting for the run's next
+    event, while the run is still going)."""
     model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 30})])
     api.push(*([model] * 5))
     p = lab.popen("@agent", "--provider", "openai", "--machine", "wild", "-n", "--allow-full", "tune lr",
                   env=api.env())
     deadline = time.monotonic() + 20
-    recs = []
-    while time.monotonic() < deadline:
-        recs = runs_on_disk(lab)
-        if recs and recs[0]["status"] == "running":
+    waiting: list[dict] = []
+    while time.monotonic() < deadline and p.poll() is None:
+        waiting = logged(lab, "wild_waiting")
+        if waiting:
             break
         time.sleep(0.05)
-    if not (recs and recs[0]["status"] == "running"):
+    recs = runs_on_disk(lab)
+    if not (waiting and recs and recs[0]["status"] == "running"):
         p.kill()
-        raise AssertionError(p.stderr.read() if p.poll() is not None else recs)
-    time.sleep(0.5)  # moss is now waiting for the run's next event
+        raise AssertionError(p.stderr.read() if p.poll() is not None else (waiting, recs))
+    assert waiting[0]["going"] == 1 and waiting[0]["sweep"] == "lr sweep"
     return p
 
 

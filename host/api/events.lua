@@ -568,6 +568,12 @@
 ---@field runs table[]
 ---@field turn integer
 
+--- the Wild Loop waits for the next event of its runs, `going` of them not ended (once a turn)
+---@class moss.log.wild_waiting
+---@field turn integer
+---@field sweep string
+---@field going integer
+
 --- the model promised a stage was done
 ---@class moss.log.wild_promise
 ---@field promise string

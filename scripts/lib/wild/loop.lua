@@ -228,6 +228,7 @@ end
 function M.running_context(S, state)
   local W = M.init(S)
   if not W.sweep then return M.present(S, W, { kind = "explore" }) end
+  local waiting = false -- logged once a turn: the loop now waits for its runs
   while true do
     if M.expired() then return M.present(S, W, { kind = "time_up" }) end
     local view = M.observe(S)
@@ -244,6 +245,12 @@ function M.running_context(S, state)
     end
     local left = M.remaining()
     local step = math.min(30, judge.tick(S, W, view, function(msg) note(W, msg) end) or 30)
+    if not waiting then
+      waiting = true
+      local going = 0
+      for _, r in ipairs(view.runs) do if not M.TERMINAL[r.status] then going = going + 1 end end
+      log(S, "wild_waiting", { turn = S.turn, sweep = W.sweep.name, going = going })
+    end
     moss.runs.wait(left and math.max(1, math.min(left, step)) or step)
   end
 end
