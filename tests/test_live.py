@@ -18,6 +18,7 @@ import time
 
 from agentmodel import H
 from fakeapi import FakeAPI, held, last_user_text, state_of
+import forkserver
 
 SOON = 20  # the most seconds a test waits to see moss do something (a limit, never a pause)
 
@@ -30,7 +31,7 @@ def start(project, api, *args, **kw):
 def start_on_a_terminal(project, api, *args):
     """A session whose stdin is a real pty (stdout and stderr piped): (process, the pty's master fd)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", *args,
+    p = forkserver.popen([sys.executable, "-m", "moss", "@agent", "--provider", "anthropic", "--v1", *args,
                           "how is this project built?"], cwd=project.root, env={**project.env, **api.env()},
                          stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     os.close(slave)
