@@ -492,3 +492,23 @@ def test_a_long_replys_live_file_keeps_its_last_words(project):
     assert data["cut"] == data["chars"] - live.MAX_CHARS
     reply.end()
     assert live.read(project.root, "long01") is None
+
+
+def test_a_projects_python_files_never_run_in_what_the_board_starts(project, tmp_path, monkeypatch):
+    """The board lists sessions by running the agent script's `sessions` entry as a new moss
+    process in the project. A cloned project with its own json.py, click.py, anthropic.py and
+    rich.py at the top: that process imports moss's own modules, never those (each would leave
+    a marker file), and the list comes back."""
+    import asyncio
+
+    from moss.board import sessions
+    from test_eval import plant_modules
+
+    marker = tmp_path / "pwned"
+    plant_modules(project.root, marker)
+    saved_session(project, text="plain")
+    for k in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(k, project.env[k])
+    rows = asyncio.run(sessions.list_rows(project.root))
+    assert [r["id"] for r in rows] == [SID]
+    assert not marker.exists()

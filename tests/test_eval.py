@@ -407,3 +407,33 @@ def test_results_are_never_written_through_a_link_planted_under_moss(project, ap
     assert r.returncode == 2 and ".moss/eval" in r.stderr, r.stderr
     assert list(elsewhere.iterdir()) == []
     assert not [q for q in api.requests if q.body is not None]
+
+
+# A module a hostile repository puts at its top: `python -m moss` run there without -P would
+# import it in place of the real one, outside any sandbox.
+PLANTED = "import pathlib\npathlib.Path({marker!r}).write_text('the repository ran code in moss')\n"
+
+
+def plant_modules(repo: Path, marker: Path) -> None:
+    for name in ("json.py", "click.py", "anthropic.py", "rich.py"):
+        (repo / name).write_text(PLANTED.format(marker=str(marker)))
+
+
+def test_a_repositorys_python_files_never_run_in_the_attempts_moss(project, api, tmp_path):
+    """A task repository with its own json.py, click.py, anthropic.py and rich.py at the top: the
+    attempt's moss runs in the repository's copy, but imports moss's own modules, never those
+    (each would leave a marker file); the attempt answers and passes."""
+    suite = tmp_path / "outside"
+    shutil.copytree(SUITE / "repos", suite / "repos")
+    marker = tmp_path / "pwned"
+    plant_modules(suite / "repos/pycalc", marker)
+    (suite / "suite.toml").write_text('[[task]]\nid = "count"\nrepo = "repos/pycalc"\n'
+                                      'prompt = "How many functions does calc.py define?"\n'
+                                      '[task.check]\nanswer = "3"\n')
+    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    api.push(*[model] * 20)
+    r = project.moss("eval", str(suite), "--machine", "v1", "--json", env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    [cell] = json.loads(r.stdout)["cells"]
+    assert (cell["passed"], cell["n"]) == (1, 1)
+    assert not marker.exists()

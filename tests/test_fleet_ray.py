@@ -191,7 +191,7 @@ def test_a_job_can_take_its_key_from_the_nodes_credentials_file(project, head):
         assert {rq.headers.get("authorization") for rq in api.requests} == {f"Bearer {FILE_KEY}"}
     [job] = jobs_of(head, run_id(out))
     assert FILE_KEY not in json.dumps(jobs_of(head)) and FILE_KEY not in job_logs(head, job["submission_id"])
-    assert job["entrypoint"].startswith("python3 -m moss.eval.remote @_ray_pkg_") and len(job["entrypoint"]) < 200
+    assert job["entrypoint"].startswith("python3 -P -m moss.eval.remote @_ray_pkg_") and len(job["entrypoint"]) < 200
 
 
 def task_of(body) -> str:

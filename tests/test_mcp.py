@@ -630,3 +630,31 @@ def test_moss_is_a_client_of_its_own_http_server(crate, api):
         assert r.stdout.split("\n")[:2] == ["http", "enum Provider"]
     finally:
         server.close()
+
+
+def test_a_projects_python_files_never_run_in_the_sessions_the_server_starts(crate, api, tmp_path):
+    """The project (a cloned repository) has its own json.py, click.py, anthropic.py and rich.py
+    at the top. `moss mcp serve` (started as the `moss` command starts, without the working
+    directory on sys.path) runs each tool's session as a new moss process in the project, and
+    that process imports moss's own modules, never those: the agent answers, the sessions are
+    listed, and no planted file ever ran (each would leave a marker)."""
+    from test_eval import plant_modules
+
+    marker = tmp_path / "pwned"
+    plant_modules(crate.root, marker)
+    crate.trust()
+    api.push(*([Model("provider")] * 10))
+    params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "moss", "mcp", "serve"],
+                                   env=server_env(crate, api), cwd=str(crate.root))
+
+    async def main():
+        errlog = open(crate.root.parent / "server-stderr.log", "a")
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            result = await client.call_tool("run_agent", {"task": "How many variants does Provider have?",
+                                                          "machine": "v2"})
+            assert not result.is_error, text(result)
+            listed = (await client.call_tool("list_sessions", {})).structured_content["sessions"]
+            assert [s["reason"] for s in listed] == ["answered"]
+
+    anyio.run(main)
+    assert not marker.exists()

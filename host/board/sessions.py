@@ -17,13 +17,13 @@ import asyncio
 import json
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from .. import inbox, live, storage
 from ..api.session import log_path
 from ..errors import MossError
+from ..tools import procs
 from .html import Html, esc, join, render, tag
 
 MAX_LOG_READ = 4 << 20     # bytes of a log read per step of a stream
@@ -37,7 +37,7 @@ async def moss_json(root: Path, argv: list[str], what: str, kind: str) -> tuple[
     stdout line as a JSON object, and all its lines. No object: MossError(`kind`) naming `what`,
     with the end of its stderr."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "moss", *argv, cwd=root,
+        *procs.moss_command(*argv), cwd=root,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = await proc.communicate()
     lines = out.decode("utf-8", "replace").strip().splitlines()

@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -158,8 +157,7 @@ class LocalAttempts(AttemptExecutor):
         row["check"] = att.check(task, copy, result.get("answer"), self.setup)
 
     def _agent(self, spec: att.Spec, control: att.Control, copy: Path, row: dict) -> dict | None:
-        argv = [sys.executable, "-m", "moss", "@agent", "--output-format", "stream-json", "-n", "--trust",
-                *spec.args]
+        argv = procs.moss_command("@agent", "--output-format", "stream-json", "-n", "--trust", *spec.args)
         if spec.max_cost is not None:
             argv += ["--max-cost", f"{spec.max_cost:.6f}"]
         if spec.max_tokens is not None:

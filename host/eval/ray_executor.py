@@ -1,7 +1,7 @@
 """``moss eval --executor ray``: each attempt one Ray job, through the cluster's Jobs REST API.
 
 The driver never imports Ray (host/tools/ray_jobs.py speaks HTTP). Per attempt it submits
-``python3 -m moss.eval.remote SPEC`` (host/eval/remote.py) with these content-hashed packages as
+``python3 -P -m moss.eval.remote SPEC`` (host/eval/remote.py) with these content-hashed packages as
 the job's ``py_modules``, each uploaded once (GET, then PUT only when the cluster lacks it):
 
 - moss's own source (``moss/``, Lua scripts included), so the job runs the driver's moss;
@@ -304,7 +304,7 @@ class RayAttempts(AttemptExecutor):
             name = self._package(("spec", hashlib.sha1(data).hexdigest()), lambda: _zip([(remote.SPEC, data, 0o644)]))
             mods.append(f"gcs://{name}")
             text = "@" + name
-        entry = f"{PYTHON} -m moss.eval.remote {shlex.quote(text)}"
+        entry = f"{PYTHON} -P -m moss.eval.remote {shlex.quote(text)}"  # -P: never a module from the job's folder
         env = {k: v for k, v in self.env.items() if travels(k, v)}
         env["PYTHONUNBUFFERED"] = "1"
         return entry, {"py_modules": mods, "env_vars": env}

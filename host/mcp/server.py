@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ..errors import MossError
+from ..tools import procs
 
 MAX_TEXT = 20_000          # a view or search result, as the agent sees it
 STDERR_TAIL = 4_000        # how much of a failed child's stderr an error result quotes
@@ -192,7 +192,7 @@ async def _sessions(root: Path) -> list[dict]:
     """The saved sessions as the agent script's `sessions` entry lists them (`sessions json`:
     one JSON object on stdout; docs/agent.md): what a session holds, and how one that is not
     running stands, are the script's to say; `running` is the host's fact it relays."""
-    done = await anyio.run_process([sys.executable, "-m", "moss", "@agent", "--entry", "sessions", "json"],
+    done = await anyio.run_process(procs.moss_command("@agent", "--entry", "sessions", "json"),
                                    cwd=root, stdin=subprocess.DEVNULL, check=False)
     out = done.stdout.decode("utf-8", "replace").strip().splitlines()
     try:
@@ -212,7 +212,7 @@ async def _timeline(root: Path, sid: str) -> str:
     it shows), as tab-separated text."""
     from ..tools.caps import cap
 
-    done = await anyio.run_process([sys.executable, "-m", "moss", "@agent", "--entry", "sessions", "show", sid],
+    done = await anyio.run_process(procs.moss_command("@agent", "--entry", "sessions", "show", sid),
                                    cwd=root, stdin=subprocess.DEVNULL, check=False)
     return cap(done.stdout.decode("utf-8", "replace"), MAX_TEXT)
 
@@ -222,7 +222,7 @@ async def _run_child(root: Path, request: dict, ctx: Context, max_turns: int | N
     `turn` event, and return its `result` event. Cancellation: SIGINT, then wait for its exit."""
     arg = json.dumps(request, ensure_ascii=False)
     _fits("the agent's request", "task", arg)  # escaping may lengthen it
-    cmd = [sys.executable, "-m", "moss", "@agent", "--entry", "serve", arg]
+    cmd = procs.moss_command("@agent", "--entry", "serve", arg)
     env = dict(os.environ)
     env.pop("MOSS_ASSUME_TTY", None)  # nobody can answer a question on this channel
     env["PYTHONUNBUFFERED"] = "1"

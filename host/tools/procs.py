@@ -10,8 +10,20 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+
+def moss_command(*args: str) -> list[str]:
+    """The argv that runs this moss again as a new process: `python -P -m moss ARGS`.
+
+    `-P` because moss starts itself with the working directory in a repository (an eval or
+    batch attempt in its copy, the MCP server's and the board's sessions in the project), and
+    `python -m` alone puts that directory first on sys.path: a repository's own `click.py` or
+    `json.py` would be imported in place of the real one and run outside any sandbox
+    (docs/security.md)."""
+    return [sys.executable, "-P", "-m", "moss", *args]
 
 
 def start(plan, *, cwd: str, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
