@@ -30,6 +30,8 @@ import termios
 import threading
 import time
 
+import forkserver
+
 _CSI = re.compile(r"\x1b\[([?>=]?)([0-9;]*)([ -/]*)([@-~])")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
 
@@ -168,7 +170,7 @@ class Terminal:
         self.changed = threading.Condition()
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self.proc = subprocess.Popen(argv, cwd=cwd, env={**env, "TERM": "xterm-256color", "COLUMNS": str(cols),
+        self.proc = forkserver.popen(argv, cwd=cwd, env={**env, "TERM": "xterm-256color", "COLUMNS": str(cols),
                                                           "LINES": str(rows)},
                                      stdin=slave, stdout=slave if stdout_on_pty else subprocess.PIPE, stderr=slave,
                                      start_new_session=True)
