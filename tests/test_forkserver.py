@@ -107,8 +107,12 @@ def test_stdin_reaches_a_forked_moss(project):
 
 
 def test_moss_test_fork_0_starts_every_process_fresh(project):
-    """MOSS_TEST_FORK=0 in the environment of pytest turns the zygote off for the whole run."""
-    code = ("import forkserver, sys; print(forkserver.ENABLED)")
+    """MOSS_TEST_FORK=0 in pytest's environment turns the zygote off for the whole run: the
+    same call then starts a plain `subprocess.Popen`, a new interpreter, and moss answers."""
+    code = ("import forkserver, subprocess, sys\n"
+            "p = forkserver.popen([sys.executable, '-m', 'moss', '--version'], env=dict(%r), stdout=subprocess.PIPE)\n"
+            "out = p.communicate()[0]\n"
+            "print(type(p).__name__, p.returncode, bool(out.strip()))\n" % (project.env,))
     r = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(forkserver.__file__),
-                       env=dict(os.environ, MOSS_TEST_FORK="0"), capture_output=True, text=True)
-    assert r.stdout.strip() == "False"
+                       env=dict(os.environ, MOSS_TEST_FORK="0"), capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["Popen", "0", "True"], r.stderr
