@@ -36,6 +36,8 @@ MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matchi
 WINDOW_BYTES = 1024             # a longer line is re-read from its file: this much of it
 MAX_OUTLINE_BYTES = 2_000_000   # no enclosing symbol for larger files
 TIMEOUT_S = 60.0
+PAUSE_S = 0.002                 # the longest wait for ripgrep's output to gather (see _read_rg)
+_READ = 65536                   # a pipe's size: one read takes all that can be there
 _GLOB_CHARS = set("*?[]{}!")
 
 
@@ -151,8 +153,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         total, files_with, first, stderr, timed_out = _read_rg(proc, os.fsencode(root), allowed, limit)
         done = True
     finally:
-        os.close(proc.out_fd)
-        os.close(proc.err_fd)
+        proc.close()
         if not done:  # interrupted: ripgrep is not left running
             proc.kill()
         proc.wait()
@@ -350,6 +351,16 @@ class _Rg:
         finally:
             os.close(out_w)
             os.close(err_w)
+        try:  # readable once ripgrep has ended (Linux 5.3 and later)
+            self.ended_fd: int | None = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.ended_fd = None
+
+    def close(self) -> None:
+        """Close this side of the pipes (ripgrep, if still writing, then stops)."""
+        for fd in (self.out_fd, self.err_fd, self.ended_fd):
+            if fd is not None:
+                os.close(fd)
 
     def kill(self) -> None:
         if self.returncode is None:  # not yet waited for: the pid is still ripgrep's
@@ -417,6 +428,14 @@ def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
             first.add(path, m)
         return pos
 
+    # ripgrep writes a file's lines as it finishes the file: waking for each write would cost
+    # this process more CPU than parsing them (and take it from ripgrep's threads). After a
+    # small read it waits until ripgrep ends or PAUSE_S passed, whichever comes first, so
+    # its output gathers in the pipe (a pipe holds 64 KB; a full read does not wait).
+    ended = None
+    if proc.ended_fd is not None:
+        ended = select.poll()
+        ended.register(proc.ended_fd, select.POLLIN)
     while open_fds:
         wait = None
         if deadline is not None:
@@ -425,8 +444,10 @@ def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
                 timed_out, deadline = True, None
                 proc.kill()  # what it printed until now is still read, to the end of the pipes
                 continue
+        got = 0
         for fd, _ in poller.poll(None if wait is None else wait * 1000 + 1):
-            data = os.read(fd, 262144)
+            data = os.read(fd, _READ)
+            got = max(got, len(data))
             if not data:
                 poller.unregister(fd)
                 open_fds -= 1
@@ -436,6 +457,10 @@ def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
             elif kept_err < 64_000:  # the start of its messages (a regex error); the rest dropped
                 errbuf.append(data)
                 kept_err += len(data)
+        if ended is not None and open_fds and 0 < got < _READ // 4:
+            pause = PAUSE_S if wait is None else min(PAUSE_S, wait)
+            if ended.poll(pause * 1000):
+                ended = None  # ripgrep has ended: what is left in the pipes is read at once
     if pending:  # a last line without its newline (ripgrep stopped)
         records(pending + b"\n")
     stderr = b"".join(errbuf).decode("utf-8", "replace").strip()
@@ -450,11 +475,15 @@ def _name_start(between: bytes, prev: bytes | None, rest: bytes, root: bytes) ->
     (a name made to look like the warning is shown as the name it is)."""
     nul = between.rfind(b"\0")
     if nul != -1:  # a line holding a NUL but not a record: it and all before it are not a name
-        between = between[between.find(b"\n", nul) + 1:]
+        cut = between.find(b"\n", nul)
+        between = between[cut + 1:] if cut != -1 else b""
     if prev is not None:
         warning = prev + b": WARNING: "
-        while between.startswith(warning) and not os.path.lexists(os.path.join(root, between + rest)):
-            between = between[between.find(b"\n", len(warning)) + 1:]
+        while between.startswith(warning):
+            cut = between.find(b"\n", len(warning))
+            if cut == -1 or os.path.lexists(os.path.join(root, between + rest)):
+                break
+            between = between[cut + 1:]
     return between
 
 
