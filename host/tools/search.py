@@ -198,9 +198,12 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     if timed_out:
         summary += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
     out.append(summary)
-    from .caps import cap
+    text = "\n".join(out) + "\n"
+    if max_chars and 0 < max_chars < len(text):
+        from .caps import cap
 
-    return cap("\n".join(out) + "\n", max_chars)
+        text = cap(text, max_chars)
+    return text
 
 
 COMPACT_PER_FILE = 8   # hits a file shows in the compact form before "… N more"
@@ -495,9 +498,11 @@ def _path_name(path: bytes) -> str:
 
 
 def _labelling() -> None:
-    """Import what labels and shows the hits (the first time in a process: a few ms, spent
-    while ripgrep searches, since none of it is needed to start ripgrep)."""
-    from . import caps, structcache, treesitter  # noqa: F401
+    """Import what labels the hits (the first time in a process: a few ms) and open the
+    structure cache, while ripgrep searches: none of it is needed to start ripgrep."""
+    from . import structcache, treesitter  # noqa: F401
+
+    structcache.open_cache()
 
 
 def _shown_path(path: str) -> str:
