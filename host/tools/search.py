@@ -30,7 +30,6 @@ except ImportError:  # pragma: no cover - another Python
 from ..errors import MossError
 from .resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
 
-
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
 WINDOW_BYTES = 1024             # a longer line is re-read from its file: this much of it
