@@ -151,6 +151,66 @@ def test_missing_ripgrep_names_the_package(monkeypatch, tmp_path):
     assert "ripgrep" in str(e.value) and "pip" in str(e.value)
 
 
+def test_the_same_hits_whether_moss_runs_in_the_project_or_elsewhere(crate, tmp_path, monkeypatch):
+    """ripgrep's paths and globs are relative to the project. moss started in the project
+    (where ripgrep is spawned as it is) and anywhere else (where ripgrep is given the project
+    as its working directory) show the same hits: paths, an anchored --only glob, an
+    exclusion, ignored files left out."""
+    cases = [("env_var|ANTHROPIC_API_KEY", None), ("pub struct", ["src/workflow/**"]),
+             ("pub struct", ["!src/workflow/**"]), ("env_var", ["target/**"])]
+    monkeypatch.chdir(crate)
+    inside = [search(crate, pattern, only=only) for pattern, only in cases]
+    monkeypatch.chdir(tmp_path)
+    assert [search(crate, pattern, only=only) for pattern, only in cases] == inside
+    monkeypatch.chdir(crate / "src")
+    assert [search(crate, pattern, only=only) for pattern, only in cases] == inside
+    assert inside[0].startswith(".env.example:\n") and "target/" not in inside[0]
+    assert inside[1].startswith("src/workflow/mod.rs:\n") and "src/main.rs" not in inside[1]
+    assert "src/main.rs:" in inside[2] and "workflow" not in inside[2]
+    assert inside[3].startswith("No matches")
+
+
+def test_a_binary_file_with_a_hit_leaves_the_next_files_their_names(tmp_path, monkeypatch):
+    """ripgrep stops reading a binary file after a hit and says so on a line of its own;
+    hits in the files printed after it keep their own names (they were shown under a name
+    made of that warning and theirs, in a file that does not exist)."""
+    for i in range(8):
+        (tmp_path / f"b{i}.bin").write_bytes(b"needle\n" + b"x\n" * 100_000 + b"\0 needle\n")
+        (tmp_path / f"t{i}.txt").write_text(f"needle {i}\n")
+    for where in (tmp_path, tmp_path.parent):  # ripgrep spawned here, or started in the project
+        monkeypatch.chdir(where)
+        out = search(tmp_path, "needle")
+        assert "WARNING" not in out
+        assert [ln for ln in out.splitlines() if ln.endswith(":")] == [
+            *(f"b{i}.bin:" for i in range(8)), *(f"t{i}.txt:" for i in range(8))]
+        assert out.endswith("\n16 matches in 16 files\n")
+
+
+def test_a_name_made_to_look_like_ripgreps_warning_is_shown_as_it_is(tmp_path):
+    """A file named like ripgrep's binary-file warning about the file before it, then a
+    newline and another name, is still shown under its whole name (escaped), never as the
+    other name."""
+    names = []
+    for i in range(8):
+        (tmp_path / f"a{i}").write_text("needle\n")
+        fake = f"a{i}: WARNING: stopped searching binary file after match\nb{i}"
+        (tmp_path / fake).write_text("needle\n")
+        names += [f"a{i}:", f"a{i}: WARNING: stopped searching binary file after match\\x0ab{i}:"]
+    out = search(tmp_path, "needle")
+    assert [ln for ln in out.splitlines() if ln.endswith(":")] == sorted(names)
+    assert out.endswith("\n16 matches in 16 files\n")
+
+
+def test_a_search_past_its_time_is_stopped_and_says_so(crate, monkeypatch):
+    """A search that runs out of time (TIMEOUT_S) stops ripgrep and says its results are
+    partial, or that it found nothing before the time was up."""
+    from moss.tools import search as search_mod
+
+    monkeypatch.setattr(search_mod, "TIMEOUT_S", 0.0)
+    out = search(crate, "fn ")
+    assert out.endswith("(search timed out)\n") or "(search stopped after 0s; results are partial)" in out
+
+
 # ------------------------------------------------------------- labels, order and caches
 
 _PY_MODULE = '''\

@@ -11,12 +11,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 from ..errors import MossError
-from ..ui import visible_name
 
 _RG_CACHE: list[str] = []
 
@@ -49,6 +47,8 @@ RG_WALK_FLAGS = ["--hidden", "--no-require-git", "--glob", "!.git", "--glob", "!
 
 def list_files(root: Path, sub: str = ".") -> list[str]:
     """Files under `root/sub` that are not ignored, as root-relative posix paths."""
+    import subprocess  # here: `moss text-search` starts ripgrep without it (tools/search.py)
+
     root = Path(root)
     proc = subprocess.run(
         [rg_binary(), "--files", "--null", *RG_WALK_FLAGS, "--", sub],
@@ -129,6 +129,8 @@ def _all_paths(files: list[str]) -> dict[str, bool]:
 
 
 def _describe(cands: list[tuple[str, bool]]) -> str:
+    from ..ui import visible_name  # here: its patterns are compiled on import
+
     return "\n".join(f"  {visible_name(p)} ({'directory' if d else 'file'})" for p, d in cands)
 
 

@@ -18,23 +18,25 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import threading
+import select
+import time
 from pathlib import Path
-from typing import Iterator
+
+try:  # the signal numbers without `signal`, whose enums cost a command 0.7 ms to build
+    from _signal import SIGKILL, SIGPIPE, SIGXFSZ
+except ImportError:  # pragma: no cover - another Python
+    from signal import SIGKILL, SIGPIPE, SIGXFSZ
 
 from ..errors import MossError
-from .caps import cap
 from .resolve import RG_WALK_FLAGS, list_files, require_regular, rg_binary
-from . import structcache
-from .treesitter import around_lines, innermost, language_for, lite_entries, structure
-from ..ui import visible_name
 
 MAX_LINE_CHARS = 200            # a hit line longer than this is shown around the match
 MAX_LINE_BYTES = 4096           # ripgrep prints at most this much of one matching line
 WINDOW_BYTES = 1024             # a longer line is re-read from its file: this much of it
 MAX_OUTLINE_BYTES = 2_000_000   # no enclosing symbol for larger files
 TIMEOUT_S = 60.0
+PAUSE_S = 0.002                 # the longest wait for ripgrep's output to gather (see _read_rg)
+_READ = 65536                   # a pipe's size: one read takes all that can be there
 _GLOB_CHARS = set("*?[]{}!")
 
 
@@ -142,62 +144,18 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         cmd.append("--ignore-case")
     cmd += ["-e", pattern, "--", "."]
 
-    proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stderr is not None  # stderr=PIPE
-    errors = proc.stderr
-    killed = threading.Event()
-
-    def kill() -> None:
-        killed.set()
-        proc.kill()
-
-    timer = threading.Timer(TIMEOUT_S, kill)
-    timer.start()
-    errbuf: list[bytes] = []
-
-    def drain_stderr() -> None:
-        """Keep the start of ripgrep's messages (a regex error); read and drop the rest."""
-        kept = 0
-        for chunk in iter(lambda: errors.read(65536), b""):
-            if kept < 64_000:
-                errbuf.append(chunk)
-                kept += len(chunk)
-
-    err_thread = threading.Thread(target=drain_stderr, daemon=True)
-    err_thread.start()
-    allowed: set[str] | None = set(list_files(root)) if recheck else None
-    first = _First(limit)
-    total = 0
-    files_with: set[str] = set()
+    proc = _Rg(cmd, root)
+    done = False
     try:
-        prev, path, skip = None, "", False
-        match = _HIT.match
-        for raw in _records(proc.stdout):
-            name, nul, rest = raw.partition(b"\0")
-            if not nul:
-                continue  # a warning such as "binary file matches"
-            if name != prev:  # a file's hits come together: its name is decoded once
-                prev, path = name, _path_name(name)
-                skip = allowed is not None and path not in allowed
-            if skip:
-                continue
-            m = match(rest)
-            if m is None:
-                continue
-            total += 1
-            files_with.add(path)
-            first.add(path, m)
-        proc.wait()
+        _labelling()  # imported while ripgrep searches
+        allowed: set[str] | None = set(list_files(root)) if recheck else None
+        total, files_with, first, stderr, timed_out = _read_rg(proc, os.fsencode(root), allowed, limit)
+        done = True
     finally:
-        timer.cancel()
-        timer.join()  # gone, not only told to stop: workers are forked only with no other thread
-        if proc.poll() is None:
+        proc.close()
+        if not done:  # interrupted: ripgrep is not left running
             proc.kill()
-            proc.wait()
-        err_thread.join(timeout=5)
-    stderr = b"".join(errbuf).decode("utf-8", "replace").strip()
-    timed_out = killed.is_set()
+        proc.wait()
     if proc.returncode == 2 and not total and stderr:
         raise MossError(f"bad search pattern {pattern!r}: {_rg_reason(stderr)}", kind="usage")
     if not total:
@@ -239,7 +197,12 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     if timed_out:
         summary += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
     out.append(summary)
-    return cap("\n".join(out) + "\n", max_chars)
+    text = "\n".join(out) + "\n"
+    if max_chars and 0 < max_chars < len(text):
+        from .caps import cap
+
+        text = cap(text, max_chars)
+    return text
 
 
 COMPACT_PER_FILE = 8   # hits a file shows in the compact form before "… N more"
@@ -305,7 +268,7 @@ class _First:
         self.last_dropped: str | None = None  # a file sorting after the cutoff, seen last
 
     def add(self, path: str, m: re.Match) -> None:
-        """Keep the hit `m` (`_HIT`'s match of a ripgrep line) in `path` if the first
+        """Keep the hit `m` (`_RECORD`'s match of a ripgrep line) in `path` if the first
         `limit` can need it."""
         got = self.files.get(path)
         if got is None:
@@ -318,7 +281,7 @@ class _First:
             got = self.files[path] = []
             self.keys[path] = key
         if len(got) < self.limit:
-            got.append((path, int(m[1]), int(m[2]), int(m[3]), m[4]))
+            got.append((path, int(m[2]), int(m[3]), int(m[4]), m[5]))
             self.kept += 1
             if self.kept > 2 * self.limit:
                 self._prune()
@@ -345,26 +308,185 @@ class _First:
 
 
 _OMITTED = re.compile(rb"\[Omitted long line with \d+ match(?:es)?\]\r?\n?\Z")
-_HIT = re.compile(rb"(\d+):(\d+):(\d+):(.*)\Z", re.S)
+# One line of ripgrep's output: path NUL line:column:byte-offset:text. A path may hold a
+# newline: its first part is then left between two matches (see _name_start).
+_RECORD = re.compile(rb"([^\0\n]*)\0(\d+):(\d+):(\d+):([^\n]*)\n")
 
 
-def _records(stream) -> Iterator[bytes]:
-    """ripgrep's output lines, `path NUL line:column:offset:text`, where the path may hold a
-    newline: a record ends at the first newline after its NUL, not at the first newline."""
+class _Rg:
+    """ripgrep running in `root`, its output and its messages each on a pipe.
+
+    Started with os.posix_spawn when this process is already in `root` (the usual case: no
+    `subprocess` to import, no fork of this process); else with subprocess, which can set
+    the working directory ripgrep's paths and globs are relative to. Either way stdin is
+    /dev/null and the signals Python ignores (SIGPIPE, SIGXFSZ) are ripgrep's defaults
+    again, as subprocess does."""
+
+    def __init__(self, cmd: list[str], root: Path):
+        self.returncode: int | None = None
+        self._popen = None
+        self.out_fd, out_w = os.pipe()
+        try:
+            self.err_fd, err_w = os.pipe()
+        except BaseException:
+            os.close(self.out_fd)
+            os.close(out_w)
+            raise
+        try:
+            # (a pipe end at 0-2, when this process was started with one of those closed,
+            # would not lose close-on-exec by being dup'ed onto itself: subprocess handles that)
+            if min(out_w, err_w) > 2 and _is_cwd(root):
+                self.pid = os.posix_spawn(cmd[0], cmd, os.environ, file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)],
+                    setsigdef=(SIGPIPE, SIGXFSZ))
+            else:
+                import subprocess
+
+                self._popen = subprocess.Popen(cmd, cwd=root, stdin=subprocess.DEVNULL,
+                                               stdout=out_w, stderr=err_w)
+                self.pid = self._popen.pid
+        except BaseException:
+            os.close(self.out_fd)
+            os.close(self.err_fd)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        try:  # readable once ripgrep has ended (Linux 5.3 and later)
+            self.ended_fd: int | None = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.ended_fd = None
+
+    def close(self) -> None:
+        """Close this side of the pipes (ripgrep, if still writing, then stops)."""
+        for fd in (self.out_fd, self.err_fd, self.ended_fd):
+            if fd is not None:
+                os.close(fd)
+
+    def kill(self) -> None:
+        if self.returncode is None:  # not yet waited for: the pid is still ripgrep's
+            if self._popen is not None:
+                self._popen.kill()
+            else:
+                os.kill(self.pid, SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            if self._popen is not None:
+                self.returncode = self._popen.wait()
+            else:
+                self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
+def _is_cwd(root: Path) -> bool:
+    try:
+        here, there = os.stat("."), os.stat(root)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
+    """Read ripgrep's output and its messages until it ends, killing it after TIMEOUT_S:
+    (matching lines, files with one, the first `limit` hits (_First), the start of its
+    messages, whether it was stopped). One thread: both pipes are polled."""
+    out_fd, err_fd = proc.out_fd, proc.err_fd
+    poller = select.poll()
+    for fd in (out_fd, err_fd):
+        poller.register(fd, select.POLLIN)
+    open_fds = 2
+    deadline: float | None = time.monotonic() + TIMEOUT_S
+    timed_out = False
+    errbuf: list[bytes] = []
+    kept_err = 0
+    first = _First(limit)
+    files_with: set[str] = set()
+    total = 0
     pending = b""
-    for chunk in iter(lambda: stream.read1(65536), b""):
-        pending += chunk
-        start = 0
-        while True:
-            nul = pending.find(b"\0", start)
-            end = pending.find(b"\n", nul + 1) if nul != -1 else -1
-            if end == -1:
+    prev: bytes | None = None
+    path, skip = "", False
+    finditer = _RECORD.finditer
+
+    def records(buf: bytes) -> int:
+        """Take the whole records in `buf`; returns where the unfinished rest begins."""
+        nonlocal prev, path, skip, total
+        pos = 0
+        for m in finditer(buf):
+            name = m[1]
+            at = m.start()
+            if at != pos:
+                name = _name_start(buf[pos:at], prev, name, root) + name
+            pos = m.end()
+            if name != prev:  # a file's hits come together: its name is decoded once
+                prev, path = name, _path_name(name)
+                skip = allowed is not None and path not in allowed
+                if not skip:
+                    files_with.add(path)
+            if skip:
+                continue
+            total += 1
+            first.add(path, m)
+        return pos
+
+    # ripgrep writes a file's lines as it finishes the file: waking for each write would cost
+    # this process more CPU than parsing them (and take it from ripgrep's threads). After a
+    # small read it waits until ripgrep ends or PAUSE_S passed, whichever comes first, so
+    # its output gathers in the pipe (a pipe holds 64 KB; a full read does not wait).
+    ended = None
+    if proc.ended_fd is not None:
+        ended = select.poll()
+        ended.register(proc.ended_fd, select.POLLIN)
+    while open_fds:
+        wait = None
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                timed_out, deadline = True, None
+                proc.kill()  # what it printed until now is still read, to the end of the pipes
+                continue
+        got = 0
+        for fd, _ in poller.poll(None if wait is None else wait * 1000 + 1):
+            data = os.read(fd, _READ)
+            got = max(got, len(data))
+            if not data:
+                poller.unregister(fd)
+                open_fds -= 1
+            elif fd == out_fd:
+                buf = pending + data if pending else data
+                pending = buf[records(buf):]
+            elif kept_err < 64_000:  # the start of its messages (a regex error); the rest dropped
+                errbuf.append(data)
+                kept_err += len(data)
+        if ended is not None and open_fds and 0 < got < _READ // 4:
+            pause = PAUSE_S if wait is None else min(PAUSE_S, wait)
+            if ended.poll(pause * 1000):
+                ended = None  # ripgrep has ended: what is left in the pipes is read at once
+    if pending:  # a last line without its newline (ripgrep stopped)
+        records(pending + b"\n")
+    stderr = b"".join(errbuf).decode("utf-8", "replace").strip()
+    return total, files_with, first, stderr, timed_out
+
+
+def _name_start(between: bytes, prev: bytes | None, rest: bytes, root: bytes) -> bytes:
+    """What stands between two records of ripgrep's output (the next one's name ending in
+    `rest`): the first lines of that name when it holds a newline, after any line that is
+    no record. ripgrep's "PREV: WARNING: stopped searching binary file after match" about
+    the file before is not part of the next name, unless a file of that whole name exists
+    (a name made to look like the warning is shown as the name it is)."""
+    nul = between.rfind(b"\0")
+    if nul != -1:  # a line holding a NUL but not a record: it and all before it are not a name
+        cut = between.find(b"\n", nul)
+        between = between[cut + 1:] if cut != -1 else b""
+    if prev is not None:
+        warning = prev + b": WARNING: "
+        while between.startswith(warning):
+            cut = between.find(b"\n", len(warning))
+            if cut == -1 or os.path.lexists(os.path.join(root, between + rest)):
                 break
-            yield pending[start:end + 1]
-            start = end + 1
-        pending = pending[start:]
-    if pending:
-        yield pending
+            between = between[cut + 1:]
+    return between
 
 
 def _path_name(path: bytes) -> str:
@@ -374,8 +496,23 @@ def _path_name(path: bytes) -> str:
     return name.replace(os.sep, "/")
 
 
+def _labelling() -> None:
+    """Import what labels the hits (the first time in a process: a few ms) and open the
+    structure cache, while ripgrep searches: none of it is needed to start ripgrep."""
+    from . import structcache, treesitter  # noqa: F401
+
+    structcache.open_cache()
+
+
 def _shown_path(path: str) -> str:
-    return visible_name(path)  # one line whatever the name holds (a newline, ESC, U+202E)
+    """The path as one line whatever the name holds (a newline, ESC, U+202E): ui.visible_name.
+    A name of printable ASCII has nothing to escape there, and is shown without importing ui
+    (whose patterns take a command about 1 ms to compile)."""
+    if path.isascii() and path.isprintable():
+        return path
+    from ..ui import visible_name
+
+    return visible_name(path)
 
 
 def _window(root: Path, rel: str, offset: int, column: int) -> str:
@@ -415,6 +552,9 @@ def _labeller(root: Path, line_starts: dict[str, list[int]], keep: bool):
     structure from the cache in one query and parses the rest together (in worker
     processes when there are many), storing them for the next process; nothing is built
     beyond the stored tuples. Otherwise each file's Symbols come from `_symbols_for`."""
+    from . import structcache
+    from .treesitter import innermost, lite_entries
+
     if not keep and structcache.cache_path() is not None:
         paths = {}
         for rel in line_starts:
@@ -475,6 +615,8 @@ def _raw_innermost(tops: tuple, line: int):
 def _symbols_for(root: Path, rel: str, line_starts: list[int], keep: bool) -> list:
     """Symbols of a file enough to label the hits on the lines starting at `line_starts`
     (names and lines only: a label shows no signature)."""
+    from .treesitter import around_lines, language_for, structure
+
     path = root / rel
     try:
         if language_for(path) and path.stat().st_size <= MAX_OUTLINE_BYTES:

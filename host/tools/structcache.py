@@ -280,6 +280,14 @@ def _conn(path: Path) -> sqlite3.Connection | None:
     return c
 
 
+def open_cache() -> None:
+    """Open this thread's connection to the cache file now, if the cache is on and the file
+    is there (a search does it while ripgrep runs: its lookup then does not wait for it)."""
+    path = cache_path()
+    if path is not None and path.exists():
+        _conn(path)
+
+
 def get(key: bytes, chash: bytes, lite_ok: bool) -> tuple[list, str | None, bool] | None:
     """The entry stored under `key`, if it is sound, made from bytes hashing to `chash`, and
     full (or `lite_ok`)."""
