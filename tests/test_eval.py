@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import signal
 import threading
@@ -437,3 +438,53 @@ def test_a_repositorys_python_files_never_run_in_the_attempts_moss(project, api,
     [cell] = json.loads(r.stdout)["cells"]
     assert (cell["passed"], cell["n"]) == (1, 1)
     assert not marker.exists()
+
+
+def _parent(pid: int) -> int:
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+
+
+def _cmdline(pid: int) -> list[bytes]:
+    return open(f"/proc/{pid}/cmdline", "rb").read().rstrip(b"\0").split(b"\0")
+
+
+def test_attempts_are_forked_from_one_zygote_that_ends_with_the_eval(project, api, tmp_path):
+    """Each attempt's agent is forked from one process that imported moss and the SDKs once
+    (host/zygote.py), not started as a new interpreter: while the model answers, the agent's
+    parent is a monitor whose parent is `moss.zygote`, the same one for every attempt; `ps`
+    shows the agent as the `moss @agent` command it stands for. The zygote holds no socket with a
+    name (no other process can ask it to start anything), and when the eval ends it is gone."""
+    from test_batch import agents_under
+
+    eval_project(project)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    seen: list[tuple[int, list[bytes], list[bytes]]] = []
+    fds: set[str] = set()
+
+    def looking(body):
+        for pid in agents_under(temp):
+            try:
+                zygote = _parent(_parent(pid))
+                seen.append((zygote, _cmdline(zygote), _cmdline(pid)))
+                fds.update(os.readlink(f"/proc/{zygote}/fd/{n}") for n in os.listdir(f"/proc/{zygote}/fd"))
+            except OSError:
+                pass
+        return model(body)
+
+    api.push(*[looking] * 100)
+    r = project.moss("eval", "suite", "--machine", "v1", "--json", "-j", "2",
+                     env={**api.env(), "TMPDIR": str(temp)}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert seen, "no agent was seen working"
+    zygotes = {z for z, _, _ in seen}
+    assert len(zygotes) == 1
+    [zygote] = zygotes
+    assert all(b"moss.zygote" in zcmd for _, zcmd, _ in seen)
+    assert all(cmd[1:5] == [b"-P", b"-m", b"moss", b"@agent"] for _, _, cmd in seen)
+    assert not os.path.exists(f"/proc/{zygote}") or b"moss.zygote" not in _cmdline(zygote)
+    # nothing else can reach it: its only sockets are unnamed (a socket pair with the eval)
+    sockets = {f[len("socket:["):-1] for f in fds if f.startswith("socket:")}
+    assert sockets
+    named = {line.split()[6] for line in open("/proc/net/unix").read().splitlines()[1:] if len(line.split()) > 7}
+    assert not sockets & named

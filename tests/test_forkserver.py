@@ -40,7 +40,8 @@ def both(project, *args, **kw):
 
 def test_the_test_processes_really_are_forked_and_fresh_really_is_fresh(project):
     """`Project.popen` hands back a zygote child unless asked for a fresh interpreter: the
-    zygote child's parent is the monitor, not this test; the fresh one's parent is this test."""
+    zygote child's parent is the monitor, not this test; the fresh one's parent is this test.
+    Either way its command line in /proc is the command it was started as."""
     project.script("hold", WAITS)
     for fresh, forked in ((False, True), (True, False)):
         p = project.popen("@hold", fresh=fresh)
@@ -49,6 +50,9 @@ def test_the_test_processes_really_are_forked_and_fresh_really_is_fresh(project)
             parent = int(open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()[1])
             assert isinstance(p, forkserver.ZygotePopen) is forked
             assert (parent == os.getpid()) is not forked
+            # ps, top and pgrep show the command it stands for, forked or not
+            shown = open(f"/proc/{p.pid}/cmdline", "rb").read().rstrip(b"\0").split(b"\0")
+            assert shown == [os.fsencode(a) for a in p.args]
         finally:
             p.kill()
             p.wait(timeout=30)

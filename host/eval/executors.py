@@ -100,6 +100,30 @@ class LocalAttempts(AttemptExecutor):
     own session (so a Ctrl-C at the terminal reaches only the eval, which stops each cleanly)."""
 
     name = "local"
+    forked = True  # agents forked from a zygote (host/zygote.py); False: each a new interpreter
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._zygote = None
+        self._zygote_lock = threading.Lock()
+
+    def _start(self, argv: list[str], **kw) -> subprocess.Popen:
+        """The agent's process: forked from this run's zygote (which imported moss and the SDKs
+        once, instead of once per attempt), or, where it cannot be, a new interpreter."""
+        if not self.forked:
+            return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kw)
+        from ..zygote import Zygote
+
+        with self._zygote_lock:
+            if self._zygote is None:
+                self._zygote = Zygote(kw["env"])
+        return self._zygote.popen(argv, **kw)
+
+    def close(self) -> None:
+        with self._zygote_lock:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
 
     def run(self, spec: att.Spec, control: att.Control) -> dict:
         row = att.base_row(spec)
@@ -173,8 +197,8 @@ class LocalAttempts(AttemptExecutor):
         stderr_path = self.logs / f"{safe}.stderr"
         env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
         with results.open_log(stderr_path) as err:
-            proc = subprocess.Popen(argv, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=err, start_new_session=True, preexec_fn=_die_with_parent)
+            proc = self._start(argv, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=err, start_new_session=True)
 
             def interrupt() -> None:
                 try:

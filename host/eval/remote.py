@@ -161,6 +161,7 @@ def run(spec_json: str) -> int:
         logs = base / "logs"
         logs.mkdir()
         ex = LocalAttempts(project_root=project, project_trusted=bool(d.get("project")), logs=logs, env=env)
+        ex.forked = False  # one attempt per job: a zygote would only add a process
         row = ex.run(spec, control)
         _send_file("stderr", row.pop("stderr", None))
         _send_file("log", row.pop("log", None))

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 try:  # the signal numbers without `signal`, whose enums cost a command 0.7 ms to build
-    from _signal import SIGKILL, SIGPIPE, SIGXFSZ
+    from _signal import SIGKILL, SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - another Python
     from signal import SIGKILL, SIGPIPE, SIGXFSZ
 
