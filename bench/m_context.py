@@ -182,6 +182,56 @@ def floor_cost(counts: dict[str, int], calls: list[list[str]], replies: int, res
     if not results:
         return None
     return CACHE_READ * stable + results_write * sum(results.values()) + OUTPUT_PRICE * replies
+
+
+def achievable_floor(counts: dict[str, int], calls: list[list[str]], replies: int) -> tuple[float, dict[str, int]]:
+    """A lower bound on a moss run's cost per answer under marked caching that keeps the
+    API's rules, whatever the cache layout: (cost, tokens read / written / billed in full).
+
+    Each call's content is taken block by block (system prompt, task, each working-memory
+    item, the new results block, a closing line), and a block is the same content wherever
+    it sits in the call, as if the layout could always put what is already cached first,
+    in the order it was cached. The rules kept, which `floor_cost` leaves out:
+    - a call under 1,024 tokens (CACHE_MIN) cannot be cached at all: every token of it is
+      billed in full, and it writes nothing a later call could read;
+    - a block is read (0.1x) only if an earlier call of 1,024 tokens or more wrote it;
+    - a block a call has that is not yet cached is written (1.25x) if a later call of
+      1,024 tokens or more has it too, else billed in full (1.0x). Content first shown in a
+      call under the minimum is therefore written, or billed, again at its first call above it.
+    So a results block shown once (V1) is billed once in full; one that a second call shows
+    again (V2: its evaluator sees it, then its explorer) is written once and read once.
+    Replies at the output price.
+
+    What it still grants a layout, so that it stays a lower bound: blocks may be reordered
+    freely (a removed item's block never forces what follows it to be written again); the
+    written part of a call need not itself reach 1,024 tokens (only the whole call must);
+    a call may read any set of cached blocks, not only a prefix some single earlier call
+    marked; and there is no limit of 4 breakpoints or of 20 blocks looked back."""
+    sizes = [sum(counts[p] for p in c) for c in calls]
+    later: list[set[str]] = [set() for _ in calls]  # blocks some later call above the minimum has
+    acc: set[str] = set()
+    for n in range(len(calls) - 1, -1, -1):
+        later[n] = set(acc)
+        if sizes[n] >= CACHE_MIN:
+            acc |= set(calls[n])
+    cached: set[str] = set()
+    total = {"read": 0, "write": 0, "full": 0}
+    for n, c in enumerate(calls):
+        if sizes[n] < CACHE_MIN:
+            total["full"] += sizes[n]
+            continue
+        blocks = list(dict.fromkeys(c))  # a block repeated within one call is paid in full the second time
+        read = sum(counts[p] for p in blocks if p in cached)
+        new = [p for p in blocks if p not in cached and p in later[n]]
+        write = sum(counts[p] for p in new)
+        cached.update(new)
+        total["read"] += read
+        total["write"] += write
+        total["full"] += sizes[n] - read - write
+    cost = CACHE_READ * total["read"] + CACHE_WRITE * total["write"] + total["full"] + OUTPUT_PRICE * replies
+    return cost, total
+
+
 _ORDER = ["**Task", "**Plan", "**Working memory", "**Notes", "**Warning", "**Messages", "**New results"]
 
 
@@ -237,6 +287,8 @@ def run(s: Settings) -> dict:
         if name in ("moss V1", "moss V2"):  # V2's evaluator writes the results its explorer reads back
             out["agents"][name]["floor"] = floor_cost(counts, r["calls"], replies,
                                                       CACHE_WRITE if name == "moss V2" else 1.0)
+            out["agents"][name]["floor_rules"], out["agents"][name]["floor_rules_accounting"] = \
+                achievable_floor(counts, r["calls"], replies)
     # tool output: what each agent was shown of its looks, frame included (moss: each distinct
     # new-results block; mini: each observation message)
     out["tool_output"] = {n: sum(counts[p] for p in {p for c in runs[n]["calls"] for p in c
@@ -306,6 +358,13 @@ def tables(res: dict) -> list[dict]:
                           "reply tokens", "input, marked cache", "cost/answer, marked", "cost/answer, auto",
                           "session file B"], "rows": rows2}
 
+    mini_cost = agents["mini"]["cost"] if "mini" in agents else None
+
+    def vs_mini(x: float | None) -> str:
+        if x is None:
+            return "—"
+        return f"{x:,.0f}" + (f" ({x / mini_cost:.2f}×)" if mini_cost else "")
+
     rows4 = []
     for n, a in agents.items():
         if n == WHAT_IF:
@@ -313,13 +372,14 @@ def tables(res: dict) -> list[dict]:
         acc, rep = a["accounting"], a["reply_tokens"]
         rows4.append([n, f"{acc['read']:,} ({CACHE_READ * acc['read']:,.0f})",
                       f"{acc['write']:,} ({CACHE_WRITE * acc['write']:,.0f})", f"{acc['full']:,}",
-                      f"{rep:,} ({OUTPUT_PRICE * rep:,.0f})", f"{a['cost']:,.0f}",
-                      f"{a['floor']:,.0f}" if a.get("floor") else "—"])
+                      f"{rep:,} ({OUTPUT_PRICE * rep:,.0f})", vs_mini(a["cost"]), vs_mini(a.get("floor")),
+                      vs_mini(a.get("floor_rules"))])
     where = {"title": "1. Context: where the cost per answer goes, Anthropic prompt caching: tokens "
                       "(input-token equivalents)",
              "columns": ["agent", f"read from cache (×{CACHE_READ})", f"written to cache (×{CACHE_WRITE})",
                          "billed in full (×1)", f"replies (×{OUTPUT_PRICE:g})", "cost/answer",
-                         "floor: prefix only read, results paid once"], "rows": rows4}
+                         "floor: prefix only read, results paid once",
+                         "floor within the API's rules (achievable_floor)"], "rows": rows4}
 
     out = [per_turn, totals, where]
     if "mini" in agents:
@@ -360,6 +420,12 @@ def summary_rows(res: dict) -> list[list[str]]:
                      f"{a['total']:,} vs {m['total']:,} tokens"])
         rows.append([f"context: {n}/mini cost per answer, Anthropic prompt caching", f"{a['cost'] / m['cost']:.2f}×",
                      f"{a['cost']:,.0f} vs {m['cost']:,.0f} input-token equivalents"])
+        if a.get("floor_rules"):
+            rows.append([f"context: {n} floor within the API's rules / mini cost, Anthropic prompt caching",
+                         f"{a['floor_rules'] / m['cost']:.2f}×",
+                         f"{a['floor_rules']:,.0f} vs {m['cost']:,.0f}" +
+                         (f" (the floor without them: {a['floor']:,.0f}, {a['floor'] / m['cost']:.2f}×)"
+                          if a.get("floor") else "")])
         rows.append([f"context: {n}/mini cost per answer, automatic prefix caching",
                      f"{a['cost_auto'] / m['cost_auto']:.2f}×",
                      f"{a['cost_auto']:,.0f} vs {m['cost_auto']:,.0f} input-token equivalents"])
