@@ -5,11 +5,10 @@ and the session log keeps no credentials."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from conftest import sigkill_when
-from fakeapi import FakeAPI
+from fakeapi import FakeAPI, held
 from test_sessions import CALC, TEST, checkpoint, events, git, needs_bwrap, tree
 
 # A project role at edit access that goes straight to work (no planner): the tests script its
@@ -172,18 +171,19 @@ def test_one_sessions_rollback_keeps_another_sessions_finished_work(repo, api):
     """A edits app/calc.py and keeps failing validation; meanwhile B edits notes.txt and answers.
     A's rollback restores calc.py and leaves B's notes.txt alone."""
     repo.write(".moss/config.toml", "[agent]\nmax_retries = 1\n")
-    api.push('$(edit app/calc.py --old "a - b" --new "a * b")',
-             {"text": '$(edit app/calc.py --old "a * b" --new "a - b - 0")', "delay": 6})
+    second = held('$(edit app/calc.py --old "a * b" --new "a - b - 0")')
+    api.push('$(edit app/calc.py --old "a - b" --new "a * b")', second)
     a = repo.popen("@agent", "--provider", "anthropic", "--v1", "-n", "--role", "fixer", "--auto-approve", "medium",
                    "--validate", "false", "--output-format", "json", "fix add", env=api.env())
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "a * b" not in (repo.root / "app/calc.py").read_text():
-            time.sleep(0.05)
+        assert second.wait_reached(30), "A never asked for its second reply"
+        assert "a * b" in (repo.root / "app/calc.py").read_text()  # A's first edit is in the tree
         with FakeAPI() as api_b:  # B, in the same project, while A waits for its model
             api_b.push("$(edit notes.txt append by B)", "$(answer done)")
             b = repo.moss("@agent", "--provider", "anthropic", "--v1", "-n", "--role", "fixer",
                           "--validate", "true", "note it", env=api_b.env())
+        assert second.held  # B came and went while A's reply was still held
+        second.release()
         assert b.returncode == 0, b.stderr
         out, err = a.communicate(timeout=60)
     finally:
