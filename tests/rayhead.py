@@ -194,9 +194,10 @@ class RayHead:
     def _remember(self) -> None:
         if self.proc is None:
             return
+        # A child is first seen between fork and exec still named after its parent ("ray"), so the
+        # name of every live process is read again: the raylet is only a raylet once it has exec'd.
         for pid in [self.proc.pid, *descendants(self.proc.pid)]:
-            if pid not in self.known:
-                self.known[pid] = _comm(pid)
+            self.known[pid] = _comm(pid) or self.known.get(pid, "")
 
     def pids(self, name: str) -> list[int]:
         self._remember()
