@@ -138,6 +138,9 @@ def markdown(text: str, *, gutter: str = "", stdout: bool = False) -> None:
                     emoji=False, color_system=console().color_system or "standard")
     inner.print(Markdown(_hard_breaks(text), hyperlinks=False))  # a link shows its address: no hidden targets
     lines = buf.getvalue().rstrip("\n").split("\n")
+    # the stream as it is now: the input area may have taken it while this rendered (the first
+    # render imports rich's markdown), and a write past the area lands in the typed line
+    file = sys.stdout if stdout else sys.stderr
     file.write("".join(f"{gutter}{line.rstrip()}\n" for line in lines))
     file.flush()
 
@@ -395,6 +398,10 @@ class _InputArea:
         self.prompt = "› "
         self.app = None
         self.done = threading.Event()
+        # set once the area holds sys.stdout/stderr (or will not): a rich Live started after
+        # that wraps the area's streams and draws above it; one started before would be
+        # wrapped by the area instead, and each of its redraws would call the next (ui.input_settled)
+        self.taken = threading.Event()
         self.streams: list[tuple[str, Any, _Above]] = []
 
     def _build(self):
@@ -461,16 +468,22 @@ class _InputArea:
             self.app = self._build()
             for name in ("stderr", "stdout"):
                 real = getattr(sys, name)
+                # a rich Live that redirects the stream already (a panel that did not wait,
+                # input_settled): wrap what it wraps, the terminal, or its redraws and ours
+                # would call each other forever
+                real = getattr(real, "rich_proxied_file", real)
                 if name == "stdout" and not _same_terminal(real, sys.stderr):
                     continue  # stdout on a pipe carries answers, not the terminal's lines
                 above = _Above(self, real)
                 self.streams.append((name, real, above))
                 setattr(sys, name, above)
+            self.taken.set()
             self.app.run(handle_sigint=False)
             return True
         except EOFError:
             return False
         finally:
+            self.taken.set()
             self._restore()
             self.done.set()
 
@@ -577,6 +590,15 @@ def input_run(area: "_InputArea") -> bool:
 
 def input_active() -> bool:
     return _area is not None
+
+
+def input_settled(timeout: float = 5.0) -> None:
+    """Wait (at most `timeout`) until an input area that was opened holds the terminal's
+    streams. Call it before starting a rich Live that redirects them (the child agents' panel),
+    so that the Live wraps the area and not the other way round."""
+    area = _area
+    if area is not None:
+        area.taken.wait(timeout)
 
 
 def input_prompt(text: str | None) -> None:

@@ -12,6 +12,7 @@ server sees the client hang up) and `go on` runs the turn once more, once.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -116,7 +117,7 @@ def test_a_line_typed_while_a_command_runs_is_kept_and_acknowledged_at_once(proj
     api.push(*model(api, ["$(run sleep 6)", "$(answer built with make)"]))
     with start(project, api) as t:
         # the first reply is in, the second turn not yet asked: the command is running
-        t.wait(lambda: len(api.completed) == 1 and t.shows("› "), 30, "the command to start")
+        t.wait(lambda: len(api.completed) == 1 and input_line(t) == "›", 30, "the command to start, the input area up")
         said = "also look at the Makefile"
         type_slowly(t, said)
         assert input_line(t) == "› " + said
@@ -198,3 +199,41 @@ def test_with_stdout_on_the_same_terminal_the_answer_comes_above_the_input_area_
     at = lines.index("forty-two is the answer")
     assert lines[at - 1] == "  │ $(answer forty-two is the answer)" and lines[at + 1].startswith("answered · 1 turn")
     assert not SPINNER & set("".join(lines)) and not any(ln.strip() == "›" for ln in lines)
+
+
+MARKDOWN_RACE = """
+import sys, threading, time
+import rich.markdown
+from moss import ui
+
+area = ui.input_open(lambda line: None)
+render = rich.markdown.Markdown.__init__
+def held(self, *a, **k):  # the render waits until the area holds the terminal and is drawn
+    area.taken.wait(10)
+    while not (area.app and area.app.is_running):
+        time.sleep(0.01)
+    drawn = threading.Event()  # the area's loop gets to this after its first draw
+    area.app.loop.call_soon_threadsafe(drawn.set)
+    drawn.wait(10)
+    render(self, *a, **k)
+rich.markdown.Markdown.__init__ = held
+echo = threading.Thread(target=ui.markdown, args=("$(run make)",), kwargs={"gutter": "  │ "})
+echo.start()  # it looks at the stream first, then renders (the first render imports rich's markdown)
+threading.Thread(target=ui.input_run, args=(area,), daemon=True).start()
+echo.join()
+ui.input_stop()
+"""
+
+
+def test_a_line_rendered_while_the_input_area_starts_goes_above_it(tmp_path):
+    """The command echo is rendered as markdown; the first render is slow (it imports rich's
+    markdown), and the input area could take the terminal meanwhile. The echo then went to the
+    stream it had looked at before, past the area, into the line being typed ("› also look at
+    the Makef  │ $(run sleep 6)"). It is written to the stream as it is when the render ends."""
+    script = tmp_path / "markdown_race.py"
+    script.write_text(MARKDOWN_RACE)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
+    with Terminal([sys.executable, str(script)], cwd=tmp_path, env=env) as t:
+        t.wait(lambda: t.closed, 30, "the script's end")
+    assert t.proc.wait(10) == 0
+    assert "  │ $(run make)" in t.everything(), t.everything()  # a line of its own, not after "› "

@@ -11,6 +11,7 @@ panel is up for as long as the test needs, without a sleep to order anything.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -99,3 +100,42 @@ def test_a_line_typed_while_a_child_agent_runs_is_acknowledged_and_reaches_the_p
     assert "RELATED" not in t.raw and "RELATED" not in shown
     # the message reached the parent: a turn after the acknowledgement carries it
     assert any(said in last_user_text(b) for b in parent_turns[1:]), [last_user_text(b) for b in parent_turns]
+
+
+PANEL_FIRST = """
+import sys, threading, time
+from moss import ui
+from rich.live import Live
+
+area = ui.input_open(lambda line: None)
+panel = Live("agents v1", console=ui.console(), refresh_per_second=4, transient=True, redirect_stdout=False)
+panel.start()  # the panel redirects stderr before the input area has taken the terminal's streams
+threading.Thread(target=ui.input_run, args=(area,), daemon=True).start()
+area.taken.wait(10)
+while not (area.app and area.app.is_running):
+    time.sleep(0.01)
+print("a line above", file=sys.stderr)
+panel.update("agents v2", refresh=True)
+time.sleep(0.5)  # not an ordering: the window in which a runaway would redraw hundreds of times
+panel.stop()
+ui.input_stop()
+print("the end", file=sys.stderr)
+"""
+
+
+def test_a_panel_up_before_the_input_area_is_drawn_a_few_times_not_in_a_loop(tmp_path):
+    """A child spawned in the first moments of a session puts its panel up before the input
+    area has taken the terminal's streams (the panel normally waits for it: ui.input_settled,
+    but not forever). The area then wraps the terminal, not the panel's redirect: before, each
+    redraw of the one wrote through the other, hundreds of times a second, the screen was
+    never still and the session made no progress (seen when agents started faster)."""
+    script = tmp_path / "panel_first.py"
+    script.write_text(PANEL_FIRST)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
+    with Terminal([sys.executable, str(script)], cwd=tmp_path, env=env) as t:
+        t.wait(lambda: t.closed, 30, "the script's end")
+    assert t.proc.wait(10) == 0
+    shown = "\n".join(t.everything())
+    assert "a line above" in shown and "the end" in shown
+    redraws = t.raw.count("\x1b[?2004l")  # each time prompt_toolkit steps aside to write above the area
+    assert redraws < 20, f"the area stepped aside {redraws} times"

@@ -508,6 +508,7 @@ def _start_live(tree: Tree) -> None:
 
     if tree.live is not None or tree.stream or not ui.console().is_terminal:
         return
+    ui.input_settled()  # the panel's Live goes on top of the input area's streams
     try:
         from rich.live import Live
 
