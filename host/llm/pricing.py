@@ -57,6 +57,11 @@ def _after_sdk():
     _genai()
 
 
+def load_data() -> None:
+    """Import genai-prices and load its data now, in this thread (a zygote, before it forks)."""
+    _genai()
+
+
 def _genai():
     """The genai_prices module with its data loaded, or None when it is not installed."""
     try:
