@@ -21,7 +21,8 @@ The forked process is set up as `python [-P] -m moss ARGS` starts: its environme
 `sys.path` as `-m` puts it. It runs moss/__main__.py with runpy, and whatever that raises
 ends the interpreter the usual way: non-daemon threads joined, `atexit`, streams flushed,
 modules finalized, the exit status. What differs from a new interpreter is only that the
-PRELOAD modules are imported already.
+PRELOAD modules are imported already and its functions have run (prices and tree-sitter
+queries loaded: data, the same in every process).
 
 Ending: when the process that started the zygote closes its end of the socket pair or dies
 (the kernel closes it then, SIGKILL included), the zygote exits; each monitor is killed with it
