@@ -19,10 +19,10 @@ The forked process is set up as `python [-P] -m moss ARGS` starts: its environme
 `os.environ` (and so the C environment), it changes to its directory, its stdio are new
 `sys.std*` objects made as CPython makes them, and without `-P` its directory goes first on
 `sys.path` as `-m` puts it. It runs moss/__main__.py with runpy, and whatever that raises
-ends the interpreter the usual way: non-daemon threads joined, `atexit`, streams flushed,
-modules finalized, the exit status. What differs from a new interpreter is only that the
-PRELOAD modules are imported already and its functions have run (prices and tree-sitter
-queries loaded: data, the same in every process).
+ends it as the interpreter would: non-daemon threads joined, `atexit`, streams flushed, the
+exit status. What differs from a new interpreter: the PRELOAD modules are imported already and
+its functions have run (prices and tree-sitter queries loaded: data, the same in every
+process), and at the end the modules are not torn down (`_end` says why).
 
 Ending: when the process that started the zygote closes its end of the socket pair or dies
 (the kernel closes it then, SIGKILL included), the zygote exits; each monitor is killed with it
@@ -311,7 +311,51 @@ def _child(fds: list[int], request: dict) -> None:
     _fresh_stdio()
     _show_command_line(request["shown"])
     sys.argv = ["-m", *request["argv"]]
-    runpy.run_module("moss", run_name="__main__", alter_sys=True)
+    try:
+        runpy.run_module("moss", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as e:
+        code = _exit_code(e.code)
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())
+        code = -signal.SIGINT
+    except BaseException:  # noqa: BLE001 - what the interpreter does with it, below
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    _end(code)
+
+
+def _exit_code(code) -> int:
+    """The status `raise SystemExit(code)` ends an interpreter with (a message is printed)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _end(code: int) -> None:
+    """End as an interpreter ends, short of tearing its modules down: non-daemon threads
+    joined, atexit handlers run, stdout and stderr flushed (status 120 when that fails), then
+    os._exit, as multiprocessing ends a forked process. A module teardown here would free, one
+    by one, the objects every process shares with the zygote (pages copied to be freed), with
+    daemon threads still running: one forked process in a few hundred died of SIGSEGV there.
+    An unhandled Ctrl-C ends by SIGINT, as in the interpreter."""
+    import atexit
+
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the interpreter reports it with status 120
+            code = 120
+    if code == -signal.SIGINT:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        code = 130
+    os._exit(code)
 
 
 def _show_command_line(argv: list[str]) -> None:
