@@ -31,6 +31,7 @@ try:  # hashlib's own BLAKE2, without hashlib: importing it loads OpenSSL (2-3 m
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - a Python built without it
     from hashlib import blake2b
+import atexit
 import importlib.util
 import marshal
 import os
@@ -199,9 +200,26 @@ INSERT OR IGNORE INTO total VALUES (0, 0);
 """
 
 
+_opened: list[sqlite3.Connection] = []  # every connection this process made, closed at exit
+
+
+def _close_all() -> None:
+    """Close this process's connections (atexit): the last close folds the write-ahead log
+    into the file. A moss forked from a zygote ends without collecting them (host/zygote.py
+    `_end`), which would leave every entry it wrote in the -wal file."""
+    while _opened:
+        try:
+            _opened.pop().close()
+        except sqlite3.Error:
+            pass
+
+
 def _open(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     conn = sqlite3.connect(str(path), timeout=2.0, isolation_level=None, check_same_thread=False)
+    if not _opened:
+        atexit.register(_close_all)
+    _opened.append(conn)
     try:
         # A cache: nothing waits for the disk (making the file and each process's last
         # close would otherwise cost 10-40 ms of fsyncs). A crash of moss loses nothing; a
