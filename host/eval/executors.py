@@ -47,6 +47,10 @@ class AttemptExecutor:
         self.keep_copies = keep_copies
         self.env = dict(env if env is not None else os.environ)
 
+    def expect(self, n: int) -> None:
+        """Before the first attempt: how many the run means to start (an executor may prepare
+        for them). Not a promise: a stop or the budget may end the run earlier."""
+
     def run(self, spec: att.Spec, control: att.Control) -> dict:
         raise NotImplementedError
 
@@ -101,16 +105,25 @@ class LocalAttempts(AttemptExecutor):
 
     name = "local"
     forked = True  # agents forked from a zygote (host/zygote.py); False: each a new interpreter
+    # A zygote imports both SDKs and more (4.2 s of CPU here) where a new interpreter imports
+    # only the SDK its agent uses (an agent then costs ~2.3 s, against ~0.2 s forked): it pays
+    # for itself from the third attempt. Fewer run as new interpreters.
+    FORK_FROM = 3
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self._zygote = None
         self._zygote_lock = threading.Lock()
+        self._few = False  # expect(): too few attempts for a zygote to pay for itself
+
+    def expect(self, n: int) -> None:
+        self._few = n < self.FORK_FROM
 
     def _start(self, argv: list[str], **kw) -> subprocess.Popen:
         """The agent's process: forked from this run's zygote (which imported moss and the SDKs
-        once, instead of once per attempt), or, where it cannot be, a new interpreter."""
-        if not self.forked:
+        once, instead of once per attempt), or a new interpreter where it cannot be or where
+        too few attempts run for the zygote to pay for itself (FORK_FROM)."""
+        if not self.forked or self._few:
             return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kw)
         from ..zygote import Zygote
 

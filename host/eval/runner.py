@@ -62,6 +62,7 @@ class Runner:
 
     # ---- running ----------------------------------------------------------------------------
     def start(self) -> None:
+        self.executor.expect(len(self.pending))
         with self._lock:
             if self._over() and self.pending:
                 self.stop_reason = "budget"
