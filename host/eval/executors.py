@@ -105,10 +105,10 @@ class LocalAttempts(AttemptExecutor):
 
     name = "local"
     forked = True  # agents forked from a zygote (host/zygote.py); False: each a new interpreter
-    # A zygote imports both SDKs and more (4.2 s of CPU here) where a new interpreter imports
-    # only the SDK its agent uses (an agent then costs ~2.3 s, against ~0.2 s forked): it pays
-    # for itself from the third attempt. Fewer run as new interpreters.
-    FORK_FROM = 3
+    # A zygote gets ready in ~2.5 s of CPU (both SDKs and more); a new interpreter runs a whole
+    # agent in ~2.1 s (it imports only the SDK it uses), a forked one in ~0.2 s (bench/m_fork.py):
+    # the zygote pays for itself from the second attempt. A single attempt runs as a new interpreter.
+    FORK_FROM = 2
 
     def __init__(self, **kw):
         super().__init__(**kw)
