@@ -249,3 +249,18 @@ class Terminal:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def python_on_a_terminal(folder, name: str, source: str) -> Terminal:
+    """Write `source` to folder/name, run it with this python on a terminal (no NO_COLOR, the
+    terminal's own width) until its end, check that it exited 0; the terminal, to read."""
+    import sys
+    from pathlib import Path
+
+    script = Path(folder) / name
+    script.write_text(source)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
+    with Terminal([sys.executable, str(script)], cwd=folder, env=env) as t:
+        t.wait(lambda: t.closed, 30, f"the end of {name}")
+    assert t.proc.wait(10) == 0, "\n".join(t.everything())
+    return t

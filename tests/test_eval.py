@@ -448,30 +448,36 @@ def _cmdline(pid: int) -> list[bytes]:
     return open(f"/proc/{pid}/cmdline", "rb").read().rstrip(b"\0").split(b"\0")
 
 
+def eval_watching_agents(project, api, temp: Path, watch, *, replies: int = 100):
+    """`moss eval suite --machine v1 -j 2` with its copies under `temp`; while the model
+    answers, `watch(pid)` is called for each agent working there (one that ends meanwhile is
+    passed over). Returns the eval's CompletedProcess."""
+    from test_batch import agents_under
+
+    def looking(body):
+        for pid in agents_under(temp):
+            try:
+                watch(pid)
+            except OSError:
+                pass
+        return model(body)
+
+    api.push(*[looking] * replies)
+    return project.moss("eval", "suite", "--machine", "v1", "--json", "-j", "2",
+                        env={**api.env(), "TMPDIR": str(temp)}, timeout=300)
+
+
 def test_a_single_attempt_is_started_as_a_new_interpreter_without_a_zygote(project, api, tmp_path):
     """A zygote imports both SDKs and more once; a new interpreter imports only the SDK its
     agent uses. For one attempt that is less work (LocalAttempts.FORK_FROM), so the agent's
     parent is the eval itself and no zygote is started."""
-    from test_batch import agents_under
-
     eval_project(project)
     suite = (SUITE / "suite.toml").read_text()
     (project.root / "suite" / "suite.toml").write_text(suite[:suite.index('[[task]]\nid = "version"')])
     temp = tmp_path / "temp"
     temp.mkdir()
     parents: list[list[bytes]] = []
-
-    def looking(body):
-        for pid in agents_under(temp):
-            try:
-                parents.append(_cmdline(_parent(pid)))
-            except OSError:
-                pass
-        return model(body)
-
-    api.push(*[looking] * 40)
-    r = project.moss("eval", "suite", "--machine", "v1", "--json", "-j", "2",
-                     env={**api.env(), "TMPDIR": str(temp)}, timeout=300)
+    r = eval_watching_agents(project, api, temp, lambda pid: parents.append(_cmdline(_parent(pid))), replies=40)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["cells"][0]["n"] == 1
     assert parents, "no agent was seen working"
@@ -484,27 +490,18 @@ def test_attempts_are_forked_from_one_zygote_that_ends_with_the_eval(project, ap
     parent is a monitor whose parent is `moss.zygote`, the same one for every attempt; `ps`
     shows the agent as the `moss @agent` command it stands for. The zygote holds no socket with a
     name (no other process can ask it to start anything), and when the eval ends it is gone."""
-    from test_batch import agents_under
-
     eval_project(project)
     temp = tmp_path / "temp"
     temp.mkdir()
     seen: list[tuple[int, list[bytes], list[bytes]]] = []
     fds: set[str] = set()
 
-    def looking(body):
-        for pid in agents_under(temp):
-            try:
-                zygote = _parent(_parent(pid))
-                seen.append((zygote, _cmdline(zygote), _cmdline(pid)))
-                fds.update(os.readlink(f"/proc/{zygote}/fd/{n}") for n in os.listdir(f"/proc/{zygote}/fd"))
-            except OSError:
-                pass
-        return model(body)
+    def watch(pid: int) -> None:
+        zygote = _parent(_parent(pid))
+        seen.append((zygote, _cmdline(zygote), _cmdline(pid)))
+        fds.update(os.readlink(f"/proc/{zygote}/fd/{n}") for n in os.listdir(f"/proc/{zygote}/fd"))
 
-    api.push(*[looking] * 100)
-    r = project.moss("eval", "suite", "--machine", "v1", "--json", "-j", "2",
-                     env={**api.env(), "TMPDIR": str(temp)}, timeout=300)
+    r = eval_watching_agents(project, api, temp, watch)
     assert r.returncode == 0, r.stderr
     assert seen, "no agent was seen working"
     zygotes = {z for z, _, _ in seen}

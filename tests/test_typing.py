@@ -12,13 +12,12 @@ server sees the client hang up) and `go on` runs the turn once more, once.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
 import pytest
 from fakeapi import last_user_text, slow, state_of
-from screen import Terminal
+from screen import Terminal, python_on_a_terminal
 
 SPINNER = set("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")  # rich's "dots", which the status line shows
 ACK_WITHIN = 0.3  # seconds from Enter to "got it" on the screen
@@ -230,10 +229,5 @@ def test_a_line_rendered_while_the_input_area_starts_goes_above_it(tmp_path):
     markdown), and the input area could take the terminal meanwhile. The echo then went to the
     stream it had looked at before, past the area, into the line being typed ("› also look at
     the Makef  │ $(run sleep 6)"). It is written to the stream as it is when the render ends."""
-    script = tmp_path / "markdown_race.py"
-    script.write_text(MARKDOWN_RACE)
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
-    with Terminal([sys.executable, str(script)], cwd=tmp_path, env=env) as t:
-        t.wait(lambda: t.closed, 30, "the script's end")
-    assert t.proc.wait(10) == 0
+    t = python_on_a_terminal(tmp_path, "markdown_race.py", MARKDOWN_RACE)
     assert "  │ $(run make)" in t.everything(), t.everything()  # a line of its own, not after "› "

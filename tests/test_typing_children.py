@@ -11,14 +11,13 @@ panel is up for as long as the test needs, without a sleep to order anything.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import threading
 
 import pytest
 from fakeapi import last_user_text, slow, state_of
-from screen import Terminal
+from screen import Terminal, python_on_a_terminal
 
 ACK_WITHIN = 0.3  # seconds from Enter to "got it" on the screen, as in tests/test_typing.py
 CHILD_TASK = "count the functions in calc.py"
@@ -129,12 +128,7 @@ def test_a_panel_up_before_the_input_area_is_drawn_a_few_times_not_in_a_loop(tmp
     but not forever). The area then wraps the terminal, not the panel's redirect: before, each
     redraw of the one wrote through the other, hundreds of times a second, the screen was
     never still and the session made no progress (seen when agents started faster)."""
-    script = tmp_path / "panel_first.py"
-    script.write_text(PANEL_FIRST)
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
-    with Terminal([sys.executable, str(script)], cwd=tmp_path, env=env) as t:
-        t.wait(lambda: t.closed, 30, "the script's end")
-    assert t.proc.wait(10) == 0
+    t = python_on_a_terminal(tmp_path, "panel_first.py", PANEL_FIRST)
     shown = "\n".join(t.everything())
     assert "a line above" in shown and "the end" in shown
     redraws = t.raw.count("\x1b[?2004l")  # each time prompt_toolkit steps aside to write above the area
