@@ -34,8 +34,6 @@ from test_eval import model, rows_of
 
 KEY = "sk-ant-fleet-7Q2vX9kLmN4pR8sT1uW3yZ5b"  # fake, distinctive: found anywhere, it leaked
 FILE_KEY = "sk-fleetfile-Hq8Zr3Vn6Bw1Lk5Tp9Xc"  # the other one, only in the nodes' credentials file
-ray_only = [pytest.mark.ray, pytest.mark.slow,
-            pytest.mark.skipif(not ray_importable(), reason="Ray is not installed: pip install -e '.[ray]'")]
 
 
 class KeyedHead(RayHead):
