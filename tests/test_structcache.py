@@ -279,6 +279,40 @@ def test_two_processes_writing_at_once(tmp_path, monkeypatch):
         assert c.execute("SELECT bytes FROM total").fetchone()[0] == total
 
 
+def test_a_new_cache_opened_while_another_process_makes_it_stays_on(tmp_path, monkeypatch):
+    """Two moss processes starting at once on a machine without a cache both make it. The one
+    that meets the other mid-way (here: the test, holding the tables it is making in an open
+    transaction) looks again once they are made, and keeps its cache on; it used to turn its
+    cache off for the whole process, in 1 such start in 4."""
+    import threading
+
+    db = tmp_path / "c.sqlite3"
+    maker = sqlite3.connect(str(db), isolation_level=None)
+    maker.execute("BEGIN IMMEDIATE")
+    for statement in structcache._SCHEMA.split(";"):
+        maker.execute(statement)
+    waiting = threading.Event()
+    monkeypatch.setattr(structcache.time, "sleep", lambda s: waiting.set())
+    got: dict = {}
+    t = threading.Thread(target=lambda: got.update(conn=_try_open(db)))
+    t.start()
+    assert waiting.wait(10), got  # it met the maker's lock and waits, rather than giving up
+    maker.execute("COMMIT")
+    t.join(10)
+    conn = got["conn"]
+    assert isinstance(conn, sqlite3.Connection), conn
+    assert conn.execute("SELECT bytes FROM total").fetchone() == (0,)
+    conn.close()
+    maker.close()
+
+
+def _try_open(db):
+    try:
+        return structcache._open(db)
+    except sqlite3.Error as e:
+        return e
+
+
 def test_moss_cache_path_and_clear(project):
     """`moss cache path` says where the cache is and what it holds; `moss cache clear`
     empties it, and the next search parses again and answers the same."""

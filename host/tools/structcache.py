@@ -225,13 +225,7 @@ def _open(path: Path) -> sqlite3.Connection:
         # close would otherwise cost 10-40 ms of fsyncs). A crash of moss loses nothing; a
         # power loss can damage the file, which is then handled as damage (below).
         conn.execute("PRAGMA synchronous=OFF")
-        try:  # made before (its last statement ran): a read, not a write, each process
-            made = conn.execute("SELECT bytes FROM total WHERE id = 0").fetchone() is not None
-        except sqlite3.OperationalError:  # no such table
-            made = False
-        if not made:
-            conn.execute("PRAGMA journal_mode=WAL")  # kept in the file from then on
-            conn.executescript(_SCHEMA)
+        _make(conn)
     except BaseException:
         conn.close()
         raise
@@ -240,6 +234,35 @@ def _open(path: Path) -> sqlite3.Connection:
     except OSError:
         pass
     return conn
+
+
+def _made(conn: sqlite3.Connection) -> bool:
+    """Whether the file holds the cache's tables (its last statement ran): a read, not a write."""
+    try:
+        return conn.execute("SELECT bytes FROM total WHERE id = 0").fetchone() is not None
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):
+            return False
+        raise
+
+
+def _make(conn: sqlite3.Connection) -> None:
+    """Make the cache's tables unless they are there. Two processes opening a new cache at once
+    both try; switching the file to WAL fails at once ("database is locked", no busy wait) for
+    the one that meets the other's lock. It looks again until the busy timeout (2 s) has passed,
+    and usually finds the tables made: without this, 1 new cache in 4 opened by two processes
+    at once was turned off in one of them."""
+    deadline = time.monotonic() + 2.0
+    while True:
+        try:
+            if not _made(conn):
+                conn.execute("PRAGMA journal_mode=WAL")  # kept in the file from then on
+                conn.executescript(_SCHEMA)
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _damaged(e: sqlite3.Error) -> bool:
