@@ -62,11 +62,12 @@ def shot(driver, name: str) -> Path:
 def wait(driver, cond, timeout=40, what="the page"):
     """`cond(driver)` once it is true; after `timeout` s a failure naming `what` with the text the
     page shows then (and its screenshot among the artifacts), so a failure says what was there."""
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: cond(d))
+    try:  # the page redraws as it polls: an element found just before a redraw is asked again
+        return WebDriverWait(driver, timeout, poll_frequency=0.2,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: cond(d))
     except TimeoutException:
         shown = text_of(driver, "body")[-1500:]
         where = shot(driver, "timeout")
@@ -74,10 +75,18 @@ def wait(driver, cond, timeout=40, what="the page"):
 
 
 def text_of(driver, css: str) -> str:
+    """The text of the first element `css` finds, "" if none; found again if the page replaced it
+    between the find and the read (the board redraws its live parts in place)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    return found[0].text if found else ""
+    for _ in range(5):
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        try:
+            return found[0].text if found else ""
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{css} was replaced five times in a row while being read")
 
 
 def by_state(replies: dict):
