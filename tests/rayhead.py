@@ -7,7 +7,7 @@ Hardened so that nothing leaves the machine and nothing else is touched:
   metadata probes; RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 keeps it on 127.0.0.1 (otherwise it
   binds the machine's interface and probes 8.8.8.8 to find it); RAY_AUTH_MODE=disabled;
 - every port chosen here (free ones), a private --temp-dir, --num-cpus=2;
-- `ray start --block` in a session of its own: stopping signals that process group and the
+- `ray start --block` in a session of its own: stopping SIGKILLs that process group and the
   descendants found by PID, then checks by PID that gcs_server and raylet are gone.
   `ray stop` is never used (it kills every Ray process on the machine).
 """
@@ -209,22 +209,25 @@ class RayHead:
             return []
         self._remember()
         pgid = self.proc.pid
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        # SIGKILL at once: `ray start --block`, the gcs_server and the raylet were all still there
+        # 8 s after a SIGTERM (the wait every stop used to pay), and nothing of a private head
+        # outlives it (its temp dir is removed below).
+        for _ in range(3):  # again for any process started while the first ones were killed
             self._remember()
             try:
-                os.killpg(pgid, sig)
+                os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
             for pid in list(self.known):
                 if pid != os.getpid() and _alive(pid):
                     try:
-                        os.kill(pid, sig)
+                        os.kill(pid, signal.SIGKILL)
                     except (ProcessLookupError, PermissionError):
                         pass
-            end = time.monotonic() + (8 if sig == signal.SIGTERM else 5)
+            end = time.monotonic() + 5
             while time.monotonic() < end and any(_alive(p) for p in self.known):
-                time.sleep(0.1)
-            if not any(_alive(p) for p in self.known):
+                time.sleep(0.05)
+            if not any(_alive(p) for p in [*self.known, *descendants(pgid)]):
                 break
         try:
             self.proc.wait(timeout=5)
