@@ -180,6 +180,7 @@ class FakeAPI:
         self._seen_prefixes: set[str] = set()
         self._holds: list[Hold] = []  # released when the server stops
         self._stopping = threading.Event()
+        self._hurry = threading.Event()  # set by hurry() and by stop(): chunk delays end
         self._server = ThreadingHTTPServer((host, port), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
@@ -202,6 +203,7 @@ class FakeAPI:
 
     def stop(self) -> None:
         self._stopping.set()
+        self._hurry.set()
         with self._lock:
             holds = list(self._holds)
         for h in holds:
@@ -240,6 +242,15 @@ class FakeAPI:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             self._stopping.wait(seconds)
+
+    def hurry(self) -> None:
+        """Stream what is left of every reply without its `chunk_delay`: a test that has seen
+        what it needed a slow stream for does not wait out the rest of it."""
+        self._hurry.set()
+
+    def chunk_sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._hurry.wait(seconds)
 
     # -- answering ---------------------------------------------------------------------
     def next_reply(self, body: Any) -> dict:
@@ -508,7 +519,7 @@ class _Handler(BaseHTTPRequestHandler):
             if cut_after is not None and i >= cut_after:
                 return
             if i:
-                self.fake.sleep(reply.get("chunk_delay", 0))
+                self.fake.chunk_sleep(reply.get("chunk_delay", 0))
             yield part
             with self.fake._lock:
                 self.fake.deltas += 1

@@ -100,6 +100,8 @@ def test_a_line_typed_while_the_reply_streams_stays_whole_and_is_acknowledged_at
 
         assert enter_and_time_the_ack(t, said) < ACK_WITHIN
         t.wait(lambda: input_line(t) == "›", 2, "the input area empty again: the line was taken")
+        assert api.deltas < N_WORDS  # taken while the reply still streamed; the rest need not crawl
+        api.hurry()
         # classified afterwards, in words a person reads; never the classifier's own reply
         t.wait(lambda: t.shows("↳ noted for the task"), 20, "what the message was read as")
         assert t.proc.wait(60) == 0
