@@ -288,19 +288,22 @@ def test_a_hostile_repositorys_own_moss_folder_widens_nothing(project, api, tmp_
 
 
 def agents_under(folder: Path) -> list[int]:
-    """The pids of the `moss @agent` processes working in a copy under `folder`."""
-    pids = []
+    """The pids of the `moss @agent` processes working in a copy under `folder`. A process an
+    agent is starting (git, rg, a sandboxed command) looks like its agent until it execs: same
+    command line, same directory. It is left out by its parent, an agent."""
+    found: dict[int, int] = {}  # pid -> parent pid
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
             cwd = Path(os.readlink(proc / "cwd"))
-        except OSError:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
         if b"@agent" in cmd and folder in cwd.parents:
-            pids.append(int(proc.name))
-    return pids
+            found[int(proc.name)] = ppid
+    return [pid for pid, ppid in found.items() if ppid not in found]
 
 
 @needs_bwrap
