@@ -212,23 +212,20 @@ class RayHead:
         # SIGKILL at once: `ray start --block`, the gcs_server and the raylet were all still there
         # 8 s after a SIGTERM (the wait every stop used to pay), and nothing of a private head
         # outlives it (its temp dir is removed below).
-        for _ in range(3):  # again for any process started while the first ones were killed
-            self._remember()
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            for pid in list(self.known):
-                if pid != os.getpid() and _alive(pid):
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-            end = time.monotonic() + 5
-            while time.monotonic() < end and any(_alive(p) for p in self.known):
-                time.sleep(0.05)
-            if not any(_alive(p) for p in [*self.known, *descendants(pgid)]):
-                break
+        self._remember()
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in list(self.known):
+            if pid != os.getpid() and _alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        end = time.monotonic() + 5
+        while time.monotonic() < end and any(_alive(p) for p in self.known):
+            time.sleep(0.05)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
