@@ -5,8 +5,9 @@ it is, and against a new interpreter, in one run.
 `python -m moss` they start from one. What the zygote does before forking is work no forked
 process repeats. Two helper processes stand for two zygotes: "modules" imports the list the
 zygote had before issue 24's third pass (moss, the SDKs: OLD_PRELOAD below), "prepared" runs
-today's `zygote.prepare(PRELOAD)` (also what the first request imports, genai-prices' data,
-the tree-sitter queries). Each forks one agent at a time, as the zygote does (`zygote._end`
+today's `zygote.prepare` of what an eval of this agent preloads (its SDK only, the collector
+resting meanwhile; also what the first request imports, genai-prices' data, the tree-sitter
+queries). Each forks one agent at a time, as the zygote does (`zygote._end`
 included), taking turns with the other, round after round; the figure is the forked agent's
 CPU time (os.wait4: user + system, its threads included). The agent answers the context
 bench's question ("How many variants does Provider have?", V2, four requests) on the fixture
@@ -37,9 +38,14 @@ ARGS = ["@agent", "--provider", "anthropic", "--v2", "-n", "--output-format", "j
 # The helper: prepares like a zygote, reports its own CPU, then per line on stdin ({"cwd", "env"})
 # forks one agent set up as the zygote sets one up, and answers with that agent's CPU and status.
 HELPER = r"""
-import json, os, resource, runpy, sys
+import importlib, json, os, resource, runpy, sys
 from moss import zygote
-zygote.prepare([m for m in sys.argv[1].split(",") if m])
+names = [m for m in sys.argv[1].split(",") if m]
+if sys.argv[2] == "old":  # as before issue 24's third pass: imports only, the collector running
+    for m in names:
+        importlib.import_module(m)
+else:
+    zygote.prepare(names)
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"ready": ru.ru_utime + ru.ru_stime}), flush=True)
 for line in sys.stdin:
@@ -79,7 +85,8 @@ def _project(work: Path) -> tuple[Path, dict]:
 
 class _Helper:
     def __init__(self, py: str, preload: tuple[str, ...], env: dict):
-        self.proc = subprocess.Popen([py, "-P", "-c", HELPER, ",".join(preload)], env=env, cwd=str(REPO),
+        how = "old" if preload == OLD_PRELOAD else "prepare"
+        self.proc = subprocess.Popen([py, "-P", "-c", HELPER, ",".join(preload), how], env=env, cwd=str(REPO),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.ready = json.loads(self._line())["ready"]
 
@@ -121,6 +128,7 @@ def run(s: Settings) -> dict:
 
     from moss import zygote
 
+    NOW = zygote.preload_for(("anthropic",))  # what an eval of this agent (--provider anthropic) preloads
     work = s.work / "fork"
     proj, env = _project(work)
     reps = 3 if s.quick else 8
@@ -129,7 +137,7 @@ def run(s: Settings) -> dict:
     ready: dict[str, list[float]] = {"modules": [], "prepared": []}
     with FakeAPI() as api:
         agent_env = dict(env, **api.env())
-        helpers = {"modules": _Helper(py, OLD_PRELOAD, env), "prepared": _Helper(py, zygote.PRELOAD, env)}
+        helpers = {"modules": _Helper(py, OLD_PRELOAD, env), "prepared": _Helper(py, NOW, env)}
         try:
             for name, h in helpers.items():
                 ready[name].append(h.ready)
@@ -146,7 +154,7 @@ def run(s: Settings) -> dict:
                 h.close()
         for name in ready:  # two more of each, for a median of three
             for _ in range(2):
-                h = _Helper(py, OLD_PRELOAD if name == "modules" else zygote.PRELOAD, env)
+                h = _Helper(py, OLD_PRELOAD if name == "modules" else NOW, env)
                 ready[name].append(h.ready)
                 h.close()
     med = {k: statistics.median(v) for k, v in samples.items()}

@@ -41,17 +41,28 @@ import sys
 import threading
 
 # What the zygote does before it forks, so that no forked process does it again: modules to
-# import, and "module:function" to call (after the imports). Beyond moss and the SDKs, what an
-# agent's first client and request import on their own (httpcore2 alone brings anyio, and trio
-# when installed), genai-prices' data and the tree-sitter queries: an agent answering the
-# context bench's question then spends 0.2 s of CPU after the fork instead of 0.5-0.7 s.
-PRELOAD = ("moss.entry", "moss.run", "moss.runtime", "moss.api", "moss.context", "moss.llm.anthropic_client",
-           "moss.llm.openai_client", "moss.llm.pricing", "moss.ui", "moss.trust", "moss.config", "lupa",
-           "anthropic", "openai", "httpcore2", "h11", "sqlite3", "moss.live", "moss.redact",
-           "moss.tools.search", "moss.tools.view", "moss.tools.structcache", "moss.tools.confine",
-           "moss.tools.caps", "moss.tools.locks", "moss.tools.resolve",
-           "moss.llm.anthropic_client:_first_request_imports", "moss.llm.pricing:load_data",
-           "moss.tools.treesitter:load_all")
+# import, and "module:function" to call (after the imports). Beyond moss, what an agent's first
+# client and request import on their own (httpcore2 alone brings anyio, and trio when
+# installed), genai-prices' data and the tree-sitter queries: an agent answering the context
+# bench's question then spends 0.2 s of CPU after the fork instead of 0.5-0.7 s. The LLM SDKs
+# are in SDKS: a zygote imports those its agents' providers use (`preload_for`).
+BASE = ("moss.entry", "moss.run", "moss.runtime", "moss.api", "moss.context", "moss.llm.pricing", "moss.ui",
+        "moss.trust", "moss.config", "lupa", "httpcore2", "h11", "sqlite3", "moss.live", "moss.redact",
+        "moss.tools.search", "moss.tools.view", "moss.tools.structcache", "moss.tools.confine",
+        "moss.tools.caps", "moss.tools.locks", "moss.tools.resolve",
+        "moss.llm.pricing:load_data", "moss.tools.treesitter:load_all")
+# Each SDK apart, by the `api` of the providers that use it (host/llm/providers.py): the
+# anthropic SDK alone is ~1.2-1.8 s of a zygote's ~2.5 s, the openai SDK ~0.6 s.
+SDKS = {"anthropic": ("moss.llm.anthropic_client", "anthropic", "moss.llm.anthropic_client:_first_request_imports"),
+        "openai": ("moss.llm.openai_client", "openai")}
+
+
+def preload_for(apis) -> tuple[str, ...]:
+    """BASE and the SDKs of `apis` (names of SDKS; others, such as "replay", need none)."""
+    return BASE + tuple(name for api in SDKS if api in apis for name in SDKS[api])
+
+
+PRELOAD = preload_for(SDKS)  # everything: for processes whose provider is not known
 _STATUS = 4  # bytes of a pid, then of a wait status, on a request's answer socket
 _ROOM = " " * 4096  # the zygote's last argument: room for a forked process's own command line
 PR_SET_PDEATHSIG = 1
@@ -105,13 +116,15 @@ class Zygote:
             return "-m"
         return None
 
-    def popen(self, argv: list, **kw) -> subprocess.Popen:
-        """`subprocess.Popen(argv, **kw)`: forked here when `forkable`, else a new process."""
+    def popen(self, argv: list, *, preload: tuple[str, ...] = (), **kw) -> subprocess.Popen:
+        """`subprocess.Popen(argv, **kw)`: forked here when `forkable`, else a new process.
+        `preload`: names (as in PRELOAD) the zygote imports or calls first, once, if it has not
+        yet: what this process will need that the zygote was not started with (another SDK)."""
         how = self.forkable(argv, kw)
         if how is None:
             return subprocess.Popen(argv, **kw)
         try:
-            return ZygotePopen(argv, zygote=self, how=how, **kw)
+            return ZygotePopen(argv, zygote=self, how=how, preload=preload, **kw)
         except ConnectionError:
             self.broken = True  # it died or never came up: new processes from now on
             return subprocess.Popen(argv, **kw)
@@ -142,8 +155,8 @@ class Zygote:
 class ZygotePopen(subprocess.Popen):
     """A `subprocess.Popen` of `python [-P] -m moss ARGS` whose process a zygote forked."""
 
-    def __init__(self, argv, *, zygote: Zygote, how: str, **kw):
-        self._zygote, self._how = zygote, how
+    def __init__(self, argv, *, zygote: Zygote, how: str, preload: tuple[str, ...] = (), **kw):
+        self._zygote, self._how, self._preload = zygote, how, list(preload)
         super().__init__(argv, **kw)
 
     def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
@@ -155,7 +168,8 @@ class ZygotePopen(subprocess.Popen):
         rest = list(args[4:] if self._how == "-P" else args[3:])
         request = {"argv": [os.fsdecode(a) for a in rest], "shown": [os.fsdecode(a) for a in args],
                    "env": dict(env), "cwd": cwd,
-                   "path0": None if self._how == "-P" else cwd, "new_session": bool(start_new_session)}
+                   "path0": None if self._how == "-P" else cwd, "new_session": bool(start_new_session),
+                   "preload": self._preload}
         try:
             answer = self._zygote.request(request, fds)
             try:
@@ -213,29 +227,39 @@ def _read_exactly(conn: socket.socket, n: int) -> bytes:
 # --- the zygote's side ----------------------------------------------------------------------
 
 def prepare(preload: list[str] | tuple[str, ...]) -> None:
-    """Import each "module" of `preload`, then call each "module:function" (PRELOAD)."""
+    """Import each "module" of `preload`, then call each "module:function" (PRELOAD). The
+    cyclic garbage collector rests meanwhile (its passes over the SDKs' ~150,000 new objects
+    were ~0.4 s of a zygote's ~2.5 s); what was made is then collected once and frozen, so that
+    the forked processes share it and no later collection walks it (or copies its pages)."""
+    import gc
     import importlib
 
-    for name in preload:
-        importlib.import_module(name.partition(":")[0])
-    for name in preload:
-        module, _, function = name.partition(":")
-        if function:
-            getattr(sys.modules[module], function)()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for name in preload:
+            importlib.import_module(name.partition(":")[0])
+        for name in preload:
+            module, _, function = name.partition(":")
+            if function:
+                getattr(sys.modules[module], function)()
+    finally:
+        if was_enabled:
+            gc.enable()
+    if threading.active_count() != 1:
+        raise SystemExit("moss.zygote: a preloaded module started a thread; forking would lose it")
+    gc.collect()
+    gc.freeze()
 
 
 def _serve(fd: int, preload: list[str]):
-    """Imports `preload`, then forks a monitor per request until the other end closes. Returns
-    only in a forked moss process: what to run there."""
-    import gc
-
+    """Imports `preload`, then forks a monitor per request until the other end closes (first
+    preparing what a request's own "preload" names and this zygote has not). Returns only in a
+    forked moss process: what to run there."""
     ctrl = socket.socket(fileno=fd)
     prepare(preload)
-    if threading.active_count() != 1:
-        raise SystemExit("moss.zygote: a preloaded module started a thread; forking would lose it")
+    prepared = set(preload)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped by the kernel
-    gc.collect()
-    gc.freeze()  # what was imported stays shared with the children (no collection copies it)
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(ctrl, 1 << 20, 4)
@@ -247,10 +271,14 @@ def _serve(fd: int, preload: list[str]):
             request = json.loads(msg)
         except ValueError:
             request = None
-        if request is None or len(fds) != 4:
+        if not isinstance(request, dict) or len(fds) != 4:
             for f in fds:
                 os.close(f)
             continue
+        more = [n for n in request.get("preload") or () if isinstance(n, str) and n not in prepared]
+        if more:
+            prepare(more)
+            prepared.update(more)
         if os.fork() == 0:
             ctrl.close()
             if _monitor(fds):

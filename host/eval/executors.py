@@ -98,6 +98,26 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def sdk_apis(argv: list[str], cwd, env: dict) -> tuple[str, ...]:
+    """The `api` of the provider the agent `python -m moss @agent ARGS` run in `cwd` will use,
+    resolved as it resolves it before its first turn (its flags, then the config it reads
+    there, then `env`), so that its zygote imports that SDK and not the others. Where that is
+    not known here (no provider configured and a local server to look for, a config that does
+    not parse) every SDK: the agent then finds its own already imported, as before. A script
+    that asks for another provider later imports that SDK itself, as a new interpreter does."""
+    from ..config import load
+    from ..llm.providers import resolve_provider
+    from ..llm.warm import SDK_APIS
+    from ..run import split_host_options
+
+    try:
+        words = [str(a) for a in argv]
+        options, _ = split_host_options(words[words.index("@agent") + 1:])
+        return (resolve_provider(load(Path(cwd) if cwd else None, env), options, env).api,)
+    except (MossError, OSError, ValueError):
+        return SDK_APIS
+
+
 @register
 class LocalAttempts(AttemptExecutor):
     """Attempts on this machine: a copy under the temp folder, the agent as a subprocess in its
@@ -105,9 +125,10 @@ class LocalAttempts(AttemptExecutor):
 
     name = "local"
     forked = True  # agents forked from a zygote (host/zygote.py); False: each a new interpreter
-    # A zygote gets ready in ~2.5 s of CPU (both SDKs and more); a new interpreter runs a whole
-    # agent in ~2.1 s (it imports only the SDK it uses), a forked one in ~0.2 s (bench/m_fork.py):
-    # the zygote pays for itself from the second attempt. A single attempt runs as a new interpreter.
+    # A zygote gets ready in ~1.9 s of CPU (moss and the anthropic SDK; ~0.6 s more with openai's);
+    # a new interpreter runs a whole agent in ~2.2 s, a forked one in ~0.2 s (bench/m_fork.py):
+    # one attempt costs about the same either way, each further one ~2 s less. A single attempt
+    # runs as a new interpreter (no second process to start and stop for nothing).
     FORK_FROM = 2
 
     def __init__(self, **kw):
@@ -125,12 +146,13 @@ class LocalAttempts(AttemptExecutor):
         too few attempts run for the zygote to pay for itself (FORK_FROM)."""
         if not self.forked or self._few:
             return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kw)
-        from ..zygote import Zygote
+        from .. import zygote
 
+        sdks = zygote.preload_for(sdk_apis(argv, kw.get("cwd"), kw["env"]))
         with self._zygote_lock:
             if self._zygote is None:
-                self._zygote = Zygote(kw["env"])
-        return self._zygote.popen(argv, **kw)
+                self._zygote = zygote.Zygote(kw["env"], sdks)
+        return self._zygote.popen(argv, preload=sdks, **kw)
 
     def close(self) -> None:
         with self._zygote_lock:
