@@ -43,14 +43,15 @@ import threading
 # What the zygote does before it forks, so that no forked process does it again: modules to
 # import, and "module:function" to call (after the imports). Beyond moss, what an agent's first
 # client and request import on their own (httpcore2 alone brings anyio, and trio when
-# installed), genai-prices' data and the tree-sitter queries: an agent answering the context
-# bench's question then spends 0.2 s of CPU after the fork instead of 0.5-0.7 s. The LLM SDKs
+# installed), genai-prices' data, the tree-sitter queries and the Lua API's modules and
+# argument checks: an agent answering the context bench's question then spends 0.2 s of CPU
+# after the fork instead of 0.5-0.7 s. The LLM SDKs
 # are in SDKS: a zygote imports those its agents' providers use (`preload_for`).
 BASE = ("moss.entry", "moss.run", "moss.runtime", "moss.api", "moss.context", "moss.llm.pricing", "moss.ui",
         "moss.trust", "moss.config", "lupa", "httpcore2", "h11", "sqlite3", "moss.live", "moss.redact",
         "moss.tools.search", "moss.tools.view", "moss.tools.structcache", "moss.tools.confine",
         "moss.tools.caps", "moss.tools.locks", "moss.tools.resolve",
-        "moss.llm.pricing:load_data", "moss.tools.treesitter:load_all")
+        "moss.llm.pricing:load_data", "moss.tools.treesitter:load_all", "moss.api:preload")
 # Each SDK apart, by the `api` of the providers that use it (host/llm/providers.py): the
 # anthropic SDK alone is ~1.2-1.8 s of a zygote's ~2.5 s, the openai SDK ~0.6 s.
 SDKS = {"anthropic": ("moss.llm.anthropic_client", "anthropic", "moss.llm.anthropic_client:_first_request_imports"),

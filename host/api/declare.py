@@ -123,6 +123,13 @@ def declarations() -> Declarations:
     return parse(DECLARATIONS.read_text(encoding="utf-8"))
 
 
+@cache
+def checkers() -> dict[str, Callable[[tuple], None]]:
+    """Each declared primitive's argument check (`checker`), made once per process."""
+    decl = declarations()
+    return {name: checker(spec, decl.aliases) for name, spec in decl.functions.items()}
+
+
 # ---- argument checks ----------------------------------------------------------------------
 
 def _split(expr: str, sep: str) -> list[str]:
