@@ -45,8 +45,8 @@ import threading
 # client and request import on their own (httpcore2 alone brings anyio, and trio when
 # installed), genai-prices' data, the tree-sitter queries and the Lua API's modules and
 # argument checks: an agent answering the context bench's question then spends 0.2 s of CPU
-# after the fork instead of 0.5-0.7 s. The LLM SDKs
-# are in SDKS: a zygote imports those its agents' providers use (`preload_for`).
+# after the fork instead of 0.5-0.7 s. The LLM SDKs are in SDKS: a zygote imports those its
+# agents' providers use (`preload_for`).
 BASE = ("moss.entry", "moss.run", "moss.runtime", "moss.api", "moss.context", "moss.llm.pricing", "moss.ui",
         "moss.trust", "moss.config", "lupa", "httpcore2", "h11", "sqlite3", "moss.live", "moss.redact",
         "moss.tools.search", "moss.tools.view", "moss.tools.structcache", "moss.tools.confine",
@@ -278,8 +278,11 @@ def _serve(fd: int, preload: list[str]):
             continue
         more = [n for n in request.get("preload") or () if isinstance(n, str) and n not in prepared]
         if more:
-            prepare(more)
-            prepared.update(more)
+            prepared.update(more)  # tried once: what fails here, the forked process meets itself
+            try:
+                prepare(more)
+            except Exception:  # noqa: BLE001 - as a new interpreter would, when it imports it
+                pass
         if os.fork() == 0:
             ctrl.close()
             if _monitor(fds):

@@ -544,7 +544,8 @@ def second():
 def test_a_zygote_imports_the_sdk_its_agents_use_and_another_only_once_an_agent_needs_it(tmp_path):
     """An eval whose agents all use anthropic gets a zygote without the openai SDK (~0.6 s of
     CPU less per run); the first attempt whose provider is openai has the zygote import it
-    before that fork, once. What the zygote holds is noted by a probe it runs as it prepares."""
+    before that fork, once. What the zygote holds is noted by a probe it runs as it prepares;
+    a name it cannot import leaves the process to meet that itself, still forked."""
     import subprocess
 
     from moss import zygote
@@ -556,7 +557,7 @@ def test_a_zygote_imports_the_sdk_its_agents_use_and_another_only_once_an_agent_
     z = zygote.Zygote(env, (*zygote.preload_for(("anthropic",)), "probe:first"))
     try:
         for apis, probe in ((("anthropic",), "probe:first"), (("openai",), "probe:second"),
-                            (("anthropic", "openai"), "probe:second")):
+                            (("anthropic", "openai"), "probe:second"), ((), "no_such_module:at_all")):
             p = z.popen(procs.moss_command("--version"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                         preload=(*zygote.preload_for(apis), probe))
             assert isinstance(p, zygote.ZygotePopen)
