@@ -591,3 +591,28 @@ def test_the_sdk_an_attempts_agent_will_use_is_resolved_as_the_agent_resolves_it
     (copy / ".moss" / "config.toml").write_text("[llm\n")
     assert sdk_apis(agent(), copy, env) == ("anthropic", "openai")
     assert sdk_apis(agent(), tmp_path / "empty", {"HOME": str(tmp_path)}) == ("anthropic", "openai")
+
+
+def test_the_sdk_guess_reads_a_copys_config_through_no_planted_link_or_fifo(tmp_path):
+    """A task's setup commands run in the copy before its agent starts, so they can plant the
+    copy's .moss/config.toml. The eval reads it to choose its zygote's SDK without following a
+    link (here to a config naming openai) and without waiting on a fifo: it goes by the
+    environment instead, and returns at once. Whatever is guessed, only moss's own SDK names can
+    reach the zygote."""
+    from moss import zygote
+    from moss.eval.executors import sdk_apis
+    from moss.tools import procs
+
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text('[llm]\nprovider = "openai"\nmodel = "m"\n')
+    copy = tmp_path / "copy"
+    (copy / ".moss").mkdir(parents=True)
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "ANTHROPIC_API_KEY": "k",
+           "OPENAI_API_KEY": "k"}
+    argv = procs.moss_command("@agent", "-n", "--trust", "--", "task")
+    os.symlink(elsewhere, copy / ".moss" / "config.toml")
+    assert sdk_apis(argv, copy, env) == ("anthropic",)  # the environment's choice, not the link's
+    (copy / ".moss" / "config.toml").unlink()
+    os.mkfifo(copy / ".moss" / "config.toml")
+    assert sdk_apis(argv, copy, env) == ("anthropic",)  # and no wait for a writer that never comes
+    assert zygote.preload_for(("os", "anthropic")) == zygote.preload_for(("anthropic",))

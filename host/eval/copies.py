@@ -52,10 +52,8 @@ def make(task, home: Path, *, project_root: Path, project_trusted: bool, variant
     if project_trusted:
         import stat
 
+        config = read_config(project_root)
         with safefs.Tree(project_root) as tree:  # the project's own files: never through a planted link
-            st = tree.lstat(".moss/config.toml")
-            if st is not None and stat.S_ISREG(st.st_mode):
-                config = _parse_toml(tree.read_text(".moss/config.toml"), Path(project_root) / ".moss/config.toml")
             st = tree.lstat(".moss/scripts")
             if st is not None and stat.S_ISDIR(st.st_mode):
                 shutil.copytree(Path(project_root) / ".moss" / "scripts", moss_dir / "scripts", dirs_exist_ok=True,
@@ -96,6 +94,18 @@ def _overlay(variant: Path, moss_dir: Path, config: dict) -> dict:
 
 def _toml(path: Path) -> dict:
     return _parse_toml(path.read_text(encoding="utf-8", errors="replace"), path)
+
+
+def read_config(root: Path) -> dict:
+    """`root`'s .moss/config.toml, read without following a link or waiting on a fifo
+    (safefs); {} when no regular file is there."""
+    import stat
+
+    with safefs.Tree(root) as tree:
+        st = tree.lstat(".moss/config.toml")
+        if st is None or not stat.S_ISREG(st.st_mode):
+            return {}
+        return _parse_toml(tree.read_text(".moss/config.toml"), Path(root) / ".moss/config.toml")
 
 
 def _parse_toml(text: str, path: Path) -> dict:

@@ -99,23 +99,26 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 def sdk_apis(argv: list[str], cwd, env: dict) -> tuple[str, ...]:
-    """The `api` of the provider the agent `python -m moss @agent ARGS` run in `cwd` will use,
-    resolved as it resolves it before its first turn (its flags, then the config it reads
-    there, then `env`), so that its zygote imports that SDK and not the others. Where that is
-    not known here (no provider configured and a local server to look for, a config that does
-    not parse) every SDK: the agent then finds its own already imported, as before. A script
-    that asks for another provider later imports that SDK itself, as a new interpreter does."""
-    from ..config import load
+    """The `api` of the provider the agent `python -m moss @agent ARGS` run in the copy `cwd`
+    will use, resolved as it resolves it before its first turn (its flags, then its config,
+    then `env`), so that its zygote imports that SDK and not the others. The copy's config is
+    read through safefs (its setup commands ran there: no link is followed, no fifo waited on).
+    Where the provider is not known here (none configured and a local server to look for, a
+    config that does not parse) every SDK the zygote has: the agent then finds its own already
+    imported, as before. A script that asks for another provider later imports that SDK itself,
+    as a new interpreter does."""
+    from .. import zygote
+    from ..config import deep_merge, read_toml, user_config_file
     from ..llm.providers import resolve_provider
-    from ..llm.warm import SDK_APIS
     from ..run import split_host_options
 
     try:
         words = [str(a) for a in argv]
         options, _ = split_host_options(words[words.index("@agent") + 1:])
-        return (resolve_provider(load(Path(cwd) if cwd else None, env), options, env).api,)
+        config = deep_merge(read_toml(user_config_file(env)), copies.read_config(Path(cwd)) if cwd else {})
+        return (resolve_provider(config, options, env).api,)
     except (MossError, OSError, ValueError):
-        return SDK_APIS
+        return tuple(zygote.SDKS)
 
 
 @register
