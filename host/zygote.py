@@ -53,14 +53,19 @@ BASE = ("moss.entry", "moss.run", "moss.runtime", "moss.api", "moss.context", "m
         "moss.tools.caps", "moss.tools.locks", "moss.tools.resolve",
         "moss.llm.pricing:load_data", "moss.tools.treesitter:load_all", "moss.api:preload")
 # Each SDK apart, by the `api` of the providers that use it (host/llm/providers.py): the
-# anthropic SDK alone is ~1.2-1.8 s of a zygote's ~2.5 s, the openai SDK ~0.6 s.
-SDKS = {"anthropic": ("moss.llm.anthropic_client", "anthropic", "moss.llm.anthropic_client:_first_request_imports"),
-        "openai": ("moss.llm.openai_client", "openai")}
+# anthropic SDK alone is ~1.2-1.8 s of a zygote's ~2.5 s, the openai SDK ~0.6 s. With each, what
+# its first client and first responses make (~80 ms of a forked agent's ~0.2 s of CPU otherwise):
+# the TLS context its client checks certificates with, its response types' validators.
+SDKS = {"anthropic": ("moss.llm.anthropic_client", "anthropic", "moss.llm.anthropic_client:_first_request_imports",
+                      "moss.llm.tls:context", "moss.llm.anthropic_client:_first_response_types"),
+        "openai": ("moss.llm.openai_client", "openai", "moss.llm.tls:context",
+                   "moss.llm.openai_client:_first_response_types")}
 
 
 def preload_for(apis) -> tuple[str, ...]:
-    """BASE and the SDKs of `apis` (names of SDKS; others, such as "replay", need none)."""
-    return BASE + tuple(name for api in SDKS if api in apis for name in SDKS[api])
+    """BASE and the SDKs of `apis` (names of SDKS; others, such as "replay", need none), each
+    name once."""
+    return tuple(dict.fromkeys(BASE + tuple(name for api in SDKS if api in apis for name in SDKS[api])))
 
 
 PRELOAD = preload_for(SDKS)  # everything: for processes whose provider is not known

@@ -188,3 +188,49 @@ def test_the_collector_rests_while_the_sdk_imports_and_skips_it_afterwards():
     collections, enabled, walked, left_out = int(out[0]), out[1], int(out[2]), int(out[3])
     assert collections == 0 and enabled == "True"
     assert left_out > 100_000 and walked < left_out / 10
+
+
+# -- what a zygote makes once for every process it forks ----------------------------------------
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_each_sdks_first_replies_are_read_ahead_through_moss_own_send(api):
+    """The warm-up a zygote runs before forking (`_first_response_types`, in zygote.SDKS) is the
+    real read of a reply: one plain and one streamed, through the same `send` every call takes,
+    served inside the process. Were the SDK to change what a reply looks like, this says so
+    here instead of the warm-up failing quietly in every zygote."""
+    import importlib
+
+    from moss import zygote
+
+    mod = importlib.import_module(f"moss.llm.{api}_client")
+    assert f"moss.llm.{api}_client:_first_response_types" in zygote.SDKS[api]
+    replies = mod._first_response_types()
+    assert [r["text"] for r in replies] == ["ok", "ok"]
+    assert {r["stop_reason"] for r in replies} == {"end_turn"}
+    assert all(r["usage"]["output_tokens"] == 1 for r in replies)
+
+
+def test_clients_share_one_tls_context_until_ssl_cert_file_changes(monkeypatch, tmp_path):
+    """Reading the CA bundle (~50 ms of CPU) happens once per process, not once per client, and
+    again only for another SSL_CERT_FILE or SSL_CERT_DIR (the honoured file itself: above)."""
+    import httpx2
+
+    from moss.llm import anthropic_client, openai_client, tls
+
+    made = []
+    real = httpx2.create_ssl_context
+    monkeypatch.setattr(httpx2, "create_ssl_context", lambda *a, **kw: made.append(1) or real(*a, **kw))
+    monkeypatch.setattr(tls, "_made", {})
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    anth = resolve_provider({}, {"provider": "anthropic"}, {"ANTHROPIC_API_KEY": "k"})
+    oai = resolve_provider({}, {"provider": "openai"}, {"OPENAI_API_KEY": "k"})
+    for _ in range(2):
+        anthropic_client.make_client(anth, 30.0).close()
+        openai_client.make_client(oai, 30.0).close()
+    assert len(made) == 1
+    cert, _key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    anthropic_client.make_client(anth, 30.0).close()
+    openai_client.make_client(oai, 30.0).close()
+    assert len(made) == 2

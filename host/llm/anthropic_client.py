@@ -12,8 +12,12 @@ CACHE = {"type": "ephemeral"}
 def make_client(provider, timeout: float):
     import anthropic  # lazy: importing the SDK costs a noticeable part of start-up
 
+    from . import tls
+
+    # the SDK's own HTTP client, its defaults kept, with the process's TLS context (tls.py)
+    http = anthropic.DefaultHttpxClient(verify=tls.context(), timeout=timeout)
     client = anthropic.Anthropic(api_key=provider.api_key, base_url=provider.base_url, timeout=timeout,
-                                 max_retries=0)  # moss retries itself and reports every attempt
+                                 max_retries=0, http_client=http)  # moss retries itself and reports every attempt
     _first_request_imports()
     return client
 
@@ -27,6 +31,54 @@ def _first_request_imports() -> None:
         import opentelemetry.propagate  # noqa: F401
     except Exception:
         pass
+
+
+# One reply of each shape `send` reads, for `_first_response_types`: a message, and the events of a
+# streamed one.
+_WARM_MESSAGE: dict[str, Any] = {
+    "id": "msg_warm", "type": "message", "role": "assistant", "model": "warm", "content": [],
+    "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+_WARM_EVENTS = (
+    ("message_start", {"type": "message_start", "message": _WARM_MESSAGE}),
+    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ("ping", {"type": "ping"}),
+    ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                             "delta": {"type": "text_delta", "text": "ok"}}),
+    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                       "usage": {"output_tokens": 1}}),
+    ("message_stop", {"type": "message_stop"}),
+)
+
+
+def _first_response_types() -> list[dict]:
+    """What the SDK builds on its first response, built ahead by a zygote for every process it
+    forks (host/zygote.py): the validators of its response types, which pydantic makes on first
+    use (~30 ms of CPU). One plain and one streamed call go through `send` to canned replies
+    served by httpx2's MockTransport, inside this process (no connection, no key). Returns what
+    `send` made of them; anything that fails is left for the first real response to meet."""
+    import json
+
+    import anthropic
+    import httpx2
+
+    def reply(request):
+        if json.loads(request.content).get("stream"):
+            body = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in _WARM_EVENTS)
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, text=body)
+        return httpx2.Response(200, json={**_WARM_MESSAGE, "content": [{"type": "text", "text": "ok"}],
+                                          "stop_reason": "end_turn"})
+
+    http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
+    client = anthropic.Anthropic(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
+    provider = type("Warm", (), {"model": "warm"})()
+    req = {"messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}
+    try:
+        return [send(client, provider, req, None), send(client, provider, req, lambda _: None)]
+    except Exception:  # noqa: BLE001 - see above
+        return []
+    finally:
+        client.close()
 
 
 def _blocks(content, cache: bool) -> list:

@@ -17,8 +17,55 @@ FINISH = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal
 def make_client(provider, timeout: float):
     import openai  # lazy: importing the SDK costs a noticeable part of start-up
 
+    from . import tls
+
+    # the SDK's own HTTP client, its defaults kept, with the process's TLS context (tls.py)
+    http = openai.DefaultHttpxClient(verify=tls.context(), timeout=timeout)
     return openai.OpenAI(api_key=provider.api_key, base_url=provider.base_url, timeout=timeout,
-                         max_retries=0)  # moss retries itself and reports every attempt
+                         max_retries=0, http_client=http)  # moss retries itself and reports every attempt
+
+
+# One reply of each shape `send` reads, for `_first_response_types`: a completion, and the chunks
+# of a streamed one.
+_WARM_BASE = {"id": "chatcmpl-warm", "created": 0, "model": "warm"}
+_WARM_USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2,
+               "prompt_tokens_details": {"cached_tokens": 0}}
+_WARM_CHUNKS = tuple({**_WARM_BASE, "object": "chat.completion.chunk", **c} for c in (
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": None}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    {"choices": [], "usage": _WARM_USAGE},
+))
+
+
+def _first_response_types() -> list[dict]:
+    """What the SDK builds on its first response, built ahead by a zygote for every process it
+    forks (host/zygote.py): the validators of its response types, which pydantic makes on first
+    use. One plain and one streamed call go through `send` to canned replies served by httpx2's
+    MockTransport, inside this process (no connection, no key). Returns what `send` made of
+    them; anything that fails is left for the first real response to meet."""
+    import json
+
+    import httpx2
+    import openai
+
+    def reply(request):
+        if json.loads(request.content).get("stream"):
+            body = "".join(f"data: {json.dumps(c)}\n\n" for c in _WARM_CHUNKS) + "data: [DONE]\n\n"
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, text=body)
+        return httpx2.Response(200, json={**_WARM_BASE, "object": "chat.completion", "usage": _WARM_USAGE,
+                                          "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                                                       "finish_reason": "stop"}]})
+
+    http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
+    client = openai.OpenAI(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
+    provider = type("Warm", (), {"model": "warm", "max_tokens_param": "max_tokens"})()
+    req = {"messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}
+    try:
+        return [send(client, provider, req, None), send(client, provider, req, lambda _: None)]
+    except Exception:  # noqa: BLE001 - see above
+        return []
+    finally:
+        client.close()
 
 
 def _content(content):
