@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, needs_bwrap, sigkill_when
+from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap, sigkill_when
 from fakeapi import state_of
 
 SUITE = FIXTURES / "evalsuite"
@@ -59,7 +59,7 @@ def test_every_eval_attempt_carries_the_patch_its_agent_made(project, api, tmp_p
     to a fresh copy of the repository, give calc.py exactly as the agent left it; the questions
     changed nothing (an empty patch); moss's own `.moss/` in the copy is never part of one."""
     shutil.copytree(SUITE, project.root / "suite")
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "good"\n')
     api.push(*[model] * 200)
     out = project.root / "results"
     r = project.moss("eval", "suite", "--machine", "v1", "-j", "2", "--out", str(out), env=api.env(), timeout=600)
@@ -90,10 +90,10 @@ OUTCOMES = {"fix-add": "done", "fix-mul": "done", "count": "done", "version": "d
             "stuck": "failed"}
 
 
-def batch_project(project, tasks=TASKS):
+def batch_project(project, tasks=TASKS, provider=STORY_PROVIDER):
     """The project picks the good model; the batch folder holds the calculator and the task files."""
     shutil.copytree(SUITE / "repos", project.root / "work" / "repos")
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{provider}"\nmodel = "good"\n')
     lines = [json.dumps({**t, "machine": "v1"}) for t in tasks]
     project.write("work/tasks.jsonl", "\n".join(lines) + "\n")
     toml = []
@@ -116,8 +116,9 @@ def test_a_batch_in_jsonl_and_in_toml_ends_the_same_and_each_change_carries_its_
     limit) and the same patches. Each change task's patch, applied with `git apply` to a fresh
     copy of the repository, gives the file exactly as the agent edited it (a new file
     included); the question changed nothing. The repositories themselves are untouched.
-    `moss batch status` shows the table, and `--patch ID` prints one task's patch."""
-    batch_project(project)
+    `moss batch status` shows the table, and `--patch ID` prints one task's patch. The agents
+    speak through the anthropic SDK."""
+    batch_project(project, provider="anthropic")
     api.push(*[model] * 400)
     repo = project.root / "work" / "repos" / "pycalc"
     given = (repo / "calc.py").read_text()
@@ -197,7 +198,7 @@ def test_the_budget_stops_the_batch_and_a_resume_with_more_runs_the_rest(project
     spends it: nothing else starts, the batch says how many tasks did not run and exits 1.
     A resume with a larger budget runs exactly the tasks that did not finish."""
     batch_project(project)
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n'
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "good"\n'
                                        '[llm.pricing."good"]\ninput = 100000\noutput = 100000\n')
     asked: dict[str, int] = {}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from boardserver import board
-from conftest import FIXTURES, needs_bwrap
+from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap
 from fakeapi import FakeAPI, slow, state_of
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -371,7 +371,7 @@ def test_a_batch_table_shows_each_tasks_patch_and_links_its_session(project, bro
     from selenium.webdriver.common.by import By
 
     shutil.copytree(FIXTURES / "evalsuite" / "repos", project.root / "work" / "repos")
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "good"\n')
     tasks = [{"id": "fix-add", "repo": "repos/pycalc", "prompt": "add() returns the wrong result; fix it.",
               "machine": "v1"},
              {"id": "count", "repo": "repos/pycalc", "prompt": "How many functions does calc.py define?",

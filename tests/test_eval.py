@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, needs_bwrap, sigkill_when
+from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap, sigkill_when
 from fakeapi import state_of
 
 SUITE = FIXTURES / "evalsuite"
@@ -48,10 +48,10 @@ def model(body) -> str:
     return next((reply for marker, reply in REPLIES.items() if marker in text), "$(answer ?)")
 
 
-def eval_project(project, *, model_name="good"):
+def eval_project(project, *, model_name="good", provider=STORY_PROVIDER):
     """The project holds the suite (copied from the fixture) and picks the model in its config."""
     shutil.copytree(SUITE, project.root / "suite")
-    project.write(".moss/config.toml", f'[llm]\nprovider = "anthropic"\nmodel = "{model_name}"\n')
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{provider}"\nmodel = "{model_name}"\n')
     return project
 
 
@@ -99,8 +99,8 @@ def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the
     in the copies), the lazy cell passes none. `-j 2` ran two attempts at once (the first two
     requests met at a barrier). The user's files, the suite's repository included, are
     byte-for-byte what they were: every edit happened in a temp copy, removed afterwards but
-    for the failed attempts' (`--keep-failed`)."""
-    eval_project(project)
+    for the failed attempts' (`--keep-failed`). The agents speak through the anthropic SDK."""
+    eval_project(project, provider="anthropic")
     lazy = project.write("variants/lazy/config.toml", '[llm]\nmodel = "lazy"\n').parent
     overlap = Overlap(model)
     api.push(*[overlap] * 200)

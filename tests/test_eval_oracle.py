@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import needs_bwrap
+from conftest import STORY_PROVIDER, needs_bwrap
 from fakeapi import state_of
 
 from moss.eval.suite import builtin_suite_dir, load_suite
@@ -54,7 +54,7 @@ def test_the_oracle_scores_every_task_and_doing_nothing_scores_no_change(project
     """`moss eval --suite builtin` with two cells: the oracle passes all of the suite's tasks;
     the do-nothing variant passes none of its change tasks (each check fails on the untouched
     copy, through the same pipeline the oracle passed)."""
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "oracle"\n')
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "oracle"\n')
     nothing = project.write("variants/nothing/config.toml", '[llm]\nmodel = "nothing"\n').parent
     api.push(*[model] * 2000)
     r = project.moss("eval", "--suite", "builtin", "--machine", "v1", "--variant", "oracle=",
@@ -110,7 +110,7 @@ def test_a_folder_of_exercises_is_a_suite_its_examples_pass_and_the_stubs_fail(p
         writes = " ".join(f"$(edit {r.path} replace {quoted(r.new)})" for r in task.solution)
         return writes + " $(answer wrote the solution)"
 
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "oracle"\n')
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "oracle"\n')
     nothing = project.write("variants/nothing/config.toml", '[llm]\nmodel = "nothing"\n').parent
     api.push(*[exercise_model] * 400)
     r = project.moss("eval", "ex", "--machine", "v1", "--variant", "oracle=", "--variant", f"nothing={nothing}",

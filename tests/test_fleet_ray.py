@@ -258,7 +258,7 @@ def test_a_batch_driver_killed_mid_batch_resumes_and_every_task_runs_once(projec
     from test_batch import outcomes as batch_outcomes
     from test_batch import rows_in
 
-    batch_project(project)
+    batch_project(project, provider="anthropic")  # the key the nodes hold
     release = threading.Event()
     asked: list[str] = []
 
@@ -520,7 +520,7 @@ def test_a_batch_on_ray_ends_as_it_does_locally_with_the_same_patches(project, k
     from test_batch import model as batch_model
     from test_batch import outcomes as batch_outcomes
 
-    batch_project(project)
+    batch_project(project, provider="anthropic")  # the key the nodes hold
     keyed_api.push(*[batch_model] * 400)
     runs = {}
     for how in ("local", "ray"):
