@@ -21,8 +21,9 @@ The forked process is set up as `python [-P] -m moss ARGS` starts: its environme
 `sys.path` as `-m` puts it. It runs moss/__main__.py with runpy, and whatever that raises
 ends it as the interpreter would: non-daemon threads joined, `atexit`, streams flushed, the
 exit status. What differs from a new interpreter: the PRELOAD modules are imported already and
-its functions have run (prices and tree-sitter queries loaded: data, the same in every
-process), and at the end the modules are not torn down (`_end` says why).
+its functions have run (prices and tree-sitter queries loaded, a TLS context made, the SDKs'
+reply types built: the same in every process), and at the end the modules are not torn down
+(`_end` says why).
 
 Ending: when the process that started the zygote closes its end of the socket pair or dies
 (the kernel closes it then, SIGKILL included), the zygote exits; each monitor is killed with it

@@ -193,21 +193,43 @@ def test_the_collector_rests_while_the_sdk_imports_and_skips_it_afterwards():
 # -- what a zygote makes once for every process it forks ----------------------------------------
 
 @pytest.mark.parametrize("api", ["anthropic", "openai"])
-def test_each_sdks_first_replies_are_read_ahead_through_moss_own_send(api):
+def test_each_sdks_first_replies_are_read_ahead_through_moss_own_send(api, monkeypatch):
     """The warm-up a zygote runs before forking (`_first_response_types`, in zygote.SDKS) is the
     real read of a reply: one plain and one streamed, through the same `send` every call takes,
-    served inside the process. Were the SDK to change what a reply looks like, this says so
-    here instead of the warm-up failing quietly in every zygote."""
+    served inside the process: it opens no connection (here every connect fails) and carries a
+    placeholder key, never the one in the environment. Were the SDK to change what a reply
+    looks like, this says so here instead of the warm-up failing quietly in every zygote."""
     import importlib
+    import socket
+
+    import httpx2
 
     from moss import zygote
 
+    def refuse(*_a, **_kw):
+        raise AssertionError("the warm-up tried to connect")
+
+    seen = []
+
+    class Recording(httpx2.MockTransport):
+        def handle_request(self, request):
+            seen.append(request)
+            return super().handle_request(request)
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(httpx2, "MockTransport", Recording)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-the-users-own")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-own")
     mod = importlib.import_module(f"moss.llm.{api}_client")
     assert f"moss.llm.{api}_client:_first_response_types" in zygote.SDKS[api]
     replies = mod._first_response_types()
     assert [r["text"] for r in replies] == ["ok", "ok"]
     assert {r["stop_reason"] for r in replies} == {"end_turn"}
     assert all(r["usage"]["output_tokens"] == 1 for r in replies)
+    assert len(seen) == 2 and all(r.url.host == "moss.invalid" for r in seen)
+    assert not any("sk-the-users-own" in str(r.headers) for r in seen)
+    assert all("warm" in (r.headers.get("x-api-key") or r.headers.get("authorization")) for r in seen)
 
 
 def test_clients_share_one_tls_context_until_ssl_cert_file_changes(monkeypatch, tmp_path):
