@@ -55,12 +55,14 @@ def _first_response_types() -> list[dict]:
     """What the SDK builds on its first response, built ahead by a zygote for every process it
     forks (host/zygote.py): the validators of its response types, which pydantic makes on first
     use (~30 ms of CPU). One plain and one streamed call go through `send` to canned replies
-    served by httpx2's MockTransport, inside this process (no connection, no key). Returns what
+    served by httpx2's MockTransport, inside this process (no connection; a placeholder key). Returns what
     `send` made of them; anything that fails is left for the first real response to meet."""
     import json
 
     import anthropic
     import httpx2
+
+    from . import warm
 
     def reply(request):
         if json.loads(request.content).get("stream"):
@@ -72,13 +74,7 @@ def _first_response_types() -> list[dict]:
     http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
     client = anthropic.Anthropic(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
     provider = type("Warm", (), {"model": "warm"})()
-    req = {"messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}
-    try:
-        return [send(client, provider, req, None), send(client, provider, req, lambda _: None)]
-    except Exception:  # noqa: BLE001 - see above
-        return []
-    finally:
-        client.close()
+    return warm.read_canned(client, send, provider)
 
 
 def _blocks(content, cache: bool) -> list:

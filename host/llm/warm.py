@@ -176,6 +176,21 @@ def take(p, timeout: float, wait: float = 60.0):
     return job.client
 
 
+def read_canned(client, send, provider) -> list[dict]:
+    """One plain and one streamed call through a client module's `send`, on an SDK `client`
+    whose transport serves canned replies inside this process: what a zygote runs before it
+    forks so that the SDK's reply types are built once (`_first_response_types` of
+    anthropic_client and openai_client). What `send` returned; [] when a call failed (the first
+    real reply then meets the same failure, as it would without this). Closes the client."""
+    req = {"messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}
+    try:
+        return [send(client, provider, req, None), send(client, provider, req, lambda _: None)]
+    except Exception:  # noqa: BLE001 - see above
+        return []
+    finally:
+        client.close()
+
+
 def sending() -> None:
     """A call is handing its request to the SDK (LLM._attempts, just before sending)."""
     _sent.set()
