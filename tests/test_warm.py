@@ -17,6 +17,15 @@ from moss.llm import LLM, warm
 from moss.llm.providers import resolve_provider
 
 
+@pytest.fixture(autouse=True)
+def _own_jobs(monkeypatch):
+    """Each test sees only the clients it prepared itself. A client an earlier test in the same
+    process prepared and never took stays in warm._jobs (below, the prices test in which no
+    call waits does that), and a test that counts what is left over would then fail or pass
+    by the order the tests ran in."""
+    monkeypatch.setattr(warm, "_jobs", {})
+
+
 def _provider(key="k-1", url="http://127.0.0.1:9"):
     return resolve_provider({}, {"provider": "anthropic"}, {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": url})
 
