@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from .retry import Cancelled, Failure, reraise
@@ -73,7 +74,7 @@ def _first_response_types() -> list[dict]:
 
     http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
     client = anthropic.Anthropic(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
-    provider = type("Warm", (), {"model": "warm"})()
+    provider = SimpleNamespace(model="warm")
     return warm.read_canned(client, send, provider)
 
 

@@ -5,6 +5,7 @@ Serves OpenAI itself and every OpenAI-compatible preset (Ollama, llama.cpp, vLLM
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Callable
 
 from .models import is_openai_reasoning
@@ -60,7 +61,7 @@ def _first_response_types() -> list[dict]:
 
     http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
     client = openai.OpenAI(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
-    provider = type("Warm", (), {"model": "warm", "max_tokens_param": "max_tokens"})()
+    provider = SimpleNamespace(model="warm", max_tokens_param="max_tokens")
     return warm.read_canned(client, send, provider)
 
 
