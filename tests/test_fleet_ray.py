@@ -27,25 +27,26 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, needs_bwrap, sigkill_when
+from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap, sigkill_when
 from fakeapi import FakeAPI
 from rayhead import RayHead, ray_importable
 from test_eval import model, rows_of
 
-KEY = "sk-ant-fleet-7Q2vX9kLmN4pR8sT1uW3yZ5b"  # fake, distinctive: found anywhere, it leaked
-FILE_KEY = "sk-fleetfile-Hq8Zr3Vn6Bw1Lk5Tp9Xc"  # the other one, only in the nodes' credentials file
+KEY = "sk-fleet-7Q2vX9kLmN4pR8sT1uW3yZ5b"  # fake, distinctive: found anywhere, it leaked
+FILE_KEY = "sk-ant-fleetfile-Hq8Zr3Vn6Bw1Lk5Tp9Xc"  # the other one, only in the nodes' credentials file
 
 
 class KeyedHead(RayHead):
-    """A head whose nodes hold the model's key and this interpreter's folder first on PATH (so
-    a job's `python3` has moss's dependencies; moss itself arrives with each job), and a
-    credentials file (MOSS_CREDENTIALS_FILE) with an OpenAI key."""
+    """A head whose nodes hold the model's key (OpenAI's: the stories' agents run on the openai
+    SDK, see STORY_PROVIDER) and this interpreter's folder first on PATH (so a job's `python3`
+    has moss's dependencies; moss itself arrives with each job), and a credentials file
+    (MOSS_CREDENTIALS_FILE) with an Anthropic key."""
 
     def env(self) -> dict:
         env = super().env()
-        env["ANTHROPIC_API_KEY"] = KEY
+        env["OPENAI_API_KEY"] = KEY
         creds = self.base / "credentials"
-        creds.write_text(f"# placed by the operator\nOPENAI_API_KEY={FILE_KEY}\n")
+        creds.write_text(f"# placed by the operator\nANTHROPIC_API_KEY={FILE_KEY}\n")
         creds.chmod(0o600)
         env["MOSS_CREDENTIALS_FILE"] = str(creds)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
@@ -73,7 +74,7 @@ def keyed_api():
 
 
 def driver_env(api) -> dict:
-    return {**api.env(), "ANTHROPIC_API_KEY": KEY}
+    return {**api.env(), "OPENAI_API_KEY": KEY}
 
 
 def jobs_of(head, run: str | None = None) -> list[dict]:
@@ -96,6 +97,12 @@ def post_stop(head, sid: str) -> None:
         r.read()
 
 
+def keys_sent(api) -> set[str]:
+    """The keys the requests to `api` carried (as X-Api-Key, or as a bearer token)."""
+    return {(r.headers.get("x-api-key") or r.headers.get("authorization", "")).removeprefix("Bearer ")
+            for r in api.requests}
+
+
 def run_id(out: Path) -> str:
     return json.loads((out / "ray.json").read_text())["run"]
 
@@ -107,7 +114,7 @@ def fleet_project(project, tasks=("count-functions", "fix-add", "fix-mul")):
     head_, *blocks = toml.split("[[task]]")
     kept = [b for b in blocks if any(f'id = "{t}"' in b for t in tasks)]
     (project.root / "suite/suite.toml").write_text(head_ + "".join("[[task]]" + b for b in kept))
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "good"\n')
     project.write("variants/lazy/config.toml", '[llm]\nmodel = "lazy"\n')
     return project
 
@@ -161,32 +168,31 @@ def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_ke
         assert "MOSS-ATTEMPT" in log and KEY not in log and KEY[-12:] not in log
     travelled = {name for j in jobs_of(head) for name in (j.get("runtime_env") or {}).get("env_vars", {})}
     assert travelled <= {"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PYTHONUNBUFFERED"}, travelled
-    keys = {(r.headers.get("x-api-key") or r.headers.get("authorization", "")).removeprefix("Bearer ")
-            for r in keyed_api.requests}
-    assert keys == {KEY}  # the server takes no other key: the jobs' requests carried the nodes' one
+    assert keys_sent(keyed_api) == {KEY}  # the server takes no other key: the jobs' requests carried the nodes' one
 
 
 @needs_bwrap
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_job_can_take_its_key_from_the_nodes_credentials_file(project, head):
-    """The driver holds no key at all; the attempt's agent (provider openai) reaches a server
-    that takes only the key in the file the operator placed on the nodes (MOSS_CREDENTIALS_FILE),
-    and neither the job list nor the job's log shows it. The task's prompt is longer than a
-    command line should carry (40 KB): the attempt travels as a package of its own."""
+    """The driver holds no key at all; the attempt's agent (provider anthropic: the Ray story
+    whose agent runs on the anthropic SDK) reaches a server that takes only the key in the file
+    the operator placed on the nodes (MOSS_CREDENTIALS_FILE), and neither the job list nor the
+    job's log shows it. The task's prompt is longer than a command line should carry (40 KB):
+    the attempt travels as a package of its own."""
     fleet_project(project, tasks=("count-functions",))
     toml = project.root / "suite/suite.toml"
     toml.write_text(toml.read_text().replace("Answer with the number.", "Answer with the number. " + "Pad. " * 8000))
-    project.write(".moss/config.toml", '[llm]\nprovider = "openai"\nmodel = "good"\n')
+    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n')
     with FakeAPI(api_key=FILE_KEY) as api:
         api.push(*[model] * 50)
         out = project.root / "results"
         r = project.moss("eval", "suite", "--executor", "ray", "--ray-address", head.address, "--out", str(out),
-                         env={"OPENAI_BASE_URL": api.openai_url}, timeout=300)
+                         env={"ANTHROPIC_BASE_URL": api.anthropic_url}, timeout=300)
         assert r.returncode == 0, r.stderr
         [row] = rows_of(out)
         assert row["passed"] is True, row
-        assert {rq.headers.get("authorization") for rq in api.requests} == {f"Bearer {FILE_KEY}"}
+        assert keys_sent(api) == {FILE_KEY}
     [job] = jobs_of(head, run_id(out))
     assert FILE_KEY not in json.dumps(jobs_of(head)) and FILE_KEY not in job_logs(head, job["submission_id"])
     assert job["entrypoint"].startswith("python3 -P -m moss.eval.remote @_ray_pkg_") and len(job["entrypoint"]) < 200
@@ -258,7 +264,7 @@ def test_a_batch_driver_killed_mid_batch_resumes_and_every_task_runs_once(projec
     from test_batch import outcomes as batch_outcomes
     from test_batch import rows_in
 
-    batch_project(project, provider="anthropic")  # the key the nodes hold
+    batch_project(project)
     release = threading.Event()
     asked: list[str] = []
 
@@ -393,7 +399,7 @@ def test_a_projects_ray_address_and_executor_wait_for_trust(project, api):
     project is trusted moss ignores both, says so, and runs the eval here (here a budget of 0
     lets nothing start); once trusted, the eval goes to that cluster (which is not there)."""
     fleet_project(project, tasks=("count-functions",))
-    project.write(".moss/config.toml", '[llm]\nprovider = "anthropic"\nmodel = "good"\n'
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "good"\n'
                   '[eval]\nexecutor = "ray"\nray_address = "http://127.0.0.1:9"\n')
     project.trusted = False
     r = project.moss("eval", "suite", "--max-cost", "0", env=api.env(), input="")
@@ -520,7 +526,7 @@ def test_a_batch_on_ray_ends_as_it_does_locally_with_the_same_patches(project, k
     from test_batch import model as batch_model
     from test_batch import outcomes as batch_outcomes
 
-    batch_project(project, provider="anthropic")  # the key the nodes hold
+    batch_project(project)
     keyed_api.push(*[batch_model] * 400)
     runs = {}
     for how in ("local", "ray"):
