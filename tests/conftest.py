@@ -178,20 +178,27 @@ def pytest_configure(config):
     compileall.compile_dir(REPO / "tests", maxlevels=0, quiet=2)
 
 
-# Test files whose tests run together on one worker, one after another:
+# Tests that run together on one worker, one after another (a key is a file, or a file and a
+# test function with all its parameters):
 # - the Ray files' module-scoped heads: under xdist's plain `load`, each worker that ran one of
 #   their tests started its own head (four a run on two workers), each ~6 s of CPU to start and
 #   ~0.15 of a core while it lived;
 # - test_detect's fixed ports (it stands in for Ollama on 11434 in one test and finds nothing
-#   there in another).
+#   there in another);
+# - the tests that read tests/errorreach.py's analysis of host/ (~2.6 s of CPU), which each
+#   worker that runs one of them makes.
 ONE_WORKER = {"tests/test_fleet_ray.py": "ray heads", "tests/test_ray.py": "ray heads",
-              "tests/test_detect.py": "fixed ports"}
+              "tests/test_detect.py": "fixed ports",
+              **{f"tests/test_api_docs.py::{name}": "error-kind analysis" for name in (
+                  "test_the_source_analysis_follows_calls_into_the_tools",
+                  "test_a_primitive_declares_every_error_kind_its_code_can_raise",
+                  "test_a_primitive_that_takes_arguments_declares_usage")}}
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`-n N` (xdist's default `--dist load`): every test is its own work unit, as under
-    `load`, except the files in ONE_WORKER, whose tests make one unit per name. xdist's own way to say
+    `load`, except the tests ONE_WORKER names, which make one unit per name. xdist's own way to say
     this (`--dist loadgroup` with `xdist_group` marks) renames each test's node id, which
     pytest 9.2 no longer lets it do: the marks are then silently ignored. An explicit
     `--dist` other than load is left to xdist."""
@@ -201,7 +208,8 @@ def pytest_xdist_make_scheduler(config, log):
 
     class Together(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return ONE_WORKER.get(nodeid.split("::", 1)[0], nodeid)
+            file, _, rest = nodeid.partition("::")
+            return ONE_WORKER.get(file) or ONE_WORKER.get(f"{file}::{rest.split('[', 1)[0]}") or nodeid
 
     return Together(config, log)
 
