@@ -230,9 +230,14 @@ class FakeAPI:
     def openai_url(self) -> str:
         return f"{self.scheme}://127.0.0.1:{self.port}/v1"
 
-    def env(self) -> dict[str, str]:
-        return {"ANTHROPIC_BASE_URL": self.anthropic_url, "OPENAI_BASE_URL": self.openai_url,
-                "ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"}
+    def env(self, provider: str | None = None) -> dict[str, str]:
+        """The variables that point a process's moss at this server: both providers' (moss then
+        picks anthropic), or only `provider`'s ("anthropic" or "openai")."""
+        both = {"anthropic": {"ANTHROPIC_BASE_URL": self.anthropic_url, "ANTHROPIC_API_KEY": "test-key"},
+                "openai": {"OPENAI_BASE_URL": self.openai_url, "OPENAI_API_KEY": "test-key"}}
+        if provider is not None:
+            return dict(both[provider])
+        return {**both["anthropic"], **both["openai"]}
 
     def push(self, *replies) -> "FakeAPI":
         with self._lock:

@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 import pytest
 from agentmodel import Model
-from conftest import FIXTURES
+from conftest import FIXTURES, STORY_PROVIDER
 from fakeapi import last_user_text, slow, system_text
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -32,10 +32,12 @@ SERVER = str(Path(__file__).resolve().parent / "mcpserver.py")
 
 # -- helpers -----------------------------------------------------------------------------
 
-def server_env(project, api=None, **extra) -> dict:
+def server_env(project, api=None, provider: str | None = STORY_PROVIDER, **extra) -> dict:
+    """The server's environment: the project's, pointed at `api` for `provider` (the sessions
+    the server starts are new interpreters that import that provider's SDK; see STORY_PROVIDER)."""
     env = dict(project.env)
     if api is not None:
-        env.update(api.env())
+        env.update(api.env(provider))
     env.update(extra)
     return env
 
@@ -644,8 +646,9 @@ def test_a_projects_python_files_never_run_in_the_sessions_the_server_starts(cra
     plant_modules(crate.root, marker)
     crate.trust()
     api.push(*([Model("provider")] * 10))
+    # anthropic: its session must import the SDK the planted anthropic.py is named after
     params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "moss", "mcp", "serve"],
-                                   env=server_env(crate, api), cwd=str(crate.root))
+                                   env=server_env(crate, api, provider="anthropic"), cwd=str(crate.root))
 
     async def main():
         errlog = open(crate.root.parent / "server-stderr.log", "a")
