@@ -211,6 +211,16 @@ def pytest_xdist_make_scheduler(config, log):
             file, _, rest = nodeid.partition("::")
             return ONE_WORKER.get(file) or ONE_WORKER.get(f"{file}::{rest.split('[', 1)[0]}") or nodeid
 
+        def _assign_work_unit(self, node) -> None:
+            # Every other worker takes its next unit from the far end of the queue. Tests of one
+            # file tend to need the machine alike: taken from one end by both workers, a file of
+            # tests that wait (a terminal, a slow model) ran on both at once and left the cores
+            # idle, a file of busy ones had them contend. From two ends, a file runs on one
+            # worker beside another part of the suite.
+            if self.nodes.index(node) % 2 and len(self.workqueue) > 1:
+                self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
+            super()._assign_work_unit(node)
+
     return Together(config, log)
 
 
