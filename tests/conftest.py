@@ -16,13 +16,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-# The provider of the agents in the stories of `moss eval` and `moss batch`, here and on Ray.
-# Each such run starts its agents from a new interpreter (a zygote, the agent itself when one
-# attempt runs, or a Ray job's agent), which first imports the provider's SDK: the openai SDK's
-# import is ~0.8 s of CPU less than the anthropic SDK's ~1.6 s, over some 80 such starts a suite
-# run. The anthropic SDK keeps a story on each path: test_eval's good and lazy models side by
-# side, test_batch's JSONL and TOML batches, and on Ray the job that takes its key from the
-# nodes' credentials file.
+# The provider of the agents in the stories of `moss eval` and `moss batch` (here and on Ray)
+# and of the sessions `moss mcp serve` starts. Each such agent starts from a new interpreter (a
+# zygote, the agent itself when one attempt runs, a Ray job's agent, an MCP tool's session),
+# which first imports the provider's SDK: the openai SDK's import is ~0.8 s of CPU less than
+# the anthropic SDK's ~1.6 s, over some 80 such starts a suite run. The anthropic SDK keeps a
+# story on each path: test_eval's good and lazy models side by side, test_batch's JSONL and TOML
+# batches, on Ray the job that takes its key from the nodes' credentials file, and test_mcp's
+# session in a project that plants an anthropic.py.
 STORY_PROVIDER = "openai"
 # fixtures hold other projects' tests (an exercise's hello_world_test.py): data, not moss's tests
 collect_ignore = ["fixtures"]
