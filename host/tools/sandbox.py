@@ -499,15 +499,18 @@ echo moss-sandbox-ok
 def bwrap_problem() -> str | None:
     """None when bubblewrap works here and its sandbox is in force; otherwise a sentence
     saying what is wrong. Probed once per bwrap path and cached."""
+    return _checked_bwrap()[1]
+
+
+def _checked_bwrap() -> tuple[str, str | None]:
+    """(the bwrap to run, its problem): one lookup, so the bwrap run is the one probed."""
     found = locate()
     if not found.path:
-        return f"bubblewrap was not found: {found.missing}"
+        return "", f"bubblewrap was not found: {found.missing}"
     with _probe_lock:
-        if found.path in _probe_cache:
-            return _probe_cache[found.path]
-        problem = _probe(found.path)
-        _probe_cache[found.path] = problem
-        return problem
+        if found.path not in _probe_cache:
+            _probe_cache[found.path] = _probe(found.path)
+        return found.path, _probe_cache[found.path]
 
 
 def _probe(bwrap: str) -> str | None:
@@ -575,9 +578,9 @@ def command_plan(
                 kind="denied",
             )
         return Plan([SHELL, "-c", cmd], "none", command_env(env, setup, sandboxed=False))
-    problem = bwrap_problem()
+    bwrap, problem = _checked_bwrap()
     if problem is None:
-        argv = bwrap_argv(bwrap_path(), access, root, cwd, cmd, setup=setup, protect=protect)
+        argv = bwrap_argv(bwrap, access, root, cwd, cmd, setup=setup, protect=protect)
         return Plan(argv, SANDBOX_NAMES[access], command_env(env, setup, sandboxed=True))
     if unsandboxed_ok:
         return Plan([SHELL, "-c", cmd], "none", command_env(env, setup, sandboxed=False))
