@@ -356,12 +356,11 @@ def test_attached_runs_stop_when_moss_exits_detached_ones_are_adopted(lab):
 
 @pytest.mark.needs_sandbox
 def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
-    # the runs write files: access edit (bubblewrap, the project writable)
-    access = "edit"
+    # the runs write files: access edit (bubblewrap, the project writable), not full
     # the runs that train wait until the NaN alert was answered: its prompt comes first
     model = WildModel(lab, [sweep_tag({"lr": [0.001, 0.1, 1], "after": ANSWERED})], explore_first=True)
     r = wild(lab, api, "--output-format", "json", "find a learning rate that trains", model=model,
-             full=access == "full")
+             full=False)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["reason"] == "answered" and result["machine"] == "wild"
