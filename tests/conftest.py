@@ -27,6 +27,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 STORY_PROVIDER = "openai"
 # fixtures hold other projects' tests (an exercise's hello_world_test.py): data, not moss's tests
 collect_ignore = ["fixtures"]
+# `@pytest.mark.needs_sandbox` for a test that runs commands under bubblewrap, and what CI must
+# never skip (a missing sandbox, browser or Ray): tests/ciskips.py
+pytest_plugins = ["ciskips"]
 
 
 @contextlib.contextmanager
@@ -53,13 +56,6 @@ def lua_value(module: str, name: str):
     check text moss writes for the model read its words from there instead of copying them."""
     with builtin_lua() as (rt, _root):
         return rt.to_py(rt.execute(f"return require({module!r})[{name!r}]"))
-
-
-# Tests of the sandboxed access levels (read-shell, edit) need bubblewrap; CI installs it.
-needs_bwrap = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap not installed (CI installs it)",
-)
 
 
 def sigkill_when(p: subprocess.Popen, ready, *, timeout: float = 30.0, settle: float = 0.2) -> None:

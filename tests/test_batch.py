@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap, sigkill_when
+from conftest import FIXTURES, STORY_PROVIDER, sigkill_when
 from fakeapi import state_of
 
 SUITE = FIXTURES / "evalsuite"
@@ -52,7 +52,7 @@ def git_apply(patch: str, repo: Path, into: Path) -> Path:
     return into
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_every_eval_attempt_carries_the_patch_its_agent_made(project, api, tmp_path):
     """`moss eval` of the fixture suite: each attempt's row holds its patch, a unified diff of
     the copy against the repository as given. The fix tasks' patches, applied with `git apply`
@@ -109,7 +109,7 @@ def outcomes(rows: list[dict]) -> dict[str, str]:
     return {row["id"]: row["outcome"] for row in rows}
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_batch_in_jsonl_and_in_toml_ends_the_same_and_each_change_carries_its_patch(project, api, tmp_path):
     """Six tasks, once from a JSONL file and once from the same tasks in TOML: both runs give
     every task the same outcome (five done, the one that never finishes failed at its turn
@@ -161,7 +161,7 @@ def task_in(body) -> str | None:
     return next((t["id"] for t in TASKS if t["prompt"] in text), None)
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_resume_after_the_driver_was_killed_runs_no_task_twice(project, api):
     """`moss batch` is SIGKILLed once its first task's line is written (the agent it was
     running dies with it). The same command with `--resume` runs only the tasks without a
@@ -192,7 +192,7 @@ def test_resume_after_the_driver_was_killed_runs_no_task_twice(project, api):
     assert outcomes(rows) == OUTCOMES
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_the_budget_stops_the_batch_and_a_resume_with_more_runs_the_rest(project, api):
     """`--max-cost` is one budget for the batch. The model is priced so that the first task
     spends it: nothing else starts, the batch says how many tasks did not run and exits 1.
@@ -257,7 +257,7 @@ def test_a_bad_task_file_is_one_line_naming_the_file_and_line(project, api, name
     assert not (project.root / "r.jsonl").exists()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_hostile_repositorys_own_moss_folder_widens_nothing(project, api, tmp_path):
     """A task's repository brings a `.moss/` that would widen what its agent may do: a config
     that sends the model's requests (and the key) to another server, lets every edit through
@@ -307,7 +307,7 @@ def agents_under(folder: Path) -> list[int]:
     return [pid for pid, ppid in found.items() if ppid not in found]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_an_infrastructure_failure_is_retried_and_an_agents_own_failure_never(project, api, tmp_path):
     """`--retries 1`, one task at a time. The agent of `fix-add` is killed (SIGKILL, as a lost
     machine would) at its first model request, once: it ended without a result, so it runs

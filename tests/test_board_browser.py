@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from boardserver import board
-from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap
+from conftest import FIXTURES, STORY_PROVIDER
 from fakeapi import FakeAPI, slow, state_of
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -361,7 +361,7 @@ def batch_model(body) -> str:
     return next((reply for marker, reply in BATCH_REPLIES.items() if marker in text), "$(answer ?)")
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_batch_table_shows_each_tasks_patch_and_links_its_session(project, browser):
     """A real `moss batch` of two tasks on the fixture calculator, its results where it keeps
     them by default (.moss/batch/): on the evaluations page the user opens the batch, reads the

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap, sigkill_when
+from conftest import FIXTURES, STORY_PROVIDER, sigkill_when
 from fakeapi import state_of
 
 SUITE = FIXTURES / "evalsuite"
@@ -91,7 +91,7 @@ class Overlap:
         return self.inner(body)
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the_tree_is_untouched(
         project, api, tmp_path):
     """Two cells, the project as it is (model good) and a variant folder that switches the model
@@ -132,7 +132,7 @@ def test_a_good_model_passes_every_task_a_lazy_variant_none_side_by_side_and_the
     assert "def add(a, b):\n    return a - b" in (project.root / "suite/repos/pycalc/calc.py").read_text()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_the_budget_stops_the_eval_and_the_running_attempt_cleanly(project, api):
     """One budget for the whole eval: the first attempt to end spends more than `--max-tokens`,
     so the attempt still waiting for the model is stopped (SIGINT, it exits 130) and recorded as
@@ -174,7 +174,7 @@ def test_the_budget_stops_the_eval_and_the_running_attempt_cleanly(project, api)
     assert {row["task"] for row in rows_of(out) if row["reason"] != "budget"} == set(TASK_OF.values())
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_resume_after_the_eval_was_killed_skips_finished_attempts_and_runs_the_rest_once(project, api):
     """The eval is SIGKILLed once its first attempt is recorded. `--resume DIR` runs the
     others and not the finished one again (the model is never asked about it), and every
@@ -220,7 +220,7 @@ def test_a_project_suite_with_commands_is_refused_while_the_project_is_untrusted
     assert not (project.root / "results" / "attempts.jsonl").exists()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_task_whose_check_already_passes_is_a_suite_error_not_a_pass(project, api):
     """`fail_before = true`: the check runs on the untouched copy first; a task that is already
     solved is reported as a suite error (exit 1), the agent never starts, and it counts neither
@@ -323,7 +323,7 @@ def test_a_repositorys_own_moss_folder_never_reaches_an_attempt(project, api, tm
     assert models == {"good"}
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_ctrl_c_stops_the_running_attempts_exits_130_and_leaves_only_finished_lines(project, api, tmp_path):
     """Ctrl-C (SIGINT to `moss eval`) once the first attempt is recorded: the attempt running
     then is stopped and its copy removed, nothing is written for it (a resume runs it again),

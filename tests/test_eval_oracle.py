@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import STORY_PROVIDER, needs_bwrap
+from conftest import STORY_PROVIDER
 from fakeapi import state_of
 
 from moss.eval.suite import builtin_suite_dir, load_suite
@@ -49,7 +49,7 @@ def model(body) -> str:
 
 
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_the_oracle_scores_every_task_and_doing_nothing_scores_no_change(project, api):
     """`moss eval --suite builtin` with two cells: the oracle passes all of the suite's tasks;
     the do-nothing variant passes none of its change tasks (each check fails on the untouched
@@ -82,7 +82,7 @@ def test_the_oracle_scores_every_task_and_doing_nothing_scores_no_change(project
     assert all(f"broken in B: {t} trial 1" in verdict.stdout for t in changes)
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_folder_of_exercises_is_a_suite_its_examples_pass_and_the_stubs_fail(project, api):
     """`moss eval DIR` on a folder in the exercise layout of public polyglot benchmarks
     (tests/fixtures/exercises): each exercise is a change task whose agent never sees the

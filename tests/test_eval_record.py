@@ -13,7 +13,7 @@ import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
-from conftest import needs_bwrap
+import pytest
 from test_eval import TASK_OF, eval_project, model, rows_of
 
 
@@ -26,7 +26,7 @@ def verdicts(out: Path) -> dict[str, bool | None]:
     return {row["task"]: row["passed"] for row in rows_of(out)}
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_record_then_replay_gives_the_same_verdicts_without_asking_the_model(project, api):
     """An eval recorded with `--record DIR` leaves one cassette per attempt, named after it.
     The same eval with `--replay DIR` reaches the same verdict on every task, while the fake
@@ -56,7 +56,7 @@ def test_record_then_replay_gives_the_same_verdicts_without_asking_the_model(pro
     assert "all 4 replayed attempts sent exactly their recorded requests" in r.stderr
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_variant_that_changes_a_role_prompt_diverges_at_the_first_request_naming_the_system_prompt(
         project, api):
     """The project as it is is recorded. A variant folder then extends the built-in explorer

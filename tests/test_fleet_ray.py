@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap, sigkill_when
+from conftest import FIXTURES, STORY_PROVIDER, sigkill_when
 from fakeapi import FakeAPI
 from rayhead import RayHead, ray_importable
 from test_eval import model, rows_of
@@ -126,7 +126,7 @@ def outcomes(rows) -> dict:
             for r in rows}
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_key(project, keyed_api, head):
@@ -171,7 +171,7 @@ def test_six_attempts_as_ray_jobs_end_as_they_do_locally_and_no_job_holds_the_ke
     assert keys_sent(keyed_api) == {KEY}  # the server takes no other key: the jobs' requests carried the nodes' one
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_job_can_take_its_key_from_the_nodes_credentials_file(project, head):
@@ -204,7 +204,7 @@ def task_of(body) -> str:
                                      ("mul() returns", "fix-mul")) if marker in text), "?")
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_driver_killed_mid_run_resumes_and_every_attempt_runs_once(project, keyed_api, head):
@@ -250,7 +250,7 @@ def test_a_driver_killed_mid_run_resumes_and_every_attempt_runs_once(project, ke
     assert "count-functions" not in asked[before:]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_batch_driver_killed_mid_batch_resumes_and_every_task_runs_once(project, keyed_api, head):
@@ -309,7 +309,7 @@ def test_a_batch_driver_killed_mid_batch_resumes_and_every_task_runs_once(projec
     assert not finished & set(asked[before:])
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_the_budget_stops_a_running_job_and_a_resume_runs_it_again_as_a_fresh_try(project, keyed_api, head):
@@ -353,7 +353,7 @@ def test_the_budget_stops_a_running_job_and_a_resume_runs_it_again_as_a_fresh_tr
     assert final[stopped["task"]]["ray"]["submission_id"].endswith("-t1")
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_job_stopped_on_the_cluster_is_tried_again_then_counted_as_infrastructure(project, keyed_api, head):
@@ -432,7 +432,7 @@ def test_ray_options_without_the_ray_executor_are_refused(project, api):
     assert r.returncode == 2 and r.stderr.strip() == "--num-cpus is for --executor ray", r.stderr
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_task_at_a_commit_with_a_link_travels_whole(project, keyed_api, head):
@@ -465,7 +465,7 @@ def test_a_task_at_a_commit_with_a_link_travels_whole(project, keyed_api, head):
     assert row["passed"] is True
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_ctrl_c_stops_the_jobs_on_the_cluster_and_exits_130(project, keyed_api, head):
@@ -515,7 +515,7 @@ def test_ctrl_c_stops_the_jobs_on_the_cluster_and_exits_130(project, keyed_api, 
     assert stopped <= set(json.loads((out / "ray.json").read_text())["stopped"])
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_batch_on_ray_ends_as_it_does_locally_with_the_same_patches(project, keyed_api, head):

@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import sigkill_when
 from fakeapi import FakeAPI, held
-from test_sessions import CALC, TEST, checkpoint, events, git, needs_bwrap, tree
+from test_sessions import CALC, TEST, checkpoint, events, git, tree
 
 # A project role at edit access that goes straight to work (no planner): the tests script its
 # replies by turn, not by what its prompt says.
@@ -43,7 +43,7 @@ def command_events(project, sid):
 
 # ---- shell commands are approved like edits -------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_shell_delete_is_refused_at_the_default_auto_approve(repo, api):
     r = run_fixer(repo, api, replies=["$(run rm notes.txt)", "$(answer removed)"])
     assert (repo.root / "notes.txt").exists()  # nothing ran
@@ -52,7 +52,7 @@ def test_shell_delete_is_refused_at_the_default_auto_approve(repo, api):
 
 
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_shell_delete_runs_when_the_user_approves_that_risk(repo, api):
     r = run_fixer(repo, api, "--auto-approve", "high", "--validate", "true",
                   replies=["$(run rm notes.txt)", "$(answer removed)"])
@@ -60,7 +60,7 @@ def test_shell_delete_runs_when_the_user_approves_that_risk(repo, api):
     assert not (repo.root / "notes.txt").exists()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_interactive_user_declines_a_shell_move(repo, api):
     api.push("$(run mv notes.txt moved.txt)", "$(answer done)")
     r = repo.moss("@agent", "--provider", "anthropic", "--v1", "--role", "fixer", "fix add",
@@ -69,7 +69,7 @@ def test_interactive_user_declines_a_shell_move(repo, api):
     assert (repo.root / "notes.txt").exists() and not (repo.root / "moved.txt").exists()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_read_only_commands_are_not_asked_about(repo, api):
     r = run_fixer(repo, api, "--validate", "true", replies=["$(run ls app && cat notes.txt)", "$(answer v1)"])
     assert r.returncode == 0, r.stderr
@@ -79,7 +79,7 @@ def test_read_only_commands_are_not_asked_about(repo, api):
 
 # ---- the answer gate ------------------------------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.parametrize("validate_on", ["edit", "turn"])
 @pytest.mark.parametrize("change", [
     '$(run cp app/calc.py app/calc_copy.py)',                     # a shell command's change
@@ -103,7 +103,7 @@ def test_an_answer_is_never_accepted_on_a_tree_that_fails_validation(repo, api, 
         assert r.returncode == 3 and result["reason"] == "blocked"
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_an_answer_on_a_validated_tree_is_accepted_at_once(repo, api):
     r = run_fixer(repo, api, "--auto-approve", "medium", "--validate", "python3 test_calc.py", "--no-baseline",
                   replies=['$(edit app/calc.py --old "a - b" --new "a + b")', "$(answer fixed)"])
@@ -112,7 +112,7 @@ def test_an_answer_on_a_validated_tree_is_accepted_at_once(repo, api):
     assert names.count("validation") == 1 and "answer_rejected" not in names
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_user_who_answers_the_escalation_can_accept_the_tree(repo, api):
     repo.write(".moss/config.toml", "[agent]\nmax_retries = 1\n")
     r = run_fixer(repo, api, "--auto-approve", "medium", "--validate", "false", replies=[
@@ -132,7 +132,7 @@ def test_a_user_who_answers_the_escalation_can_accept_the_tree(repo, api):
 
 # ---- a turn killed half-way is not applied twice ---------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_sigkill_after_an_edit_landed_does_not_apply_it_twice_on_resume(repo, api):
     repo.write(".moss/config.toml", '[agent]\nvalidate_on = "never"\n')
     api.push("$(edit notes.txt append line-1) $(run sleep 30)")
@@ -166,7 +166,7 @@ def test_session_log_redacts_credentials(repo, api):
 
 # ---- sessions own their changes -------------------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_one_sessions_rollback_keeps_another_sessions_finished_work(repo, api):
     """A edits app/calc.py and keeps failing validation; meanwhile B edits notes.txt and answers.
     A's rollback restores calc.py and leaves B's notes.txt alone."""

@@ -279,14 +279,11 @@ def test_a_dangling_link_needs_trust_not_nothing(cloned):
     assert "dangling link to ../../tools/lua" in waiting(out, ".moss/scripts/lib")
 
 
+@pytest.mark.needs_sandbox
 def test_lua_the_agent_writes_through_a_linked_scripts_folder_never_runs(cloned):
     """A trusted project's .moss/scripts is a link into tools/moss, which the agent may edit
     (only .moss/ itself is read-only in the sandbox). A module written there during the run
     was never hashed, so the loader refuses it; the next run asks for trust again."""
-    import shutil
-
-    if shutil.which("bwrap") is None:
-        pytest.skip("needs bubblewrap")
     scripts = cloned.root / ".moss/scripts"
     scripts.rmdir()
     cloned.write("tools/moss/x.lua", """

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import needs_bwrap
 from fakeapi import error, state_of
 
 MAIN_RS = "pub const DEFAULT_DEPTH: usize = 3;\n\nfn main() {\n    println!(\"{}\", DEFAULT_DEPTH);\n}\n"
@@ -64,7 +63,7 @@ def refactor(project, api, *args, task="make test_calc.py pass", replies=()):
 
 # ---- the repros: work rolled back, or never done, is not an answer ------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_an_answer_after_the_rollback_of_its_work_ends_blocked_with_the_file_unchanged(project, api):
     """The rename repro: validation greps for the constant the model renames. The edit fails
     validation, is retried, rolled back; the model keeps answering "renamed". Before, that
@@ -90,7 +89,7 @@ def test_an_answer_after_the_rollback_of_its_work_ends_blocked_with_the_file_unc
     assert "rollback_done" in names and "escalate" in names and "done" not in names
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_validation_that_always_fails_ends_blocked_in_v2_too(project, api):
     """`run = "false"`, the V2 machine, the refactorer: the explorer edits, the evaluator answers.
     Retries, a rollback, the explorer edits again, and then the session ends blocked (step 3
@@ -122,7 +121,7 @@ def test_validation_that_always_fails_ends_blocked_in_v2_too(project, api):
 
 # ---- honest work is not blocked ----------------------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 @pytest.mark.parametrize("baseline", [True, False], ids=["with-baseline", "no-baseline"])
 def test_a_fix_that_makes_validation_pass_ends_answered(project, api, baseline):
     """The project's test fails before the session (the task is to make it pass); the model
@@ -140,7 +139,7 @@ def test_a_fix_that_makes_validation_pass_ends_answered(project, api, baseline):
 
 
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_an_answer_on_an_untouched_passing_tree_stands_at_once(project, api):
     """Validation passes before the session; the model only reads and answers: answered, and
     validation ran once (at the start), not again for the answer."""
@@ -153,7 +152,7 @@ def test_an_answer_on_an_untouched_passing_tree_stands_at_once(project, api):
     assert [e["why"] for e in events(project, out["session_id"]) if e["event"] == "validation"] == ["baseline"]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_an_answer_on_an_untouched_failing_tree_is_sent_back_once_then_unvalidated(project, api):
     """The model changes nothing and answers while the project's test fails: the answer goes
     back once with the failure; answering again as it is ends `unvalidated`, exit 1, not a
@@ -175,7 +174,7 @@ def test_an_answer_on_an_untouched_failing_tree_is_sent_back_once_then_unvalidat
     assert "answered, but validation fails on the project as it is" in t.stderr
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_an_answer_in_the_same_reply_as_a_breaking_edit_is_judged_after_the_edit(project, api):
     """`$(edit …) $(answer done)` in one reply, on a tree that passed: the answer is judged on
     the tree the edit left (which fails), not on the tree before it; the model then repairs
@@ -192,7 +191,7 @@ def test_an_answer_in_the_same_reply_as_a_breaking_edit_is_judged_after_the_edit
 
 # ---- a failure is shown, with its reason -------------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_failed_validation_shows_its_step_and_last_lines_on_stderr_and_in_sessions_show(project, api):
     """A failing edit: stderr names the step, its command and exit status, then the last lines
     of its output in a gutter; `moss sessions show` shows the same after the timeline."""
@@ -219,7 +218,7 @@ def test_a_failed_validation_shows_its_step_and_last_lines_on_stderr_and_in_sess
 
 # ---- the baseline: where the session starts ----------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_configured_step_that_cannot_run_here_is_reported_before_any_model_call(project, api):
     """`validate_commands` names a program this machine does not have: the session stops at
     once with a config error naming the step and the fix, before it spends a token; with
@@ -239,7 +238,7 @@ def test_a_configured_step_that_cannot_run_here_is_reported_before_any_model_cal
     assert len(api.requests) == 3 and result_of(r2)["reason"] == "unvalidated"
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_validate_baseline_false_in_config_skips_the_baseline(project, api):
     calc_project(project, config="validate_baseline = false\n")
     r = refactor(project, api, replies=[FIX, "$(answer fixed)"])
@@ -248,7 +247,7 @@ def test_validate_baseline_false_in_config_skips_the_baseline(project, api):
     assert whys == ["edit"]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_detected_validator_that_cannot_run_here_is_turned_off_with_a_reason(project, api):
     """No validation configured, a package.json whose test script needs a program that is not
     here: the detected step cannot run, so validation is off for the session (said on stderr,
@@ -331,7 +330,7 @@ def test_outcome_table(project, api, reason):
     assert saved["reason"] == reason
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_detected_validator_is_the_repositorys_code_and_runs_sandboxed_at_the_start_too(project, api, tmp_path):
     """A cloned repository's package.json `test` script is detected as the validator and, with
     the baseline, runs before the first model call. It is the repository's code: it runs in the

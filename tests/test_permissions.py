@@ -8,11 +8,6 @@ import subprocess
 import pytest
 from fakeapi import FakeAPI, last_user_text
 
-needs_bwrap = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap not installed (CI installs it)",
-)
-
 
 def test_project_config_cannot_grant_full_access(project, tmp_path):
     project.write(".moss/config.toml", "[agent]\nallow_full = true\nunsandboxed_ok = true\n")
@@ -61,7 +56,7 @@ def test_agent_cannot_edit_its_own_policy(project):
     assert (project.root / ".moss/scripts/lib/agent/risk.lua").read_text() == "return {}\n"
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_edit_sandbox_keeps_git_and_moss_read_only(project):
     subprocess.run(["git", "init", "-q"], cwd=project.root, check=True)
     project.script("sh", """

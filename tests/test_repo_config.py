@@ -7,7 +7,8 @@ import shutil
 import sys
 import tomllib
 
-from conftest import REPO, needs_bwrap
+import pytest
+from conftest import REPO
 
 
 def test_the_repos_config_names_real_tests():
@@ -27,7 +28,7 @@ def test_a_fresh_clone_ignores_it_until_trusted(project):
     assert r.stdout.split() == tomllib.loads((REPO / ".moss/config.toml").read_text())["agent"]["quick_tests"]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_quick_compiles_without_a_bytecode_cache_and_writes_none(project):
     """`moss @quick` (this repository's own script, copied as it is) under
     PYTHONDONTWRITEBYTECODE=1, where no host/__pycache__ was ever written: the syntax step

@@ -18,7 +18,6 @@ import time
 import pytest
 from conftest import builtin_lua
 from test_integrity import repo  # noqa: F401  (a fixture: a git project with a role at edit access)
-from test_sessions import needs_bwrap
 
 ASSESS = """
 local risk = require("lib.agent.risk")
@@ -262,7 +261,7 @@ def test_what_the_rating_cannot_see_into_is_rated_by_what_it_shows(rt, cmd):
 
 # ---- the real CLI: at the default level the disguised delete does not run -----------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_wrapped_delete_is_not_run_at_the_default_level_while_ls_runs(repo, api):  # noqa: F811
     """Without --auto-approve the model runs `ls`, then `timeout 5 rm notes.txt`: ls runs, the
     delete does not, notes.txt is still there, and the user's progress lines say why."""
@@ -282,7 +281,7 @@ def test_a_wrapped_delete_is_not_run_at_the_default_level_while_ls_runs(repo, ap
     assert "run by `timeout`" in json.dumps(api.requests[-1].body)
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_the_user_is_asked_about_a_wrapped_delete_and_no_keeps_the_file(repo, api):  # noqa: F811
     """On a terminal the question names the risk and why; answering no runs nothing."""
     api.push("$(run git -C . rm -q --cached notes.txt && timeout 5 rm notes.txt)", "$(answer done)")

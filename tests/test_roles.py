@@ -11,10 +11,6 @@ import pytest
 from agentmodel import H, section
 from fakeapi import last_user_text, role_of, state_of, system_text
 
-needs_bwrap = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap not installed (CI installs it)",
-)
 
 CALC = '''\
 def add(a, b):
@@ -78,7 +74,7 @@ def test_read_only_refuses_run_in_the_host(app, api):
     assert cmd["ok"] is False and cmd["refused"] is True
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_read_shell_run_cannot_write(app, api):
     api.push("$(run touch x && echo made)", lambda body: "$(answer done)")
     r = agent(app, api, "--v1", "-n", "touch x")
@@ -88,7 +84,7 @@ def test_read_shell_run_cannot_write(app, api):
     assert "Read-only file system" in second and "(FAILED)" in second
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_edit_level_writes_inside_root_only(app, api, tmp_path):
     outside = tmp_path / "outside.py"
     outside.write_text("x = 1\n")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -231,11 +230,7 @@ SHELL_OPS = st.sampled_from([
 ])
 
 
-def _bwrap_ok() -> bool:
-    return subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not _bwrap_ok(), reason="bubblewrap not installed (CI installs it)")
+@pytest.mark.needs_sandbox
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])

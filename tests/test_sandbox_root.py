@@ -33,16 +33,7 @@ from moss.tools.shell import run
 C = {"LC_ALL": "C", "LANG": "C"}  # stable error messages ("Read-only file system")
 
 
-def _bwrap_works() -> bool:
-    saved = os.environ.pop("MOSS_BWRAP", None)
-    try:
-        return sandbox.bwrap_problem() is None
-    finally:
-        if saved is not None:
-            os.environ["MOSS_BWRAP"] = saved
-
-
-pytestmark = pytest.mark.skipif(not _bwrap_works(), reason="bubblewrap not installed (CI installs it)")
+pytestmark = pytest.mark.needs_sandbox
 LEVELS = ["read-shell", "edit"]
 
 
@@ -497,7 +488,7 @@ def test_probe_refuses_weakened_sandbox(root, tmp_path, monkeypatch, name):
     if name == "network shared" and not _host_has_network():
         pytest.skip("the host has no interface but lo")
     wrapper = tmp_path / f"bwrap-{uuid.uuid4().hex[:6]}"
-    wrapper.write_text(WRAPPER.format(python=sys.executable, drop=drop, bwrap=shutil.which("bwrap")))
+    wrapper.write_text(WRAPPER.format(python=sys.executable, drop=drop, bwrap=sandbox.bwrap_path()))
     wrapper.chmod(0o755)
     monkeypatch.setenv("MOSS_BWRAP", str(wrapper))
     for level in LEVELS:
@@ -515,7 +506,7 @@ def test_probe_refuses_weakened_sandbox(root, tmp_path, monkeypatch, name):
 def test_probe_refusal_reaches_the_user(project, tmp_path):
     wrapper = tmp_path / "bwrap-nocap"
     wrapper.write_text(WRAPPER.format(python=sys.executable, drop=["--cap-drop", "ALL"],
-                                      bwrap=shutil.which("bwrap")))
+                                      bwrap=sandbox.bwrap_path()))
     wrapper.chmod(0o755)
     project.script("x", 'moss.access.set("read-shell")\nprint(moss.shell.run("id").stdout)\n')
     r = project.moss("@x", env={"MOSS_BWRAP": str(wrapper)})

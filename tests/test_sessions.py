@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from agentmodel import Model
-from conftest import needs_bwrap
 from fakeapi import FakeAPI, last_user_text, state_of
 
 
@@ -192,7 +191,7 @@ def failing_edits_model(state, stop_after_rollback=False):
     return model
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_validation_retry_then_rollback_restores_tree_and_leaves_user_git_alone(app, api):
     git_state(app.root)  # let git settle its own index refresh first
     before_tree, before_git = tree(app.root), git_state(app.root)
@@ -217,7 +216,7 @@ def test_validation_retry_then_rollback_restores_tree_and_leaves_user_git_alone(
     assert "rollback" in names and "rollback_done" in names and names.count("validation") == 3
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_non_interactive_escalation_exits_3_and_resumes(app, api):
     state = {"seen": []}
     api.push(*[failing_edits_model(state)] * 5)

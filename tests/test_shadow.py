@@ -20,10 +20,6 @@ from conftest import Project
 from moss.errors import MossError
 from moss.tools.shadow import Shadow
 
-needs_bwrap = pytest.mark.skipif(
-    subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap not installed (CI installs it)",
-)
 
 BIG = 6 * 1024 * 1024
 
@@ -703,7 +699,7 @@ def rollback(user, session: str, sid: str) -> dict:
     return last_json(user.moss("@rollback", session, sid))
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue2_mv_then_symlink_rollback_loses_nothing(user):
     """`mv src lib && ln -s lib src`, then a rollback: the old code unlinked both and
     lost src/main.py (it looked through the symlink when deciding what to skip)."""
@@ -723,7 +719,7 @@ def test_issue2_mv_then_symlink_rollback_loses_nothing(user):
     assert result["removed"] == ["lib/", "lib/main.py", "lib/util/", "lib/util/helpers.py"]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue3_append_then_gitignore_is_reverted(user):
     """A file the agent appended to and then added to .gitignore used to keep the
     change (ignored files were neither captured nor restored)."""
@@ -740,7 +736,7 @@ def test_issue3_append_then_gitignore_is_reverted(user):
     assert result["reverted"] == [".gitignore", "notes.txt"]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue3_overwritten_ignored_env_comes_back(user):
     """A gitignored .env overwritten by a shell command was never captured, so it was
     lost; it is captured before the command now, permissions included."""
@@ -756,7 +752,7 @@ def test_issue3_overwritten_ignored_env_comes_back(user):
     assert result["reverted"] == [".env"]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue3_empty_directories_are_restored_and_removed(user):
     write(user.root, "keep.txt", "k\n")
     (user.root / "cache/empty").mkdir(parents=True)
@@ -770,7 +766,7 @@ def test_issue3_empty_directories_are_restored_and_removed(user):
     assert result["removed"] == ["made/", "made/by/", "made/by/agent/"]
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue3_file_over_5mb_is_restored(user):
     data = os.urandom(BIG)
     write(user.root, "model.bin", data)
@@ -781,7 +777,7 @@ def test_issue3_file_over_5mb_is_restored(user):
     assert result["reverted"] == ["model.bin"] and result["skipped"] == []
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue3_what_cannot_be_restored_is_listed_by_path_and_reason(user):
     """Instead of "N file(s) reverted": every path, and each one left alone with why.
     [shadow] max_file_mb comes from the project config."""
@@ -806,7 +802,7 @@ def test_bad_shadow_config_is_a_config_error(user):
     assert r.returncode == 2 and "max_total_mb" in r.stderr
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue4_a_rollback_keeps_another_sessions_finished_work(user):
     """Sessions A and B in one project: B edits b.py and answers; A's later rollback
     reverts only A's own change (the old code reverted b.py too)."""
@@ -824,7 +820,7 @@ def test_issue4_a_rollback_keeps_another_sessions_finished_work(user):
     assert result["conflicts"] == []
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_issue4_a_path_both_sessions_changed_is_a_conflict_not_overwritten(user):
     """A touched b.py, then B changed it and finished: A's rollback keeps B's b.py and
     names it as a conflict with B."""

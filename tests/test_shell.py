@@ -15,22 +15,9 @@ from pathlib import Path
 import pytest
 
 from moss.errors import MossError
-from moss.tools import sandbox
 from moss.tools.shell import run
 
 C = {"LC_ALL": "C", "LANG": "C"}  # stable error messages ("Read-only file system")
-
-
-def _bwrap_works() -> bool:
-    saved = os.environ.pop("MOSS_BWRAP", None)
-    try:
-        return sandbox.bwrap_problem() is None
-    finally:
-        if saved is not None:
-            os.environ["MOSS_BWRAP"] = saved
-
-
-needs_bwrap = pytest.mark.skipif(not _bwrap_works(), reason="bubblewrap not installed")
 
 
 @pytest.fixture
@@ -111,7 +98,7 @@ def test_unknown_level_is_usage_error(root):
 
 # --- read-shell --------------------------------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_read_shell_cannot_write_project(root):
     r = run("touch x; echo done", root=root, access="read-shell", env=C)
     assert r["sandbox"] == "bwrap-ro"
@@ -123,7 +110,7 @@ def test_read_shell_cannot_write_project(root):
     assert r["stdout"] == f"{root}\nhello\n" and r["code"] == 0
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_read_shell_private_tmp(root):
     name = f"/tmp/moss-leak-{uuid.uuid4().hex}"
     r = run(f"echo secret > {name} && cat {name} && echo $TMPDIR", root=root, access="read-shell")
@@ -131,7 +118,7 @@ def test_read_shell_private_tmp(root):
     assert not os.path.exists(name)
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_read_shell_cannot_write_elsewhere_even_as_root(root, outside_tmp):
     r = run(f"mount -o remount,rw / 2>/dev/null; touch {outside_tmp}/f", root=root,
             access="read-shell", env=C)
@@ -139,7 +126,7 @@ def test_read_shell_cannot_write_elsewhere_even_as_root(root, outside_tmp):
     assert not (outside_tmp / "f").exists()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_read_shell_has_no_network(root, server):
     r = run(connect_cmd(server), root=root, access="read-shell", timeout=10)
     assert r["code"] != 0 and "connected" not in r["stdout"]
@@ -149,7 +136,7 @@ def test_read_shell_has_no_network(root, server):
     assert r["code"] == 0 and r["stdout"] == "connected\n"
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_cwd_inside_root(root):
     r = run("pwd", root=root, access="read-shell", cwd="sub")
     assert r["stdout"] == f"{root / 'sub'}\n"
@@ -164,7 +151,7 @@ def test_cwd_inside_root(root):
 
 # --- edit --------------------------------------------------------------------------------
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_edit_writes_project_only(root, tmp_path):
     sibling = tmp_path / "sibling"
     sibling.mkdir()
@@ -175,7 +162,7 @@ def test_edit_writes_project_only(root, tmp_path):
     assert not (sibling / "z").exists()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_edit_cannot_write_outside_root(tmp_path, outside_tmp):
     proj = outside_tmp / "proj"
     other = outside_tmp / "other"
@@ -187,7 +174,7 @@ def test_edit_cannot_write_outside_root(tmp_path, outside_tmp):
     assert not (other / "f").exists()
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_edit_has_no_network(root, server):
     r = run(connect_cmd(server), root=root, access="edit", timeout=10)
     assert r["code"] != 0 and "connected" not in r["stdout"]
@@ -238,14 +225,7 @@ def test_broken_bwrap_fails_closed(root, monkeypatch):
 
 # --- process handling --------------------------------------------------------------------
 
-def _levels():
-    levels = [pytest.param("full", id="full")]
-    if _bwrap_works():
-        levels.append(pytest.param("edit", id="edit"))
-    return levels
-
-
-@pytest.mark.parametrize("level", _levels())
+@pytest.mark.parametrize("level", ["full", pytest.param("edit", marks=pytest.mark.needs_sandbox)])
 def test_timeout_kills_process_group(root, level):
     tag = f"{30 + uuid.uuid4().int % 1000 / 1000:.3f}"
     t0 = time.monotonic()
@@ -276,7 +256,7 @@ def test_both_streams_and_exit_code(root):
     assert r["cmd"] == "echo out; echo err >&2; exit 7" and r["duration"] >= 0
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_exit_code_through_sandbox(root):
     r = run("echo out; echo err >&2; exit 7", root=root, access="read-shell")
     assert (r["stdout"], r["stderr"], r["code"]) == ("out\n", "err\n", 7)
@@ -300,7 +280,7 @@ def test_output_capped_head_and_tail(root):
     assert cut + out.count("A") + out.count("B") == 10000
 
 
-@pytest.mark.parametrize("level", _levels())
+@pytest.mark.parametrize("level", ["full", pytest.param("edit", marks=pytest.mark.needs_sandbox)])
 def test_huge_output_bounded(root, level):
     t0 = time.monotonic()
     r = run("yes moss | head -c 200000000; echo END", root=root, access=level,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -23,15 +22,11 @@ import pytest
 from conftest import builtin_lua, lua_value
 from fakeapi import FakeAPI, last_user_text, system_text
 
-from moss.tools.sandbox import bwrap_problem
-
 # the words moss writes around what it shows the model (lib/wild/prompts.lua), never copied here
 H = lua_value("lib.wild.prompts", "HEADINGS")
 SOURCES = lua_value("lib.wild.prompts", "SOURCES")
 MESSAGES = lua_value("lib.machine.messages", "HEADING")  # the block of moss's notes to the model
 
-HAS_BWRAP = shutil.which("bwrap") is not None and bwrap_problem() is None
-needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap not installed")
 
 TRAIN = r'''
 import os, sys, time
@@ -264,7 +259,7 @@ print(moss.json.encode({ a = a, events = events, list = moss.runs.list(), tail =
 '''
 
 
-@pytest.mark.parametrize("access", ["full", pytest.param("edit", marks=needs_bwrap)])
+@pytest.mark.parametrize("access", ["full", pytest.param("edit", marks=pytest.mark.needs_sandbox)])
 def test_runs_statuses_alerts_logs_and_persistence(lab, access):
     lab.script("runs", RUNS_SCRIPT)
     r = lab.moss("@runs", access, "--allow-full", timeout=30)
@@ -359,13 +354,13 @@ def test_attached_runs_stop_when_moss_exits_detached_ones_are_adopted(lab):
 # ---- the Wild Loop ---------------------------------------------------------------------------------
 
 
+@pytest.mark.needs_sandbox
 def test_full_loop_explore_sweep_alert_events_analysis_complete(lab, api):
-    # the runs write files: access edit (bubblewrap, the project writable) where it works, else full
-    access = "edit" if HAS_BWRAP else "full"
+    # the runs write files: access edit (bubblewrap, the project writable), not full
     # the runs that train wait until the NaN alert was answered: its prompt comes first
     model = WildModel(lab, [sweep_tag({"lr": [0.001, 0.1, 1], "after": ANSWERED})], explore_first=True)
     r = wild(lab, api, "--output-format", "json", "find a learning rate that trains", model=model,
-             full=access == "full")
+             full=False)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["reason"] == "answered" and result["machine"] == "wild"

