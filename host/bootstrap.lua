@@ -336,7 +336,8 @@ end
 local function is_object(t) return getmetatable(t) == OBJECT end
 local function is_null(t) return rawequal(t, NULL) end
 
--- Run fn(...) under the hook; answer (true, results...) or (false, text, kind).
+-- Run fn(...) under the hook; answer (true, results...) or (false, text, kind, trace, where):
+-- `where` is the "file:line: " that starts `text` ("" when none).
 local function run(fn, ...)
   tripped = nil
   sethook(hook, "", COUNT)
@@ -365,7 +366,7 @@ local function run(fn, ...)
   if r[1] then return unpack(r, 1, r.n) end
   local e = r[2]
   if getmetatable(e) == Err then
-    return false, tostring(e), e.kind, rawget(e, "trace") or ""
+    return false, tostring(e), e.kind, rawget(e, "trace") or "", rawget(e, "where") or ""
   end
   -- memory errors skip the handler
   return false, tostring(e), (tostring(e):find("not enough memory", 1, true) and "memory" or "lua"), ""

@@ -344,13 +344,19 @@ def _interrupted(ctx) -> int:
     return EXIT_INTERRUPTED
 
 
+# Kinds that mean a script went wrong (a bug in it, or in moss): the person gets the position
+# and the traceback. Every other kind was raised on purpose (moss.error, or a primitive saying
+# what is missing, refused or unreachable): its sentence is the message, and --verbose adds
+# where it was raised and the traceback.
+SCRIPT_BUGS = frozenset({"lua", "syntax", "internal"})
+
+
 def _report(e: LuaScriptError, options: dict) -> int:
-    ui.error(e.message)
-    if exit_status(e.kind) != EXIT_FAIL:
-        return exit_status(e.kind)
-    if e.trace and e.kind not in ("memory", "timeout"):
+    bug = e.kind in SCRIPT_BUGS
+    ui.error(e.message if bug or options.get("verbose") else e.sentence)
+    if e.trace and e.kind not in ("memory", "timeout") and (bug or options.get("verbose")):
         ui.console().print(ui.escape(e.trace), style="dim", markup=False)
-    return EXIT_FAIL
+    return exit_status(e.kind)
 
 
 def _is_lua(value) -> bool:

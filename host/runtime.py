@@ -32,11 +32,18 @@ HOOK_COUNT = 10_000
 
 
 class LuaScriptError(MossError):
-    """A script failed: `text` is `file:line: message`, `trace` the Lua traceback."""
+    """A script failed: `text` is `file:line: message`, `trace` the Lua traceback, `where`
+    the `file:line: ` part of `text` ("" when none was named)."""
 
-    def __init__(self, text: str, kind: str = "lua", trace: str = ""):
+    def __init__(self, text: str, kind: str = "lua", trace: str = "", where: str = ""):
         super().__init__(text, kind=kind)
         self.trace = trace
+        self.where = where if text.startswith(where) else ""
+
+    @property
+    def sentence(self) -> str:
+        """The message without the position it was raised at."""
+        return self.message[len(self.where):]
 
 
 class _Chunks:
@@ -304,12 +311,13 @@ class Runtime:
         if result[0] is True:
             values = result[1:]
             return values[0] if len(values) == 1 else (values or None)
-        _, text, kind, trace = (result + (None, None, None))[:4]
+        _, text, kind, trace, where = (result + (None, None, None, None))[:5]
         kind = decode(kind) if kind else "lua"
         if kind == "memory":
             self.lua.gccollect()
             raise LuaScriptError(self._memory_message(), kind="memory")
-        raise LuaScriptError(decode(text or b""), kind=kind, trace=_clean_trace(decode(trace or b"")))
+        raise LuaScriptError(decode(text or b""), kind=kind, trace=_clean_trace(decode(trace or b"")),
+                             where=decode(where or b""))
 
     def call_after_interrupt(self, fn, *args, timeout: float = 5.0):
         """Call `fn` once the script was interrupted (or cancelled): cancellation is held off
