@@ -229,16 +229,40 @@ function M.show(sid)
   return 0
 end
 
+--- How a saved session ended, as its page says it once nothing runs it: {reason, text (the
+-- reason for people), exit (the status `moss @agent` ends with for it, nil when not known),
+-- turns, resume (the command that goes on with it)}; nil without a usable checkpoint.
+function M.outcome(sid)
+  local ok, S = pcall(moss.session.load, sid)
+  if not ok or type(S) ~= "table" then return nil end
+  local output = require("lib.machine.output")
+  local reason = type(S.reason) == "string" and S.reason or (S.done and "ended" or "interrupted")
+  local machine
+  if type(S.machine) == "string" then
+    local okm, m = pcall(require("lib.machine.extend").load, "machines", S.machine)
+    machine = okm and m or nil
+  end
+  local okr, r = pcall(output.reason, reason, machine)
+  local text, exit = okr and r.text or reason, okr and r.exit or nil
+  if reason == "interrupted" then
+    text, exit = "interrupted (Ctrl-C, or its process ended) before it finished; resumable as it is", 130
+  elseif reason == "ended" then
+    exit = nil
+  end
+  return { reason = reason, text = text, exit = exit == nil and moss.json.null or exit, turns = num(S.turn) or 0,
+    resume = output.RESUME and (output.RESUME .. " " .. sid) or moss.json.null }
+end
+
 --- `moss sessions timeline ID` (`moss ui`'s session page): what `show` draws, as data:
 -- {id, rows = [{time, event, detail, style}], last_failure = {lines}, tree = {lines},
--- children = M.nodes}.
+-- children = M.nodes, outcome = M.outcome}.
 function M.data_of(sid)
   local events = M.events(sid)
   local rows = M.rows(events)
   for _, r in ipairs(rows) do r.style, r._style = r._style, nil end
   local all = moss.session.list()
   return { id = sid, rows = rows, last_failure = M.last_failure(events),
-    tree = M.tree(sid, all), children = M.nodes(sid, all) }
+    tree = M.tree(sid, all), children = M.nodes(sid, all), outcome = M.outcome(sid) or moss.json.null }
 end
 
 --- "42s", "7m", "3h", "2d": how long ago a Unix time was.
