@@ -13,6 +13,7 @@ local HELP = [[
 usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [record and replay] [results]
        moss eval compare A.jsonl B.jsonl [--fail-if worse] [--json]
        moss eval compare RESULTS          (one eval of two cells: the first of the matrix is A)
+       moss eval compare A B --cell NAME  (two evals of several cells: that cell of each)
        moss eval report RESULTS [--html FILE] [--json]   (the table of an eval that ran)
 
 Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
@@ -83,6 +84,7 @@ M.FLAGS = {
   { "--num-cpus", type = "number", key = "num_cpus", help = "ray: CPUs per attempt's job" },
   { "--fail-if", metavar = "worse", key = "fail_if", choices = { "worse" }, help = "compare: exit 1 when B is worse" },
   { "--alpha", type = "number", help = "compare: significance level (default 0.05)" },
+  { "--cell", metavar = "NAME", help = "compare: that cell of each of two results files" },
   { "-h", "--help", type = "flag", help = "show this help" },
 }
 
@@ -449,6 +451,13 @@ function M.compare(opts, files)
   end
   local function one(path)
     local by, order = cells_of(path)
+    if opts.cell then
+      if not by[opts.cell] then
+        moss.error("usage", path .. " has no cell '" .. opts.cell .. "' among its counted attempts (it has " ..
+          (#order > 0 and table.concat(order, ", ") or "none") .. ")", 0)
+      end
+      return by[opts.cell]
+    end
     if #order ~= 1 then
       moss.error("usage", path .. " holds " .. #order .. " cells (" .. table.concat(order, ", ") ..
         "): compare two files of one cell each, or one file of two cells", 0)
@@ -456,6 +465,9 @@ function M.compare(opts, files)
     return by[order[1]]
   end
   local a, b, names
+  if #files == 1 and opts.cell then
+    moss.error("usage", "--cell picks one cell of each of two results files: moss eval compare A B --cell NAME", 0)
+  end
   if #files == 1 then
     local by, order = cells_of(files[1])
     if #order ~= 2 then
