@@ -510,7 +510,6 @@ function M.compare(opts, files)
     for _, t in ipairs(only_a) do print("broken in B: " .. t) end
     local head = verdict == "no detectable difference" and "no detectable difference between A and B"
       or ("B is " .. verdict .. " than A")
-    if power then head = "no verdict possible: too few pairs disagree" end
     print(("%s (exact McNemar on %d paired attempts: %d fixed, %d broken, p = %.3g)"):format(
       head, pairs_n, #only_b, #only_a, p))
     if power then print(power.text) end
@@ -534,8 +533,9 @@ function M.power(disagree, pairs_n, tasks_n, alpha)
   local needed = M.disagree_needed(alpha)
   if needed == nil or disagree >= needed then return nil end
   local best = moss.eval.mcnemar(0, disagree)
-  local text = ("%d of %d pairs disagree; at alpha %g any verdict needs at least %d disagreeing pairs " ..
-    "(with these, p is at least %.3g however they split)"):format(disagree, pairs_n, alpha, needed, best)
+  local text = ("too few pairs disagree for any verdict: %d of %d disagree, and at alpha %g a verdict takes " ..
+    "at least %d disagreeing pairs (with %d, p is at least %.3g however they split)"):format(
+    disagree, pairs_n, alpha, needed, disagree, best)
   local trials
   if disagree > 0 and tasks_n > 0 then
     local pairs_needed = math.ceil(needed * pairs_n / disagree)
@@ -543,7 +543,7 @@ function M.power(disagree, pairs_n, tasks_n, alpha)
     text = text .. ("; at this rate that takes about %d pairs: --trials %d on these %d tasks"):format(
       pairs_needed, trials, tasks_n)
   else
-    text = text .. "; none disagree here, so more trials of these tasks may show no difference at all"
+    text = text .. "; none disagree here: more trials of these tasks may show no difference at all"
   end
   return { needed = needed, trials = trials, text = text }
 end

@@ -456,3 +456,30 @@ def test_a_spec_travels_as_json_and_comes_back_the_same(tmp_path):
                             variant=tmp_path, info={"id": task.id}, max_cost=0.5)
         sent = json.loads(json.dumps(attempt.spec_to_json(spec)))
         assert attempt.spec_from_json(sent) == spec
+
+
+@needs_bwrap
+def test_on_a_terminal_the_panel_speaks_of_tasks_and_counts_only_what_runs(project, api, tmp_path):
+    """`moss batch -j 2` with stderr on a 110-column terminal: the live panel's status line is one
+    line as wide as the terminal, in a batch's words (tasks ended and their outcomes, running,
+    spend), never an eval's cells and pass rates, and never more running than -j allows."""
+    import re
+    import sys
+
+    from screen import Terminal
+
+    batch_project(project, tasks=TASKS[:3])
+    project.trust()
+    env = {**{k: v for k, v in project.env.items() if k not in ("NO_COLOR", "COLUMNS")}, **api.env()}
+    api.push(*[model] * 100)
+    with Terminal([sys.executable, "-m", "moss", "batch", "work/tasks.jsonl", "-j", "2"], cwd=project.root, env=env,
+                  rows=30, cols=110) as t:
+        t.wait(lambda: t.closed, 300, "the batch's end")
+        assert t.proc.wait(10) == 0
+    raw = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", t.raw)
+    running = [int(n) for n in re.findall(r"· (\d+) running ·", raw)]
+    assert running and max(running) <= 2, running
+    assert "rate so far" not in raw and "attempts done" not in raw
+    last = [ln for ln in t.everything() if ln.startswith("batch tasks (3 tasks) · ")][-1]
+    assert re.fullmatch(r"batch tasks \(3 tasks\) · 3/3 ended: 3 done · 0 running · spent [\d.]+k? tokens, \$\d+\.\d{4}",
+                        last), last

@@ -197,7 +197,7 @@ def test_the_evaluations_page_has_a_row_per_run_newest_first_sortable_and_linked
         wait(browser, lambda d: "Broken in B" in d.page_source, what="the comparison")
         main = text_of(browser, "main")
         assert "A = terse (20261120-090000-aaaa), B = terse (20261122-090000-cccc)" in main
-        assert "1 of 3 pairs disagree" in text_of(browser, "p.power")
+        assert "too few pairs disagree for any verdict: 1 of 3 disagree" in text_of(browser, "p.power")
 
         browser.get(f"http://127.0.0.1:{port}/evals")
         browser.find_element(By.CSS_SELECTOR, "#batches tbody tr a.compare").click()
