@@ -124,7 +124,7 @@ def diffs(state, env=os.environ) -> list[tuple[str, list[str], str]]:
     could not be shown (no trusted copy, not text, a link)."""
     from .trust import HASH_ONLY
 
-    out = []
+    out: list[tuple[str, list[str], str]] = []
     view = None
     for change, old, new in state.changes:
         item = new or old

@@ -1,9 +1,13 @@
 """Headless chromium for the board's browser tests (Debian's chromium through its chromedriver,
-offline): the `browser` fixture (one browser per test module), waits on conditions, the text
+offline): `chromium()` for a module's `browser` fixture (one browser per test module), waits on conditions, the text
 of an element, screenshots into $MOSS_TEST_ARTIFACTS (default tests/artifacts/, git-ignored).
 
-    from browserkit import BROWSER_MARKS, browser, shot, text_of, wait  # noqa: F401 (fixture)
+    from browserkit import BROWSER_MARKS, chromium, shot, text_of, wait
     pytestmark = BROWSER_MARKS
+
+    @pytest.fixture(scope="module")
+    def browser():
+        yield from chromium()
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ BROWSER_MARKS = [
 ARTIFACTS = Path(os.environ.get("MOSS_TEST_ARTIFACTS") or Path(__file__).parent / "artifacts")
 
 
-@pytest.fixture(scope="module")
-def browser():
+def chromium():
+    """A headless chromium (as a generator: a test module's fixture yields from it, and it
+    quits after)."""
     selenium = pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[dev]')")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

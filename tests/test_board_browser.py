@@ -10,18 +10,23 @@ tests/artifacts/, git-ignored). Waits are on conditions (WebDriverWait), never s
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 import pytest
 from boardserver import board
-from browserkit import ARTIFACTS, BROWSER_MARKS, CHROMIUM, browser, shot, text_of, wait  # noqa: F401 (browser: a fixture)
+from browserkit import BROWSER_MARKS, chromium, shot, text_of, wait
 from conftest import FIXTURES, STORY_PROVIDER, needs_bwrap
 from fakeapi import FakeAPI, slow, state_of
 
 pytestmark = BROWSER_MARKS
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for the tests of this file."""
+    yield from chromium()
 HOSTILE = "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">"
 
 

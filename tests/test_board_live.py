@@ -15,11 +15,18 @@ import json
 import re
 import time
 
+import pytest
 from boardserver import board, request
-from browserkit import BROWSER_MARKS, browser, shot, text_of, wait  # noqa: F401 (browser: a fixture)
+from browserkit import BROWSER_MARKS, chromium, shot, text_of, wait
 from fakeapi import FakeAPI, held, state_of
 
 pytestmark = BROWSER_MARKS
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for the tests of this file."""
+    yield from chromium()
 TURNS = 30
 HOLD_AT = 13  # the turn whose reply waits for the test: the reader scrolls up meanwhile
 

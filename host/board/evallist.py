@@ -22,7 +22,7 @@ from .evals import batch_dir, batch_rows, batches, eval_dir, money, pct, runs
 from .html import Html, esc, join, render, tag
 
 MAX_META = 1 << 20
-_cache: dict[str, tuple[tuple, dict]] = {}  # results file -> (its size and mtime, its row)
+_cache: dict[str, tuple[tuple | None, dict]] = {}  # results file -> (its size and mtime, its row)
 
 
 def _meta(path: Path) -> dict:

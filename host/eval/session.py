@@ -185,8 +185,8 @@ def _cell_order(opts: dict) -> list[str]:
     for i, a in enumerate(opts.get("attempts") or []):
         if not isinstance(a, dict):
             continue
-        info = a.get("info") if isinstance(a.get("info"), dict) else {}
-        index = info.get("cell_index")
+        info = a.get("info")
+        index = info.get("cell_index") if isinstance(info, dict) else None
         rank = index if isinstance(index, int) and not isinstance(index, bool) else len(opts["attempts"]) + i
         cell = str(a.get("cell") or "default")
         place[cell] = min(place.get(cell, rank), rank)
