@@ -77,6 +77,7 @@ def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
                 assert browser.current_url.endswith("/sessions")  # the token left the address bar
                 first = browser.find_element(By.CSS_SELECTOR, "#sessions tbody tr")
                 assert sid in first.text and "running" in first.text
+                assert "last active" in text_of(browser, "#sessions thead") and " ago" in first.text
                 shot(browser, "sessions")
                 first.find_element(By.LINK_TEXT, sid).click()
                 wait(browser, lambda d: "Looking around first." in text_of(d, "#stream"), what="the streamed reply")
