@@ -344,17 +344,17 @@ def _interrupted(ctx) -> int:
     return EXIT_INTERRUPTED
 
 
-# Kinds that mean a script went wrong (a bug in it, or in moss): the person gets the position
-# and the traceback. Every other kind was raised on purpose (moss.error, or a primitive saying
-# what is missing, refused or unreachable): its sentence is the message, and --verbose adds
-# where it was raised and the traceback.
-SCRIPT_BUGS = frozenset({"lua", "syntax", "internal"})
-
-
 def _report(e: LuaScriptError, options: dict) -> int:
-    bug = e.kind in SCRIPT_BUGS
-    ui.error(e.message if bug or options.get("verbose") else e.sentence)
-    if e.trace and e.kind not in ("memory", "timeout") and (bug or options.get("verbose")):
+    """An error that ended the script, for the person: one raised on purpose (moss.error)
+    as its sentence alone; anything else (a bug, a primitive's error the script left uncaught)
+    with the file:line it came from and, unless it is the person's to fix (exit 2), the Lua
+    traceback. --verbose shows both for every error."""
+    verbose = bool(options.get("verbose"))
+    if e.on_purpose and not verbose:
+        ui.error(e.sentence)
+        return exit_status(e.kind)
+    ui.error(e.message)
+    if e.trace and e.kind not in ("memory", "timeout") and (verbose or exit_status(e.kind) == EXIT_FAIL):
         ui.console().print(ui.escape(e.trace), style="dim", markup=False)
     return exit_status(e.kind)
 

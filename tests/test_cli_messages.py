@@ -100,13 +100,13 @@ def test_an_unknown_session_is_one_sentence_naming_it(project):
 
 
 def test_an_error_raised_on_purpose_is_its_sentence_and_verbose_says_where(project):
-    """A script that raises a moss error on purpose (moss.error with a kind, or a primitive
-    saying what is missing) reaches the person as its sentence alone, with the kind's exit
-    status; --verbose adds where it was raised and the traceback. A plain Lua error is a bug
-    in the script: its file:line and traceback are always shown."""
+    """An error a script raises on purpose (moss.error with a kind) reaches the person as its
+    sentence alone, with the kind's exit status; --verbose adds where it was raised and the
+    traceback. A primitive's error the script left uncaught, and a plain Lua error (a bug),
+    name the script's file:line; the bug comes with its traceback."""
     project.script("widget", """\
         if moss.args[1] == "bug" then local t = nil; return t.x end
-        if moss.args[1] == "read" then return moss.fs.read("no-such-file.txt") end
+        if moss.args[1] == "read" then local text = moss.fs.read("no-such-file.txt"); return text end
         moss.error("not_found", "no widget named '" .. moss.args[1] .. "'")
         """)
     r = project.moss("@widget", "gear")
@@ -115,7 +115,7 @@ def test_an_error_raised_on_purpose_is_its_sentence_and_verbose_says_where(proje
     r = project.moss("@widget", "read")
     assert r.returncode == 2
     [line] = r.stderr.splitlines()
-    assert line.startswith("error: moss.fs.read: ") and "no-such-file.txt" in line and ".lua" not in line
+    assert line.startswith("error: .moss/scripts/widget.lua:2: moss.fs.read: ") and "no-such-file.txt" in line
     r = project.moss("@widget", "gear", "--verbose")
     assert r.returncode == 2
     assert r.stderr.splitlines()[0] == "error: .moss/scripts/widget.lua:3: no widget named 'gear'"
