@@ -135,4 +135,3 @@ def test_bidi_overrides_and_escapes_from_the_model_reach_the_terminal_only_as_vi
     assert code == 0, tty
     assert "\u202e" not in tty and "\u202c" not in tty and "\x1b]0;pwned" not in tty, repr(tty)
     assert "  │ Saved to \\u202etxt.exe\\u202c.\\x1b]0;pwned\\x07" in plain(tty)  # the gutter shows what was sent
-
