@@ -202,7 +202,7 @@ do
   -- and null members are moss.json.null instead of absent.
   function moss.json.decode(text, opts)
     local ok, v = pcall(host_decode, text, opts)
-    if not ok then moss.error(moss.error_kind(v), v.message or tostring(v), 2) end
+    if not ok then raw_error(make_error(moss.error_kind(v), v.message or tostring(v), 2), 0) end
     if type(opts) == "table" and opts.ordered then adopt(v, 0) end
     return v
   end
@@ -232,9 +232,12 @@ if moss.inbox then
 end
 
 --- Raise a moss error with a kind scripts can branch on. `level` 0 names no position (a
--- configuration or usage problem that no line of Lua caused).
+-- configuration or usage problem that no line of Lua caused). Raised on purpose, it reaches
+-- the person as its sentence alone (the host keeps `where` for --verbose).
 function moss.error(kind, message, level)
-  raw_error(make_error(kind, message, level ~= 0 and (level or 1) + 1 or nil), 0)
+  local e = make_error(kind, message, level ~= 0 and (level or 1) + 1 or nil)
+  rawset(e, "on_purpose", true)
+  raw_error(e, 0)
 end
 
 --- The kind of an error value from pcall ("lua" for plain Lua errors).
@@ -336,7 +339,9 @@ end
 local function is_object(t) return getmetatable(t) == OBJECT end
 local function is_null(t) return rawequal(t, NULL) end
 
--- Run fn(...) under the hook; answer (true, results...) or (false, text, kind).
+-- Run fn(...) under the hook; answer (true, results...) or (false, text, kind, trace, where,
+-- on_purpose): `where` is the "file:line: " that starts `text` ("" when none), `on_purpose`
+-- whether moss.error raised it.
 local function run(fn, ...)
   tripped = nil
   sethook(hook, "", COUNT)
@@ -344,7 +349,7 @@ local function run(fn, ...)
     sethook() -- unwinding to the host: stop tripping so the handler itself can run
     if getmetatable(e) == Err then
       if e.kind == "interrupted" or e.kind == "timeout" then return e end
-      return setmetatable({ kind = e.kind, message = e.message, where = e.where,
+      return setmetatable({ kind = e.kind, message = e.message, where = e.where, on_purpose = rawget(e, "on_purpose"),
         trace = traceback("", 2) }, Err)
     end
     local where = ""
@@ -365,7 +370,8 @@ local function run(fn, ...)
   if r[1] then return unpack(r, 1, r.n) end
   local e = r[2]
   if getmetatable(e) == Err then
-    return false, tostring(e), e.kind, rawget(e, "trace") or ""
+    return false, tostring(e), e.kind, rawget(e, "trace") or "", rawget(e, "where") or "",
+      rawget(e, "on_purpose") == true
   end
   -- memory errors skip the handler
   return false, tostring(e), (tostring(e):find("not enough memory", 1, true) and "memory" or "lua"), ""

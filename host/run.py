@@ -345,12 +345,18 @@ def _interrupted(ctx) -> int:
 
 
 def _report(e: LuaScriptError, options: dict) -> int:
-    ui.error(e.message)
-    if exit_status(e.kind) != EXIT_FAIL:
+    """An error that ended the script, for the person: one raised on purpose (moss.error)
+    as its sentence alone; anything else (a bug, a primitive's error the script left uncaught)
+    with the file:line it came from and, unless it is the person's to fix (exit 2), the Lua
+    traceback. --verbose shows both for every error."""
+    verbose = bool(options.get("verbose"))
+    if e.on_purpose and not verbose:
+        ui.error(e.sentence)
         return exit_status(e.kind)
-    if e.trace and e.kind not in ("memory", "timeout"):
+    ui.error(e.message)
+    if e.trace and e.kind not in ("memory", "timeout") and (verbose or exit_status(e.kind) == EXIT_FAIL):
         ui.console().print(ui.escape(e.trace), style="dim", markup=False)
-    return EXIT_FAIL
+    return exit_status(e.kind)
 
 
 def _is_lua(value) -> bool:

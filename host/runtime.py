@@ -32,11 +32,20 @@ HOOK_COUNT = 10_000
 
 
 class LuaScriptError(MossError):
-    """A script failed: `text` is `file:line: message`, `trace` the Lua traceback."""
+    """A script failed: `text` is `file:line: message`, `trace` the Lua traceback, `where`
+    the `file:line: ` part of `text` ("" when none was named), `on_purpose` whether the script
+    raised it with moss.error (not a bug, nor a primitive's error it left uncaught)."""
 
-    def __init__(self, text: str, kind: str = "lua", trace: str = ""):
+    def __init__(self, text: str, kind: str = "lua", trace: str = "", where: str = "", on_purpose: bool = False):
         super().__init__(text, kind=kind)
         self.trace = trace
+        self.where = where if text.startswith(where) else ""
+        self.on_purpose = on_purpose
+
+    @property
+    def sentence(self) -> str:
+        """The message without the position it was raised at."""
+        return self.message[len(self.where):]
 
 
 class _Chunks:
@@ -304,12 +313,13 @@ class Runtime:
         if result[0] is True:
             values = result[1:]
             return values[0] if len(values) == 1 else (values or None)
-        _, text, kind, trace = (result + (None, None, None))[:4]
+        _, text, kind, trace, where, on_purpose = (result + (None,) * 5)[:6]
         kind = decode(kind) if kind else "lua"
         if kind == "memory":
             self.lua.gccollect()
             raise LuaScriptError(self._memory_message(), kind="memory")
-        raise LuaScriptError(decode(text or b""), kind=kind, trace=_clean_trace(decode(trace or b"")))
+        raise LuaScriptError(decode(text or b""), kind=kind, trace=_clean_trace(decode(trace or b"")),
+                             where=decode(where or b""), on_purpose=on_purpose is True)
 
     def call_after_interrupt(self, fn, *args, timeout: float = 5.0):
         """Call `fn` once the script was interrupted (or cancelled): cancellation is held off

@@ -496,10 +496,16 @@ def grant(root: Path, env=os.environ, manifest: Manifest | None = None, *, repin
         data["trusted_at"] = old["trusted_at"]
     data["local"] = pin(root, manifest, old, env)
     write_atomic(p, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    from .trustdiff import keep
+
+    keep(root, manifest, env)  # the trusted text, for the diff a later change shows
     return p
 
 
 def revoke(root: Path, env=os.environ) -> bool:
+    from .trustdiff import forget
+
+    forget(root, env)
     try:
         record_file(root, env).unlink()
         return True
@@ -901,6 +907,9 @@ def render(state: Trust, console) -> None:
                               new.shown() if new else "") for change, old, new in changes],
                             row_styles=[{"added": "green", "removed": "red"}.get(c, "yellow")
                                         for c, _, _ in changes], fold=True))
+        from .trustdiff import show
+
+        show(state, console)  # each changed script's diff, not only its hashes
     else:
         console.print(f"[bold]{escape(here)}[/] brings code to run and settings that route or widen:")
         console.print(table(("kind", "item", "value", "note"),

@@ -78,14 +78,26 @@ end
 
 local function list_roles()
   local rows = {}
-  for _, e in ipairs(moss.scripts.list("roles")) do
-    local ok, r = pcall(extend.load, "roles", e.name)
-    rows[#rows + 1] = {
-      role = e.name, access = ok and r.access or "?", from = e.origin .. (#e.overrides > 0 and
-        (" (overrides " .. table.concat(e.overrides, ", ") .. ")") or ""),
-      description = ok and r.description or ("broken: " .. tostring(r)), path = e.path,
-    }
+  -- an untrusted project's roles are listed too, by name only: none of their Lua runs before trust
+  for _, e in ipairs(moss.scripts.list("roles", { untrusted = true })) do
+    local over = #e.overrides > 0 and (" (overrides " .. table.concat(e.overrides, ", ") .. ")") or ""
+    if e.trusted == false then
+      rows[#rows + 1] = { role = e.name, access = "?", from = "project (not trusted)" ..
+        (#e.overrides > 0 and (" (would override " .. table.concat(e.overrides, ", ") .. ")") or ""),
+        description = "not read until you trust this project (moss trust)", path = e.path }
+    else
+      local ok, r = pcall(extend.load, "roles", e.name)
+      rows[#rows + 1] = {
+        role = e.name, access = ok and r.access or "?", from = e.origin .. over,
+        description = ok and r.description or ("broken: " .. tostring(r)), path = e.path,
+      }
+    end
+    rows[#rows]._order = #rows
   end
+  table.sort(rows, function(a, b) -- by name; the one in use before the project's that waits
+    if a.role ~= b.role then return a.role < b.role end
+    return a._order < b._order
+  end)
   moss.ui.table(rows, { columns = { "role", "access", "from", "description", "path" } })
 end
 
@@ -148,6 +160,18 @@ local function choose_roles(opts, cfg, task)
   end
   if cfg.role then return cfg.role, "[agent] role", "agent.role" end
   return "explorer", "default"
+end
+
+--- "explorer (default)", or with where a role that is not moss's own comes from:
+--- "explorer (project; default)", "auditor → fixer (project) (--role)".
+local function role_line(names, why)
+  local origin = {}
+  for _, e in ipairs(moss.scripts.list("roles")) do origin[e.name] = e.origin end
+  local function from(name) return origin[name] ~= nil and origin[name] ~= "built-in" and origin[name] or nil end
+  if #names == 1 and from(names[1]) then return ("%s (%s; %s)"):format(names[1], from(names[1]), why) end
+  local shown = {}
+  for i, name in ipairs(names) do shown[i] = name .. (from(name) and (" (" .. from(name) .. ")") or "") end
+  return table.concat(shown, " → ") .. " (" .. why .. ")"
 end
 
 local ACCESS_RANK = children.RANK -- the host's order of access levels
@@ -412,7 +436,7 @@ run_main = function(opts, cfg, rest, out, format)
     if m.access then moss.access.set(m.access, { chosen_by = machine_key, what = "machine " .. base.machine_name }) end
   end
   moss.access.set(before)
-  moss.ui.status("role: " .. table.concat(names, " → ") .. " (" .. why .. ")")
+  moss.ui.status("role: " .. role_line(names, why))
 
   if #roles == 1 then
     base.role, base.why = roles[1], why

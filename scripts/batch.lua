@@ -150,7 +150,7 @@ function M.run(opts, rest)
     suite = batch.path, attempts = M.attempts(batch), file = file, out = logs_of(file), jobs = jobs,
     max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, retries = opts.retries or 0,
     resume = opts.resume == true, executor = opts.executor, ray_address = opts.ray_address, num_cpus = opts.num_cpus,
-    title = ("batch %s (%d tasks)"):format(batch.name, #batch.tasks),
+    title = ("batch %s (%d tasks)"):format(batch.name, #batch.tasks), tally = "outcomes",
   })
   if started.skipped > 0 then
     moss.ui.print(("resuming %s: %d of %d tasks finished before, %d to run"):format(

@@ -13,6 +13,7 @@ local HELP = [[
 usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [record and replay] [results]
        moss eval compare A.jsonl B.jsonl [--fail-if worse] [--json]
        moss eval compare RESULTS          (one eval of two cells: the first of the matrix is A)
+       moss eval compare A B --cell NAME  (two evals of several cells: that cell of each)
        moss eval report RESULTS [--html FILE] [--json]   (the table of an eval that ran)
 
 Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
@@ -83,6 +84,7 @@ M.FLAGS = {
   { "--num-cpus", type = "number", key = "num_cpus", help = "ray: CPUs per attempt's job" },
   { "--fail-if", metavar = "worse", key = "fail_if", choices = { "worse" }, help = "compare: exit 1 when B is worse" },
   { "--alpha", type = "number", help = "compare: significance level (default 0.05)" },
+  { "--cell", metavar = "NAME", help = "compare: that cell of each of two results files" },
   { "-h", "--help", type = "flag", help = "show this help" },
 }
 
@@ -449,13 +451,23 @@ function M.compare(opts, files)
   end
   local function one(path)
     local by, order = cells_of(path)
+    if opts.cell then
+      if not by[opts.cell] then
+        moss.error("usage", path .. " has no cell '" .. opts.cell .. "' among its counted attempts (it has " ..
+          (#order > 0 and table.concat(order, ", ") or "none") .. ")", 0)
+      end
+      return by[opts.cell]
+    end
     if #order ~= 1 then
       moss.error("usage", path .. " holds " .. #order .. " cells (" .. table.concat(order, ", ") ..
         "): compare two files of one cell each, or one file of two cells", 0)
     end
     return by[order[1]]
   end
-  local a, b
+  local a, b, names
+  if #files == 1 and opts.cell then
+    moss.error("usage", "--cell picks one cell of each of two results files: moss eval compare A B --cell NAME", 0)
+  end
   if #files == 1 then
     local by, order = cells_of(files[1])
     if #order ~= 2 then
@@ -463,16 +475,18 @@ function M.compare(opts, files)
         "): with one file, compare needs exactly two", 0)
     end
     print(("A = %s, B = %s"):format(order[1], order[2]))
-    a, b = by[order[1]], by[order[2]]
+    a, b, names = by[order[1]], by[order[2]], { order[1], order[2] }
   else
-    a, b = one(files[1]), one(files[2])
+    a, b, names = one(files[1]), one(files[2]), { files[1], files[2] }
   end
   local both, only_a, only_b, pairs_n = 0, {}, {}, 0
-  local keys = {}
+  local keys, shared_tasks = {}, {}
   for k in pairs(a) do if b[k] then keys[#keys + 1] = k end end
   table.sort(keys)
+  if #keys == 0 then M.nothing_shared(a, b, names) end
   for _, k in ipairs(keys) do
     pairs_n = pairs_n + 1
+    shared_tasks[a[k].task] = true
     local pa, pb = a[k].passed, b[k].passed
     if pa and pb then both = both + 1
     elseif pa then only_a[#only_a + 1] = k:gsub("|", " trial ")
@@ -482,9 +496,15 @@ function M.compare(opts, files)
   local alpha = opts.alpha or 0.05
   local verdict = "no detectable difference"
   if p < alpha then verdict = #only_b > #only_a and "better" or "worse" end
+  local tasks_n = 0
+  for _ in pairs(shared_tasks) do tasks_n = tasks_n + 1 end
+  local power = M.power(#only_a + #only_b, pairs_n, tasks_n, alpha)
   if opts.json then
     print(moss.json.encode({ pairs = pairs_n, both = both, fixed = only_b, broke = only_a, p = p,
-                             test = "exact McNemar", verdict = verdict }))
+                             test = "exact McNemar", verdict = verdict, alpha = alpha,
+                             too_few = power ~= nil, disagree_needed = power and power.needed or moss.json.null,
+                             trials_needed = power and power.trials or moss.json.null,
+                             note = power and power.text or moss.json.null }))
   else
     for _, t in ipairs(only_b) do print("fixed in B:  " .. t) end
     for _, t in ipairs(only_a) do print("broken in B: " .. t) end
@@ -492,9 +512,59 @@ function M.compare(opts, files)
       or ("B is " .. verdict .. " than A")
     print(("%s (exact McNemar on %d paired attempts: %d fixed, %d broken, p = %.3g)"):format(
       head, pairs_n, #only_b, #only_a, p))
+    if power then print(power.text) end
   end
   if opts.fail_if == "worse" and verdict == "worse" then return 1 end
   return 0
+end
+
+--- The fewest disagreeing pairs (all one way) that can reach p < alpha in the exact McNemar test.
+function M.disagree_needed(alpha)
+  for n = 1, 1000 do
+    if moss.eval.mcnemar(0, n) < alpha then return n end
+  end
+  return nil
+end
+
+--- nil when enough pairs disagree for a verdict to reach `alpha`; else {needed, trials, text}:
+--- how many disagreeing pairs any verdict needs and, at the rate seen, how many trials per
+--- task would bring that many.
+function M.power(disagree, pairs_n, tasks_n, alpha)
+  local needed = M.disagree_needed(alpha)
+  if needed == nil or disagree >= needed then return nil end
+  local best = moss.eval.mcnemar(0, disagree)
+  local text = ("too few pairs disagree for any verdict: %d of %d disagree, and at alpha %g a verdict takes " ..
+    "at least %d disagreeing pairs (with %d, p is at least %.3g however they split)"):format(
+    disagree, pairs_n, alpha, needed, disagree, best)
+  local trials
+  if disagree > 0 and tasks_n > 0 then
+    local pairs_needed = math.ceil(needed * pairs_n / disagree)
+    trials = math.ceil(pairs_needed / tasks_n)
+    text = text .. ("; at this rate that takes about %d pairs: --trials %d on these %d tasks"):format(
+      pairs_needed, trials, tasks_n)
+  else
+    text = text .. "; none disagree here: more trials of these tasks may show no difference at all"
+  end
+  return { needed = needed, trials = trials, text = text }
+end
+
+--- Two results with no (task, trial) in common: a usage error naming what each side has.
+function M.nothing_shared(a, b, names)
+  local function tasks_of(side)
+    local seen, list = {}, {}
+    for _, row in pairs(side) do
+      if not seen[row.task] then seen[row.task] = true; list[#list + 1] = tostring(row.task) end
+    end
+    table.sort(list)
+    local shown = { table.unpack(list, 1, math.min(#list, 8)) }
+    local text = #list == 0 and "no counted attempts" or
+      (("%d task%s: %s"):format(#list, #list == 1 and "" or "s", table.concat(shown, ", ")) ..
+        (#list > #shown and (", and %d more"):format(#list - #shown) or ""))
+    return text
+  end
+  moss.error("usage", ("nothing to compare: A (%s) and B (%s) share no task and trial among their counted " ..
+    "attempts. A has %s; B has %s. Compare two runs of the same suite."):format(
+    names[1], names[2], tasks_of(a), tasks_of(b)), 0)
 end
 
 --- report: the table (or JSON) of an eval that ran, and with --html its HTML report.

@@ -105,6 +105,29 @@ def batch_project(project, tasks=TASKS, provider=STORY_PROVIDER):
     return project
 
 
+def panel_on_a_terminal(project, api, words: list[str]) -> None:
+    """`moss WORDS` (a batch of the six TASKS, -j 2) with stdin and stderr on a 110-column
+    terminal; its live panel as a person saw it."""
+    import re
+    import sys
+
+    from screen import Terminal
+
+    project.trust()
+    env = {**{k: v for k, v in project.env.items() if k not in ("NO_COLOR", "COLUMNS")}, **api.env()}
+    with Terminal([sys.executable, "-m", "moss", *words], cwd=project.root, env=env, rows=30, cols=110) as t:
+        t.wait(lambda: t.closed, 300, "the batch's end")
+        assert t.proc.wait(10) == 1  # one task failed
+    raw = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", t.raw)
+    running = [int(n) for n in re.findall(r"· (\d+) running ·", raw)]
+    assert running and max(running) <= 2, running
+    assert "rate so far" not in raw and "attempts done" not in raw
+    last = [ln for ln in t.everything() if ln.startswith("batch tasks (6 tasks) · ")][-1]
+    assert re.fullmatch(r"batch tasks \(6 tasks\) · 6/6 ended: (5 done, 1 failed|1 failed, 5 done) · 0 running · "
+                        r"spent [\d.]+k? tokens, \$\d+\.\d{4}", last), last
+    assert "6 tasks: 5 done, 1 failed" in "\n".join(t.everything())
+
+
 def outcomes(rows: list[dict]) -> dict[str, str]:
     return {row["id"]: row["outcome"] for row in rows}
 
@@ -117,7 +140,10 @@ def test_a_batch_in_jsonl_and_in_toml_ends_the_same_and_each_change_carries_its_
     copy of the repository, gives the file exactly as the agent edited it (a new file
     included); the question changed nothing. The repositories themselves are untouched.
     `moss batch status` shows the table, and `--patch ID` prints one task's patch. The agents
-    speak through the anthropic SDK."""
+    speak through the anthropic SDK. The TOML run has its stderr on a 110-column terminal: its
+    live panel is one status line as wide as the terminal, in a batch's words (tasks ended and
+    their outcomes, running, spend), never an eval's cells and pass rates, and never counts
+    more running than -j allows."""
     batch_project(project, provider="anthropic")
     api.push(*[model] * 400)
     repo = project.root / "work" / "repos" / "pycalc"
@@ -125,9 +151,13 @@ def test_a_batch_in_jsonl_and_in_toml_ends_the_same_and_each_change_carries_its_
     runs = {}
     for kind in ("jsonl", "toml"):
         out = project.root / f"{kind}-results.jsonl"
-        r = project.moss("batch", f"work/tasks.{kind}", "-j", "2", "-o", str(out), env=api.env(), timeout=600)
-        assert r.returncode == 1, r.stderr  # one task failed
-        assert "6 tasks: 5 done, 1 failed" in r.stderr
+        words = ["batch", f"work/tasks.{kind}", "-j", "2", "-o", str(out)]
+        if kind == "jsonl":
+            r = project.moss(*words, env=api.env(), timeout=600)
+            assert r.returncode == 1, r.stderr  # one task failed
+            assert "6 tasks: 5 done, 1 failed" in r.stderr
+        else:
+            panel_on_a_terminal(project, api, words)
         runs[kind] = {row["id"]: row for row in rows_in(out)}
         assert outcomes(list(runs[kind].values())) == OUTCOMES
     assert {k: row["patch"] for k, row in runs["jsonl"].items()} == {k: row["patch"] for k, row in runs["toml"].items()}
@@ -456,3 +486,4 @@ def test_a_spec_travels_as_json_and_comes_back_the_same(tmp_path):
                             variant=tmp_path, info={"id": task.id}, max_cost=0.5)
         sent = json.loads(json.dumps(attempt.spec_to_json(spec)))
         assert attempt.spec_from_json(sent) == spec
+

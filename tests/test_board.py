@@ -512,3 +512,24 @@ def test_a_projects_python_files_never_run_in_what_the_board_starts(project, tmp
     rows = asyncio.run(sessions.list_rows(project.root))
     assert [r["id"] for r in rows] == [SID]
     assert not marker.exists()
+
+
+def test_the_wild_loop_banner_shows_the_stage_the_loop_is_in_now(project):
+    """A Wild Loop whose last prompt was an alert that has since been resolved (no run is
+    left with one open), now waiting in its running stage: the banner names that stage and
+    no open alert, not the alert it answered last ("Wild Loop: alert" beside "open alerts: 0")."""
+    agent = project.root / ".moss" / "agent"
+    (agent / "logs").mkdir(parents=True)
+    (agent / "session-w1ld0001.json").write_text(json.dumps(
+        {"id": "w1ld0001", "task": "train", "state": "running", "machine": "wild", "role": "explorer", "turn": 3}))
+    now = time.time()
+    with open(agent / "logs" / "w1ld0001.jsonl", "w") as f:
+        for i, rec in enumerate([{"event": "session_start", "machine": "wild"},
+                                 {"event": "wild_prompt", "kind": "explore", "turn": 1, "iteration": 1},
+                                 {"event": "wild_prompt", "kind": "alert", "turn": 3, "iteration": 1, "alert": "a1"}]):
+            f.write(json.dumps({**rec, "ts": now + i, "session": "w1ld0001"}) + "\n")
+    with board(project) as (url, port, token):
+        status, _, text = request(port, "GET", "/runs", headers={"Cookie": f"moss_board_{port}={token}"})
+    assert status == 200
+    assert "Wild Loop: <b>running</b>" in text and "iteration <b>1</b>" in text
+    assert '<b id="open-alerts">0</b>' in text and "Wild Loop: <b>alert</b>" not in text

@@ -10,83 +10,24 @@ tests/artifacts/, git-ignored). Waits are on conditions (WebDriverWait), never s
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
 
 import pytest
 from boardserver import board
+from browserkit import BROWSER_MARKS, chromium, shot, text_of, wait
 from conftest import FIXTURES, STORY_PROVIDER
 from fakeapi import FakeAPI, slow, state_of
 
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-pytestmark = [
-    pytest.mark.slow, pytest.mark.browser,
-    pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
-                       reason="chromium and chromium-driver are not installed (apt-get install chromium "
-                              "chromium-driver; .ci/run does)"),
-]
-ARTIFACTS = Path(os.environ.get("MOSS_TEST_ARTIFACTS") or Path(__file__).parent / "artifacts")
-HOSTILE = "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">"
+pytestmark = BROWSER_MARKS
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
-    selenium = pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[dev]')")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    del selenium
-    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager never looks for a driver online
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def shot(driver, name: str) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"board-{name}.png"
-    driver.save_screenshot(str(path))
-    return path
-
-
-def wait(driver, cond, timeout=40, what="the page"):
-    """`cond(driver)` once it is true; after `timeout` s a failure naming `what` with the text the
-    page shows then (and its screenshot among the artifacts), so a failure says what was there."""
-    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    try:  # the page redraws as it polls: an element found just before a redraw is asked again
-        return WebDriverWait(driver, timeout, poll_frequency=0.2,
-                             ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: cond(d))
-    except TimeoutException:
-        shown = text_of(driver, "body")[-1500:]
-        where = shot(driver, "timeout")
-        raise AssertionError(f"waiting for {what}: {driver.current_url} shows {shown!r} ({where})") from None
-
-
-def text_of(driver, css: str) -> str:
-    """The text of the first element `css` finds, "" if none; found again if the page replaced it
-    between the find and the read (the board redraws its live parts in place)."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-
-    for _ in range(5):
-        found = driver.find_elements(By.CSS_SELECTOR, css)
-        try:
-            return found[0].text if found else ""
-        except StaleElementReferenceException:
-            continue
-    raise AssertionError(f"{css} was replaced five times in a row while being read")
+    """One headless chromium for the tests of this file."""
+    yield from chromium()
+HOSTILE = "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">"
 
 
 def by_state(replies: dict):
@@ -136,6 +77,7 @@ def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
                 assert browser.current_url.endswith("/sessions")  # the token left the address bar
                 first = browser.find_element(By.CSS_SELECTOR, "#sessions tbody tr")
                 assert sid in first.text and "running" in first.text
+                assert "last active" in text_of(browser, "#sessions thead") and " ago" in first.text
                 shot(browser, "sessions")
                 first.find_element(By.LINK_TEXT, sid).click()
                 wait(browser, lambda d: "Looking around first." in text_of(d, "#stream"), what="the streamed reply")
@@ -151,7 +93,7 @@ def test_a_running_session_streams_takes_a_message_and_stops(project, browser):
                 wait(browser, lambda d: "the build script is make.sh" in text_of(d, "#stream .item.message"),
                      what="the session acknowledging the message")
                 assert "message received" in text_of(browser, "#stream .item.message")
-                shot(browser, "session")
+                shot(browser, "session", doc="ui-session")
                 browser.find_element(By.CSS_SELECTOR, "button.stop").click()
                 wait(browser, lambda d: "not running" in text_of(d, "#state"), what="the session stopping")
                 assert p.wait(timeout=30) == 3  # stopped: resumable, as moss say --stop leaves it
@@ -187,7 +129,7 @@ def test_a_reply_is_seen_growing_as_it_streams_then_whole(project, browser):
                 part = text_of(browser, "#live")
                 assert "Reading the build first." in part and "the very last words" not in part
                 assert "streaming" in part and not text_of(browser, "#stream .item.text")  # not logged yet
-                shot(browser, "streaming")
+                shot(browser, "streaming", doc="ui-streaming")
                 wait(browser, lambda d: "red␛[0m" in text_of(d, "#live"), what="the hostile part, streamed")
                 assert "word10 <script>window.pwned = 3</script> carriage␍return ␛[31mred␛[0m" in text_of(browser, "#live")
                 assert browser.execute_script("return window.pwned === undefined")
@@ -263,9 +205,9 @@ def test_a_wild_loop_alert_is_resolved_by_a_click_and_the_run_stops(project, bro
                 wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#alerts .alert button.choice"),
                      timeout=60, what="the NaN alert")
                 assert "loss is nan" in text_of(browser, "#alerts .alert")
-                # the loop's own stage, "run" while its runs go ("runs: 3 running" shows before the
+                # the loop's own stage, "running" while its runs go ("runs: 3 running" shows before the
                 # loop's session is listed, with no stage yet)
-                wait(browser, lambda d: text_of(d, "#banner .stage") == "Wild Loop: run", what="the banner's stage")
+                wait(browser, lambda d: text_of(d, "#banner .stage") == "Wild Loop: running", what="the banner's stage")
                 banner = text_of(browser, "#banner")
                 assert "open alerts: 1" in banner and "iteration 1" in banner
 
@@ -279,13 +221,16 @@ def test_a_wild_loop_alert_is_resolved_by_a_click_and_the_run_stops(project, bro
                 legend = loss.find_elements(By.CSS_SELECTOR, ".u-legend .u-series")
                 assert len(legend) == 4  # the step axis and one line per run
                 assert "lr=1, hold=120" in loss.text
-                shot(browser, "runs")
+                shot(browser, "runs", doc="ui-runs")
                 stop = next(b for b in browser.find_elements(By.CSS_SELECTOR, "#alerts button.choice")
                             if b.text == "stop")
                 stop.click()
                 wait(browser, lambda d: "alert" in text_of(d, "#alerts-result"), what="the click's answer")
                 assert "handed to the moss process" in text_of(browser, "#alerts-result")
                 wait(browser, lambda d: "no open alerts" in text_of(d, "#alerts"), what="the alert resolved")
+                # the banner follows: no alert stage with no alert open
+                wait(browser, lambda d: "open alerts: 0" in text_of(d, "#banner"), what="the banner's count")
+                assert "alert" not in text_of(browser, "#banner .stage")
 
                 def nan_run(d):
                     rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#runs tbody tr")]
@@ -332,7 +277,7 @@ def test_eval_pages_table_chart_and_a_comparison_linked_to_sessions(project, bro
     with board(project) as (url, port, token):
         browser.get(url)
         browser.find_element(By.LINK_TEXT, "evaluations").click()
-        browser.find_element(By.LINK_TEXT, "20261126-010000-abc").click()
+        browser.find_element(By.CSS_SELECTOR, "tr[data-run='20261126-010000-abc'] td a").click()
         table = text_of(browser, "table.cells")
         assert "base 3/3 100%" in table and "terse 2/3 67%" in table
         assert browser.find_elements(By.CSS_SELECTOR, ".chart svg circle, .chart svg rect")
@@ -384,7 +329,7 @@ def test_a_batch_table_shows_each_tasks_patch_and_links_its_session(project, bro
     with board(project) as (url, port, token):
         browser.get(url)
         browser.find_element(By.LINK_TEXT, "evaluations").click()
-        browser.find_element(By.CSS_SELECTOR, "ul.batches a").click()
+        browser.find_element(By.CSS_SELECTOR, "table.batches tbody tr td a").click()
         rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.batch tbody tr")]
         assert rows[0].startswith("fix-add done") and "1 file +1 -1" in rows[0]
         assert rows[1].startswith("count done") and "none" in rows[1]
@@ -395,7 +340,7 @@ def test_a_batch_table_shows_each_tasks_patch_and_links_its_session(project, bro
         assert '+    return a + b  # <script>window.pwned = 4</script>' in pre.text
         assert "monospace" in pre.value_of_css_property("font-family")
         assert browser.execute_script("return window.pwned === undefined")
-        shot(browser, "batch")
+        shot(browser, "batch", doc="ui-batch")
         browser.find_element(By.CSS_SELECTOR, "table.batch tbody tr a[href*='/logs/fix-add']").click()
         wait(browser, lambda d: "fixed" in text_of(d, "#stream"), what="the task's session log")
         assert "calc.py" in text_of(browser, "#stream")

@@ -296,6 +296,54 @@ def test_compare_names_the_flipped_tasks_and_gives_one_verdict(project):
     assert r.returncode == 0 and r.stdout.startswith("A = base, B = terse\n") and "B is better than A" in r.stdout
 
 
+def test_compare_of_runs_with_nothing_in_common_is_an_error_naming_each_sides_tasks(project):
+    """Two runs of different suites share no task and trial: compare says so and which tasks
+    each side has, exit 2, instead of "no detectable difference ... on 0 paired attempts"."""
+    a = _results(project.root / "a.jsonl", {"t1": True, "t2": False, "t3": True}, "base")
+    b = _results(project.root / "b.jsonl", {"x1": True, "x2": True}, "base")
+    r = project.moss("eval", "compare", str(a), str(b), timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        f"nothing to compare: A ({a}) and B ({b}) share no task and trial among their counted attempts. "
+        "A has 3 tasks: t1, t2, t3; B has 2 tasks: x1, x2. Compare two runs of the same suite."]
+
+
+def test_compare_says_when_too_few_pairs_disagree_for_any_verdict_and_the_trials_needed(project):
+    """Ten tasks, two of which B broke: no split of two disagreeing pairs can reach p < 0.05
+    (that takes six, all one way), so compare says so, and at this rate (2 in 10) how many
+    trials of these tasks would bring six: --trials 3 (30 pairs). JSON says the same."""
+    tasks = [f"t{i}" for i in range(10)]
+    a = _results(project.root / "a.jsonl", {t: True for t in tasks}, "base")
+    b = _results(project.root / "b.jsonl", {t: t not in ("t1", "t2") for t in tasks}, "base")
+    r = project.moss("eval", "compare", str(a), str(b), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == (
+        "too few pairs disagree for any verdict: 2 of 10 disagree, and at alpha 0.05 a verdict takes at least 6 "
+        "disagreeing pairs (with 2, p is at least 0.5 however they split); at this rate that takes about 30 "
+        "pairs: --trials 3 on these 10 tasks")
+    out = json.loads(project.moss("eval", "compare", str(a), str(b), "--json", timeout=60).stdout)
+    assert (out["too_few"], out["disagree_needed"], out["trials_needed"]) == (True, 6, 3)
+    enough = _results(project.root / "c.jsonl", {t: t == "t0" for t in tasks}, "base")  # nine broken
+    out = json.loads(project.moss("eval", "compare", str(a), str(enough), "--json", timeout=60).stdout)
+    assert out["verdict"] == "worse" and out["too_few"] is False and out["note"] is None
+
+
+def test_the_table_lists_cells_in_the_order_given(project):
+    """An eval's cells are listed in the order the matrix gave them (each row's cell_index),
+    whatever order their attempts ended in: the first given is the table's first row and
+    compare's A."""
+    rows = [{"key": f"t{i}|{cell}|1", "task": f"t{i}", "cell": cell, "trial": 1, "cell_index": ci,
+             "passed": True, "reason": "answered"} for i in (1, 2) for cell, ci in (("zeta", 2), ("alpha", 1))]
+    f = project.root / "run" / "attempts.jsonl"
+    f.parent.mkdir()
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))  # zeta's attempts ended first
+    r = project.moss("eval", "report", str(f), timeout=60)
+    assert r.returncode == 0, r.stderr
+    listed = [line.split("\t")[0] for line in r.stdout.splitlines()[1:] if line.strip()]
+    assert listed[:2] == ["alpha", "zeta"]
+    assert project.moss("eval", "compare", str(f), timeout=60).stdout.startswith("A = alpha, B = zeta\n")
+
+
 def test_a_repositorys_own_moss_folder_never_reaches_an_attempt(project, api, tmp_path):
     """An untrusted project, and a task repository that brings its own `.moss/` (a config that
     picks another model, an agent.lua that would take over): the attempt's copy holds neither.
@@ -616,3 +664,30 @@ def test_the_sdk_guess_reads_a_copys_config_through_no_planted_link_or_fifo(tmp_
     os.mkfifo(copy / ".moss" / "config.toml")
     assert sdk_apis(argv, copy, env) == ("anthropic",)  # and no wait for a writer that never comes
     assert zygote.preload_for(("os", "anthropic")) == zygote.preload_for(("anthropic",))
+
+
+PANEL = """
+from moss.eval.progress import Progress
+p = Progress(6, title="eval suite (3 tasks x 2 cells x 1 trials)", live=True, cells=["base", "terse"])
+p.started("t1|base|1"); p.started("t1|terse|1")
+p.stopped("t1|base|1")  # its run ended; the policy has not judged it yet
+p.started("t2|base|1")  # the worker took the next one: two run, not three
+p.ended({"key": "t1|base|1", "cell": "base", "passed": True, "tokens": 1500, "cost": 0.0125})
+p.close()
+"""
+
+
+def test_the_eval_panel_is_one_full_width_status_line_over_its_cells_in_order(tmp_path):
+    """The live panel on a 120-column terminal: a status line as wide as the terminal (not a
+    title wrapped to the width of the cells' table), which counts as running only the attempts
+    an executor runs now (one whose run ended and waits for its verdict runs no more), then the
+    cells in the matrix's order, a cell with nothing counted yet included."""
+    from screen import python_on_a_terminal
+
+    t = python_on_a_terminal(tmp_path, "panel.py", PANEL)
+    lines = [ln for ln in t.everything() if ln.strip()]
+    assert lines[-4] == "eval suite (3 tasks x 2 cells x 1 trials) · 1/6 attempts done · 2 running · " \
+                        "spent 1.5k tokens, $0.0125"
+    assert lines[-3].split() == ["cell", "passed", "rate", "so", "far"]
+    assert [ln.split()[0] for ln in lines[-2:]] == ["base", "terse"]
+    assert lines[-2].split()[1:] == ["1/1", "100%"] and lines[-1].split()[1:] == ["0/0", "-"]

@@ -431,3 +431,46 @@ def test_moss_config_set_does_not_trust_an_untrusted_project(repos):
     assert r.returncode == 0, r.stderr
     code, out = status(repos)
     assert code == 1 and "make test" in out
+
+
+def test_after_a_pull_moss_trust_shows_each_changed_scripts_diff(repos):
+    """The colleague changes a script (one line, and one with a hidden bidi override) and adds
+    one; after the pull, `moss trust` shows, beside the hashes, the diff of each from the text
+    the user trusted to the text now (the override written as its escape), and asks."""
+    repos.trust()
+    repos.commit({".moss/scripts/hi.lua": 'print("v2")\nlocal x = "\u202eevil"\n',
+                  ".moss/scripts/lib.lua": 'return { answer = 42 }\n'}, "a change from elsewhere")
+    git(repos.me.root, "pull", "-q", "--ff-only")
+    r = repos.run("trust")
+    assert r.returncode == 3  # not a terminal: nothing answered
+    lines = r.stdout.splitlines()
+    at = lines.index("--- trusted/.moss/scripts/hi.lua")
+    assert lines[at:at + 6] == ["--- trusted/.moss/scripts/hi.lua", "+++ now/.moss/scripts/hi.lua", "@@ -1 +1,2 @@",
+                                '-print("v1")', '+print("v2")', '+local x = "\\u202eevil"']
+    at = lines.index("--- /dev/null")
+    assert lines[at + 1:at + 4] == ["+++ now/.moss/scripts/lib.lua", "@@ -0,0 +1 @@", "+return { answer = 42 }"]
+    assert "\u202e" not in r.stdout
+
+
+def test_a_long_diff_is_capped_and_paged_on_a_terminal(repos, tmp_path):
+    """A pulled script of 500 new lines: on a terminal the diff goes through the user's $PAGER
+    (here one that keeps what it was given), capped at 200 lines of this file with a line
+    saying how many more there are; then moss asks, and a no keeps the project untrusted."""
+    import sys
+
+    from screen import Terminal
+
+    repos.trust()
+    repos.commit({".moss/scripts/big.lua": "".join(f"local v{i} = {i}\n" for i in range(500))}, "a big one")
+    git(repos.me.root, "pull", "-q", "--ff-only")
+    paged = tmp_path / "paged.txt"
+    env = {**{k: v for k, v in repos.me.env.items() if k != "NO_COLOR"}, "PAGER": f"cat > {paged}"}
+    with Terminal([sys.executable, "-m", "moss", "trust"], cwd=repos.me.root, env=env, rows=30, cols=120,
+                  stdout_on_pty=True) as t:
+        t.wait(lambda: t.shows("[y/N]"), 60, "the question")
+        t.type("n\n")
+        assert t.proc.wait(30) == 1
+    text = paged.read_text()
+    assert "+local v0 = 0" in text and "+local v196 = 196" in text and "local v197 =" not in text
+    assert "… 303 more lines of this diff (read .moss/scripts/big.lua itself)" in text
+    assert not any("local v1 = 1" in line for line in t.everything())  # paged, not printed on the screen

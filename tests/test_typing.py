@@ -186,7 +186,8 @@ def test_ctrl_c_while_typing_stops_moss_and_gives_the_terminal_back(project, api
 
 def test_with_stdout_on_the_same_terminal_the_answer_comes_above_the_input_area_in_order(project, api):
     """The usual run, nothing redirected: the answer (stdout) goes through the same one writer
-    as moss's own lines, so it lands whole, after the model's text and before the closing line."""
+    as moss's own lines, so it lands whole, after the model's text and before the closing line;
+    and it is read once: the model's text shows its $(answer …) set apart, not the answer twice."""
     api.push(slow("Thinking.\n$(answer forty-two is the answer)", delay=1.0))
     env = {k: v for k, v in project.env.items() if k not in ("NO_COLOR", "COLUMNS")}
     env.update(api.env())
@@ -198,7 +199,8 @@ def test_with_stdout_on_the_same_terminal_the_answer_comes_above_the_input_area_
     lines = [ln for ln in t.everything() if ln]
     assert lines.count("forty-two is the answer") == 1, lines
     at = lines.index("forty-two is the answer")
-    assert lines[at - 1] == "  │ $(answer forty-two is the answer)" and lines[at + 1].startswith("answered · 1 turn")
+    assert lines[at - 2:at] == ["  │ Thinking.", "  │ $(answer …)"] and lines[at + 1].startswith("answered · 1 turn")
+    assert sum(ln.count("forty-two") for ln in lines) == 1
     assert not SPINNER & set("".join(lines)) and not any(ln.strip() == "›" for ln in lines)
 
 

@@ -12,8 +12,9 @@ DIR_RE = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
 
 def functions(ctx):
-    def list_(folder):
-        """Modules directly under FOLDER in every root: first root wins, shadowed ones noted."""
+    def list_(folder, opts=None):
+        """Modules directly under FOLDER in every root: first root wins, shadowed ones noted;
+        with `untrusted`, also the untrusted project's own (listed, never read)."""
         if not isinstance(folder, str) or not DIR_RE.match(folder):
             raise MossError(f"bad folder {folder!r}: use names like 'roles' or 'machines'", kind="usage")
         seen: dict[str, dict] = {}
@@ -31,7 +32,27 @@ def functions(ctx):
                     continue
                 seen[stem] = {"name": stem, "module": folder.replace("/", ".") + "." + stem,
                               "origin": root.name, "path": display_str(os.path.join(d, n)), "overrides": []}
-        return sorted(seen.values(), key=lambda e: e["name"])
+        out = sorted(seen.values(), key=lambda e: e["name"])
+        trust = ctx.trust
+        if isinstance(opts, dict) and opts.get("untrusted") and trust is not None and not trust.trusted:
+            out += _waiting(folder, seen)
+        return out
+
+    def _waiting(folder: str, in_use: dict[str, dict]) -> list[dict]:
+        """The untrusted project's modules under FOLDER: names only (nothing of them is read
+        before trust), each with what it would override once trusted."""
+        d = os.path.join(str(ctx.root), ".moss", "scripts", folder)
+        try:
+            names = sorted(n for n in os.listdir(d) if n.endswith(".lua") and not n.startswith("."))
+        except OSError:
+            return []
+        out = []
+        for n in names:
+            stem, used = n[:-4], in_use.get(n[:-4])
+            out.append({"name": stem, "module": folder.replace("/", ".") + "." + stem, "origin": "project",
+                        "path": display_str(os.path.join(d, n)), "trusted": False,
+                        "overrides": [used["origin"], *used["overrides"]] if used else []})
+        return out
 
     def below(module, under=None):
         """`module` from the first root below `under` (default: below the root require uses)."""

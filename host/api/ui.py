@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from .. import ui
+from ..errors import MossError
 
 
 def functions(ctx):
@@ -33,7 +34,12 @@ def functions(ctx):
         else:
             c.print(f"› {text}", markup=False)
 
-    def is_terminal():
+    def is_terminal(stream=None):
+        if stream == "stdout":  # where an answer goes: the same screen as stderr's lines, or a pipe
+            return not ui.surely_not_terminal() and sys.stdout.isatty()
+        if stream not in (None, "stderr"):
+            raise MossError(f"moss.ui.is_terminal: stream must be \"stderr\" or \"stdout\", got {stream!r}",
+                            kind="usage")
         return not ui.surely_not_terminal() and ui.console().is_terminal
 
     def interactive():

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import storage
 from ..errors import MossError
-from . import evals, runs, security, sessions
+from . import evallist, evals, runs, security, sessions
 from .html import Html, esc, join, render, tag
 
 ALERT_ID = re.compile(r"^[0-9a-f]{6,40}$")
@@ -71,9 +71,16 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
                 await asyncio.sleep(2.0)
         return _sse(gen())
 
+    def no_session(sid: str) -> HTMLResponse:
+        return page("No such session", tag("p", f"There is no session {sid!r} in this project.", class_="error")
+                    + Html('<p><a href="/sessions">All sessions</a></p>'), 404)
+
     async def session_page(request: Request):
         try:
             sid = storage.check_id(request.path_params["sid"])
+            if not sessions.exists(root, sid):
+                return no_session(sid)
+            running = sessions.is_running(root, sid)
             data = await sessions.entry(root, "timeline", sid)
             rows = [r for r in await sessions.list_rows(root) if r["id"] == sid]
         except MossError as e:
@@ -88,8 +95,8 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
                 tag("td", r.get(k)) for k in ("time", "event", "detail")) + Html("</tr>"))
         failure = [str(x) for x in data.get("last_failure") or []]
         tree = sessions.child_tree(data.get("children"))
-        body = render("session", id=sid, task=row.get("task") or "", textarea=render("say_box", oob=""),
-                      state=tag("span", sessions.status_of(row) or "?", class_="state"),
+        body = render("session", id=sid, task=row.get("task") or "", running="1" if running else "0",
+                      status=sessions.status_block(root, sid, running, data.get("outcome")),
                       timeline=render("timeline", rows=join(body_rows)),
                       failure=tag("pre", "\n".join(failure), class_="output") if failure else Html(""),
                       tree=(tag("h2", "Child agents") + tree) if tree else Html(""))
@@ -100,7 +107,10 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
             sid = storage.check_id(request.path_params["sid"])
         except MossError as e:
             return Response(e.message, status_code=400)
-        return _sse(sessions.stream(root, sid, request))
+        if not sessions.exists(root, sid):
+            return Response(f"no session {sid!r} in this project", status_code=404)
+        shown = {"1": True, "0": False}.get(request.query_params.get("running", ""))
+        return _sse(sessions.stream(root, sid, request, shown_running=shown))
 
     async def session_say(request: Request):
         form = await request.form()
@@ -175,18 +185,7 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
         return HTMLResponse(str(tag("span", text, class_="ok")))
 
     async def evals_page(request: Request):
-        names, batches = evals.runs(root), evals.batches(root)
-        if names:
-            items = join(Html("<li>") + tag("a", n, href=f"/evals/{n}") + Html("</li>") for n in names)
-            body = Html('<ul class="evals">') + items + Html("</ul>")
-        else:
-            body = render("empty", text="no evaluations in .moss/eval/ yet (moss eval ...)")
-        body += tag("h2", "Batches")
-        if batches:
-            items = join(Html("<li>") + tag("a", n, href=f"/batches/{n}") + Html("</li>") for n in batches)
-            body += Html('<ul class="batches">') + items + Html("</ul>")
-        else:
-            body += render("empty", text="no batches in .moss/batch/ yet (moss batch TASKS ...)")
+        body = (evallist.evals_table(root) + tag("h2", "Batches") + evallist.batches_table(root))
         return page("Evaluations", body)
 
     async def batch_page(request: Request):
@@ -225,17 +224,22 @@ def build(root: Path, token: str, hosts: list[str], port: int) -> security.Guard
     async def eval_compare(request: Request):
         a = request.query_params.get("a") or ""
         b = request.query_params.get("b") or None
+        kind = "batch" if request.query_params.get("kind") == "batch" else "eval"
+        cell = request.query_params.get("cell") or None
         try:
-            data = await evals.compare(root, a, b)
+            data = await evals.compare(root, a, b, kind, cell)
         except MossError as e:
             return failed(e)
         cells = data["cells"]
         fixed, broke = list(data.get("fixed") or []), list(data.get("broke") or [])
         p = data.get("p")
+        note = data.get("note")
         body = render("compare", a=a, b=b or a, cell_a=cells[0], cell_b=cells[1], verdict=data.get("verdict"),
                       pairs=data.get("pairs"), fixed_n=len(fixed), broke_n=len(broke),
                       p=f"{p:.3g}" if isinstance(p, (int, float)) else "?",
-                      fixed=evals.flip_links(root, a, b, cells, fixed), broke=evals.flip_links(root, a, b, cells, broke))
+                      note=tag("p", note, class_="note power") if isinstance(note, str) else Html(""),
+                      fixed=evals.flip_links(root, a, b, cells, fixed, kind),
+                      broke=evals.flip_links(root, a, b, cells, broke, kind))
         return page("Compare", body)
 
     async def eval_log(request: Request):

@@ -89,23 +89,35 @@ def attempts_table(run: str, rows: list[dict]) -> Html:
     return render("attempts_table", rows=join(body))
 
 
-async def compare(root: Path, a: str, b: str | None) -> dict:
-    """`moss eval compare` (--json) of run a against run b (or a's two cells): its verdict,
-    the flips, and which cell is A and B."""
-    files = [str(eval_dir(root) / check_name(x, "eval run") / results.FILE) for x in ([a, b] if b else [a])]
-    data, lines = await moss_json(root, ["eval", "compare", *files, "--json"], "moss eval compare", "usage")
+def results_file(root: Path, name: str, kind: str = "eval") -> Path:
+    """An eval run's attempts.jsonl, or (kind "batch") a batch's results file."""
+    if kind == "batch":
+        return batch_dir(root) / (check_name(name, "batch") + ".jsonl")
+    return eval_dir(root) / check_name(name, "eval run") / results.FILE
+
+
+async def compare(root: Path, a: str, b: str | None, kind: str = "eval", cell: str | None = None) -> dict:
+    """`moss eval compare` (--json) of run a against run b (or a's two cells; `cell`: that cell
+    of each), eval runs or (kind "batch") batches: its verdict, the flips, and which cell is A
+    and which is B."""
+    files = [str(results_file(root, x, kind)) for x in ([a, b] if b else [a])]
+    data, lines = await moss_json(root, ["eval", "compare", *files, "--json", *(["--cell", cell] if cell else [])],
+                                  "moss eval compare", "usage")
     m = re.match(r"^A = (.*), B = (.*)$", lines[0]) if len(lines) > 1 else None
     if m:
         cell_a, cell_b = m.group(1), m.group(2)
+    elif cell:
+        cell_a = cell_b = cell
     else:
-        cell_a = next((c["cell"] for c in results.summary(rows_of(root, a))), "")
-        cell_b = next((c["cell"] for c in results.summary(rows_of(root, b or a))), "")
+        cell_a = next((c["cell"] for c in results.summary(results.read(Path(files[0])))), "")
+        cell_b = next((c["cell"] for c in results.summary(results.read(Path(files[-1])))), "")
     data["cells"] = (cell_a, cell_b)
     return data
 
 
-def flip_links(root: Path, a: str, b: str | None, cells: tuple[str, str], flips: list) -> Html:
-    """Each flipped "TASK trial N" with links to A's and B's attempt logs."""
+def flip_links(root: Path, a: str, b: str | None, cells: tuple[str, str], flips: list, kind: str = "eval") -> Html:
+    """Each flipped "TASK trial N" with links to A's and B's attempt logs (a batch's: its
+    task's log)."""
     items = []
     for f in flips:
         m = re.match(r"^(.*) trial (\d+)$", str(f))
@@ -113,11 +125,14 @@ def flip_links(root: Path, a: str, b: str | None, cells: tuple[str, str], flips:
             items.append(tag("li", f))
             continue
         task, trial = m.group(1), m.group(2)
-        la = safe_name(f"{task}|{cells[0]}|{trial}")
-        lb = safe_name(f"{task}|{cells[1]}|{trial}")
+        if kind == "batch":
+            href_a, href_b = f"/batches/{a}/logs/{safe_name(task)}", f"/batches/{b or a}/logs/{safe_name(task)}"
+        else:
+            href_a = f"/evals/{a}/logs/{safe_name(f'{task}|{cells[0]}|{trial}')}"
+            href_b = f"/evals/{b or a}/logs/{safe_name(f'{task}|{cells[1]}|{trial}')}"
         items.append(Html("<li>") + tag("span", f"{task} trial {trial} ") +
-                     tag("a", "A's session", href=f"/evals/{a}/logs/{la}") + Html(" · ") +
-                     tag("a", "B's session", href=f"/evals/{b or a}/logs/{lb}") + Html("</li>"))
+                     tag("a", "A's session", href=href_a) + Html(" · ") +
+                     tag("a", "B's session", href=href_b) + Html("</li>"))
     return Html("<ul>") + join(items) + Html("</ul>") if items else tag("p", "none")
 
 

@@ -5,8 +5,9 @@ RunManager as `moss runs` reads them, and an alert is resolved through the same
 ``RunManager.resolve`` the Wild Loop's `<resolve_alert>` uses (a run another moss process
 watches gets it through ``<id>.resolve``; that process resolves it). Metrics are the numbers
 a run's log prints beside a step ("step 3 loss 0.41 acc=0.9"), the same lines alert rules
-read. The banner's stage and iteration are the Wild Loop's own ``wild_prompt`` records in its
-session's log (docs/events.md).
+read. The banner's stage is the Wild Loop session's state (its checkpoint, as the sessions
+listing gives it), its iteration the loop's own ``wild_prompt`` records in its log
+(docs/events.md).
 """
 
 from __future__ import annotations
@@ -121,13 +122,15 @@ def wild_banner(root: Path, rows: list[dict], runs: list[dict], alerts: list[dic
                       alerts=str(len(alerts)), session=Html(""), cls="idle")
     s = wild[0]
     records, _ = read_log(root, s["id"], 0, 16 << 20)
-    stage, iteration, started, ended = "starting", "", None, None
+    # the stage is the loop's state now (its checkpoint's: exploring, running, analyzing), not
+    # the kind of the last prompt it was given (an alert it answered long ago)
+    stage = str(s.get("state") or "starting")
+    iteration, started, ended = "", None, None
     for rec in records:
         ev = rec.get("event")
         if ev == "session_start" and isinstance(rec.get("ts"), (int, float)) and started is None:
             started = rec["ts"]
         elif ev == "wild_prompt":
-            stage = str(rec.get("kind") or stage)
             if rec.get("iteration") is not None:
                 iteration = str(rec.get("iteration"))
         elif ev == "session_end" and isinstance(rec.get("ts"), (int, float)):

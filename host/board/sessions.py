@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from .. import inbox, live, storage
-from ..api.session import log_path
+from ..api.session import checkpoint_path, log_path
 from ..errors import MossError
 from ..tools import procs
 from .html import Html, esc, join, render, tag
@@ -47,6 +47,9 @@ async def moss_json(root: Path, argv: list[str], what: str, kind: str) -> tuple[
         data = None
     if not isinstance(data, dict):
         tail = err.decode("utf-8", "replace").strip()[-2000:]
+        if proc.returncode == 2 and tail:  # the person's mistake, said as moss says it on a terminal
+            said = [ln.removeprefix("error: ") for ln in tail.splitlines() if ln.strip()]
+            raise MossError(next((ln for ln in said if not ln.startswith(" ")), said[-1]), kind="usage")
         raise MossError(f"{what} gave no data (exit {proc.returncode})" + (f": {tail}" if tail else ""), kind=kind)
     return data, lines
 
@@ -115,6 +118,33 @@ def money(c) -> str:
     return "unknown" if c is None else f"${c:.4f}"
 
 
+def exists(root: Path, sid: str) -> bool:
+    """Whether the project has session `sid`: its checkpoint or its log, or a moss process
+    running it (which may not have written either yet)."""
+    return any(storage.lstat(p) is not None for p in (log_path(root, sid), checkpoint_path(root, sid))) \
+        or is_running(root, sid)
+
+
+def is_running(root: Path, sid: str) -> bool:
+    return any(r["id"] == sid for r in inbox.running(root))
+
+
+def status_block(root: Path, sid: str, running: bool, outcome: dict | None) -> Html:
+    """Above the live view: while the session runs, its state and the controls (message box,
+    pause, resume, stop); once it does not, how it ended (the agent script's `outcome`: the
+    reason, the exit status, turns; the cost from its log) and the command that goes on."""
+    if running:
+        return render("controls", id=sid, textarea=render("say_box", oob=""))
+    o = outcome if isinstance(outcome, dict) else {}
+    exit_ = o.get("exit")
+    resume = o.get("resume")
+    return render("outcome", text=o.get("text") or "ended", reason=o.get("reason") or "?",
+                  exit="-" if not isinstance(exit_, int) else exit_, turns=o.get("turns") if o.get("turns") is not None
+                  else "-", cost=money(spend_of(root, sid)["cost"]),
+                  resume=(Html('<span class="resume">') + "go on with it: " + tag("code", resume, id="resume") + Html("</span>"))
+                  if isinstance(resume, str) and resume else Html(""))
+
+
 def status_of(row: dict) -> str:
     if row.get("running"):
         return "running"
@@ -151,7 +181,7 @@ def list_table(root: Path, rows: list[dict], token: str) -> Html:
         body.append(Html(f'<tr class="{esc(cls or "")}"><td>{link}</td>')
                     + join(tag("td", v) for v in (
                         status_of(r), r.get("machine"), r.get("role"), s["model"] or "", r.get("turn") or 0,
-                        f"{s['tokens']:,}", money(s["cost"]), ago(r.get("mtime"))))
+                        f"{s['tokens']:,}", money(s["cost"]), ago(r.get("mtime")) + " ago" if r.get("mtime") else ""))
                     + tag("td", str(r.get("task") or "")[:120], class_="task") + Html("</tr>"))
     if not body:
         return render("empty", text="no saved sessions in this project yet: start one with moss @agent \"...\"")
@@ -262,10 +292,11 @@ def sse(event: str, data: str) -> bytes:
     return f"event: {event}\n{lines}\n".encode()
 
 
-async def stream(root: Path, sid: str, request, offset: int = 0):
+async def stream(root: Path, sid: str, request, offset: int = 0, shown_running: bool | None = None):
     """The session's log from `offset` as it grows, as SSE `entry` events (HTML fragments),
-    and a `state` event when the session stops running; ends when the client goes."""
-    was_running = None
+    and a `state` event (status_block) whenever running or not differs from what the page
+    shows (`shown_running`: what it was rendered with); ends when the client goes."""
+    was_running = shown_running
     live_seen: tuple | None = None
     last_ping = time.monotonic()
     yield b": stream start\n\n"
@@ -274,7 +305,7 @@ async def stream(root: Path, sid: str, request, offset: int = 0):
         parts = [f for f in (fragment(r) for r in records) if f is not None]
         if parts:
             yield sse("entry", "".join(parts))
-        running = any(r["id"] == sid for r in inbox.running(root))
+        running = is_running(root, sid)
         # the reply streaming now (its side file, looked at again only when it changed); a
         # file a session that stopped running left behind is not shown
         seen = live.stamp(root, sid) if running else None
@@ -282,8 +313,13 @@ async def stream(root: Path, sid: str, request, offset: int = 0):
             yield sse("live", str(live_fragment(live.read(root, sid) if seen else None)))
             live_seen = seen
         if running != was_running:
-            yield sse("state", str(tag("span", "running" if running else "not running",
-                                       class_="state " + ("running" if running else "stopped"))))
+            outcome = None
+            if not running:
+                try:  # how it ended is the agent script's to say (its timeline's outcome)
+                    outcome = (await entry(root, "timeline", sid)).get("outcome")
+                except MossError:
+                    outcome = None
+            yield sse("state", str(status_block(root, sid, running, outcome)))
             was_running = running
         if time.monotonic() - last_ping > 10:
             yield b": ping\n\n"

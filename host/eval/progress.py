@@ -1,6 +1,8 @@
-"""What a person sees while an eval runs, on stderr: on a terminal a live panel (attempts done
-of the total, running, spend, and per cell the pass rate so far); piped, one plain line per
-attempt as it ends. stdout stays for the summary (a table, or JSON)."""
+"""What a person sees while an eval or a batch runs, on stderr: on a terminal a live panel,
+a status line as wide as the terminal (attempts ended of the total, how many run now, the
+spend) and, for an eval, per cell the pass rate so far; for a batch (`tally="outcomes"`) the
+status line counts the outcomes the policy named instead (done, failed, infrastructure, ...).
+Piped, one plain line per attempt as it ends. stdout stays for the summary (a table, or JSON)."""
 
 from __future__ import annotations
 
@@ -14,15 +16,17 @@ def _fmt_tokens(n: float) -> str:
 
 class Progress:
     def __init__(self, total: int, *, title: str = "eval", done: int = 0, live: bool | None = None,
-                 stream=None):
+                 stream=None, tally: str = "cells", cells: list[str] | None = None):
         self.stream = stream or sys.stderr
         self.total = total
         self.done = done
-        self.running = 0
+        self.active: set[str] = set()  # attempts an executor runs now (not those ended and being judged)
+        self.tally = tally  # "cells": pass rates per cell; "outcomes": the count of each outcome
+        self.outcomes: dict[str, int] = {}
         self.tokens = 0
         self.cost = 0.0
         self.title = title
-        self.cells: dict[str, list[int]] = {}  # cell -> [passed, counted]
+        self.cells: dict[str, list[int]] = {c: [0, 0] for c in cells or []}  # cell -> [passed, counted], in order
         self._lock = threading.Lock()
         self.live = self.stream.isatty() if live is None else live
         self._live = None
@@ -39,14 +43,24 @@ class Progress:
         with self._lock:
             self._count(row)
 
+    @property
+    def running(self) -> int:
+        return len(self.active)
+
     def started(self, key: str) -> None:
         with self._lock:
-            self.running += 1
+            self.active.add(key)
+        self._refresh()
+
+    def stopped(self, key: str) -> None:
+        """The attempt's run ended (its row waits for the policy's verdict): it runs no more."""
+        with self._lock:
+            self.active.discard(key)
         self._refresh()
 
     def ended(self, row: dict) -> None:
         with self._lock:
-            self.running = max(0, self.running - 1)
+            self.active.discard(str(row.get("key")))
             self.done += 1
             self._count(row)
             line = self._line(row)
@@ -70,6 +84,8 @@ class Progress:
     def _count(self, row: dict) -> None:
         self.tokens += row.get("tokens") or 0
         self.cost += row.get("cost") or 0.0
+        if row.get("outcome"):
+            self.outcomes[str(row["outcome"])] = self.outcomes.get(str(row["outcome"]), 0) + 1
         c = self.cells.setdefault(str(row.get("cell")), [0, 0])
         if isinstance(row.get("passed"), bool):
             c[1] += 1
@@ -88,17 +104,30 @@ class Progress:
         return (f"[{self.done}/{self.total}] {row.get('task')} · {row.get('cell')} · trial {row.get('trial')}: "
                 f"{verdict} ({', '.join(bits)}) · spent {self._spend()}")
 
-    def _render(self):
-        from rich.table import Table
+    def status(self) -> str:
+        """The status line: what ran of what, what runs now, what it cost."""
+        if self.tally == "outcomes":
+            counts = ", ".join(f"{n} {o}" for o, n in self.outcomes.items())
+            ended = f"{self.done}/{self.total} ended" + (f": {counts}" if counts else "")
+        else:
+            ended = f"{self.done}/{self.total} attempts done"
+        return f"{self.title} · {ended} · {self.running} running · spent {self._spend()}"
 
-        t = Table(title=f"{self.title}: {self.done}/{self.total} attempts done, {self.running} running, "
-                        f"spent {self._spend()}", title_justify="left", box=None)
-        t.add_column("cell")
+    def _render(self):
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        line = Text(self.status())  # as wide as the terminal (a table title wraps to the table)
+        if self.tally == "outcomes" or not self.cells:
+            return line
+        t = Table(box=None, padding=(0, 2, 0, 0), pad_edge=False)
+        t.add_column("  cell")
         t.add_column("passed", justify="right")
         t.add_column("rate so far", justify="right")
         for cell, (k, n) in self.cells.items():
-            t.add_row(cell, f"{k}/{n}", f"{100 * k / n:.0f}%" if n else "-")
-        return t
+            t.add_row(f"  {cell}", f"{k}/{n}", f"{100 * k / n:.0f}%" if n else "-")
+        return Group(line, t)
 
     def _refresh(self) -> None:
         if self._live is not None:

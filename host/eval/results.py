@@ -135,15 +135,21 @@ def _mean(values) -> float | None:
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """One entry per cell, in the order cells first appear: counted attempts (passed true or
+    """One entry per cell, in the matrix's order (the rows' `cell_index`: the order the cells
+    were given in; then the order cells first appear): counted attempts (passed true or
     false; null ones are infrastructure or budget ends and are listed apart), passes, the rate
     and its interval, mean turns/tokens/cost and p50/p90 wall time over the counted ones; with
     --replay, the attempts that diverged from their recording and those that had none."""
     cells: dict[str, list[dict]] = {}
+    place: dict[str, float] = {}
     for row in finished(rows).values():
-        cells.setdefault(str(row.get("cell")), []).append(row)
+        cell = str(row.get("cell"))
+        cells.setdefault(cell, []).append(row)
+        index = row.get("cell_index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            place[cell] = min(place.get(cell, math.inf), index)
     out = []
-    for cell, rs in cells.items():
+    for cell, rs in sorted(cells.items(), key=lambda kv: place.get(kv[0], math.inf)):  # stable: first seen
         counted = [r for r in rs if isinstance(r.get("passed"), bool)]
         k, n = sum(1 for r in counted if r["passed"]), len(counted)
         lo, hi = wilson(k, n)

@@ -101,6 +101,8 @@ class Runner:
                     if not again:  # ended: from now on a stop of what runs is not about this attempt
                         self.running.pop(spec.key, None)
                 if not again:
+                    if self.progress is not None:
+                        self.progress.stopped(spec.key)
                     break
                 failed.append(str(row.get("detail") or "infra_error"))
                 self.executor.discard(row)

@@ -86,8 +86,11 @@ class EvalRun:
         prepare = getattr(self.executor, "prepare", None)  # an executor with options of its own (ray)
         if prepare is not None:
             prepare(self.out, opts)
+        tally = opts.get("tally") or "cells"
+        if tally not in ("cells", "outcomes"):
+            raise MossError(f"eval.start: tally must be \"cells\" or \"outcomes\", got {tally!r}", kind="usage")
         self.progress = progress.Progress(self.total, title=str(opts.get("title") or f"eval {suite.name}"),
-                                          done=len(counted))
+                                          done=len(counted), tally=tally, cells=_cell_order(opts))
         for r in counted:
             self.progress.seed(r)
         self.runner = runner.Runner(specs, self.executor, jobs=int(opts.get("jobs") or 1),
@@ -173,6 +176,21 @@ class EvalRun:
         self.waiting.clear()
         self.progress.close()
         self.executor.close()
+
+
+def _cell_order(opts: dict) -> list[str]:
+    """The cells of the attempts in the matrix's order (each attempt's `info.cell_index`, then
+    the order they come in), for the live panel."""
+    place: dict[str, float] = {}
+    for i, a in enumerate(opts.get("attempts") or []):
+        if not isinstance(a, dict):
+            continue
+        info = a.get("info")
+        index = info.get("cell_index") if isinstance(info, dict) else None
+        rank = index if isinstance(index, int) and not isinstance(index, bool) else len(opts["attempts"]) + i
+        cell = str(a.get("cell") or "default")
+        place[cell] = min(place.get(cell, rank), rank)
+    return sorted(place, key=lambda c: place[c])
 
 
 def _number(table: dict, key: str, kind):

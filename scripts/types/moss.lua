@@ -122,9 +122,12 @@ function moss.ui.markdown(text, opts) end
 ---@param text string
 function moss.ui.status(text) end
 
---- whether stderr is a terminal
+--- whether stderr (or `stream` "stdout", where an answer goes) is a terminal
+---
+--- Errors: `usage`.
+---@param stream? "stderr"|"stdout"
 ---@return boolean
-function moss.ui.is_terminal() end
+function moss.ui.is_terminal(stream) end
 
 --- whether a person can answer questions (stdin is a terminal, or `MOSS_ASSUME_TTY=1` for IDEs that
 --- pipe answers)
@@ -524,12 +527,15 @@ function moss.json.is_object(t) end
 ---@class moss.scripts
 moss.scripts = {}
 --- The scripts under `folder` (e.g. "commands") in every root, project first: name, module, origin,
---- path, and what each overrides.
+--- path, and what each overrides. With `untrusted`, an untrusted project's own files there come
+--- after them, `trusted = false` (their names only: nothing of them is read before `moss trust`),
+--- `overrides` naming what each would replace once trusted.
 ---
 --- Errors: `usage`.
 ---@param folder string
----@return {name: string, module: string, origin: string, path: string, overrides: string[]}[]
-function moss.scripts.list(folder) end
+---@param opts? {untrusted?: boolean}
+---@return {name: string, module: string, origin: string, path: string, overrides: string[], trusted?: boolean}[]
+function moss.scripts.list(folder, opts) end
 
 --- `module` as the first root below `below` ("project", "user"; nil: below the root `require`
 --- loads it from) has it: its compiled chunk, to call for the module, and that root's name; nil
@@ -688,7 +694,9 @@ function moss.eval.batch(path) end
 --- `retries`: an attempt that ends `infra_error` runs again up to that many times (its row's
 --- `tries`, `retried`). `executor` "ray": each attempt a Ray job at `ray_address` asking for
 --- `num_cpus` (docs/fleet.md). Every row carries the `patch` its agent made (host/eval/patch.py).
----@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, file?: string, jobs?: integer, max_cost?: number, max_tokens?: integer, retries?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, ray_address?: string, num_cpus?: number, title?: string, meta?: table, record?: string, replay?: string}
+--- The live panel on a terminal starts with `title`; `tally` "cells" (default) shows each cell's
+--- pass rate so far, "outcomes" counts the `outcome` each recorded verdict names (a batch's).
+---@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, file?: string, jobs?: integer, max_cost?: number, max_tokens?: integer, retries?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, ray_address?: string, num_cpus?: number, title?: string, tally?: "cells"|"outcomes", meta?: table, record?: string, replay?: string}
 ---@return {out: string, total: integer, skipped: integer, to_run: integer}
 function moss.eval.start(opts) end
 

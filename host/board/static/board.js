@@ -53,5 +53,68 @@
       .then(function () { setTimeout(refresh, REFRESH_MS); });
   }
 
-  document.addEventListener("DOMContentLoaded", refresh);
+  // A session's live view follows its newest event while the reader is at its bottom; once
+  // they scroll up it stays where they are, and a button counts what arrived below ("3 new ↓")
+  // and takes them there.
+  var SLACK = 40; // px from the bottom that still count as "at the bottom"
+
+  function follow() {
+    var box = document.getElementById("stream");
+    var badge = document.getElementById("new-below");
+    if (!box || !badge) return;
+    var pinned = true, unseen = 0;
+    function atBottom() { return box.scrollHeight - box.scrollTop - box.clientHeight <= SLACK; }
+    function seen() { unseen = 0; badge.hidden = true; }
+    function toBottom() { box.scrollTop = box.scrollHeight; pinned = true; seen(); }
+    box.addEventListener("scroll", function () {
+      pinned = atBottom();
+      if (pinned) seen();
+    });
+    new MutationObserver(function (changes) {
+      var added = 0;
+      changes.forEach(function (c) {
+        c.addedNodes.forEach(function (n) { if (n.nodeType === 1) added++; });
+      });
+      if (!added) return;
+      if (pinned) { box.scrollTop = box.scrollHeight; return; }
+      unseen += added;
+      badge.textContent = unseen + " new ↓";
+      badge.hidden = false;
+    }).observe(box, { childList: true });
+    badge.addEventListener("click", toBottom);
+  }
+
+  // Tables marked sortable: a click on a column's heading sorts by it (again: the other way).
+  // A cell's data-sort, when it has one, is what it sorts by (a time, a rate), else its text.
+  function sortable(table) {
+    var heads = table.querySelectorAll("thead th");
+    heads.forEach(function (th, col) {
+      th.classList.add("sort");
+      th.addEventListener("click", function () {
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        var down = th.getAttribute("aria-sort") !== "descending";
+        heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", down ? "descending" : "ascending");
+        function key(row) {
+          var cell = row.cells[col];
+          var v = !cell ? "" : cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent.trim();
+          var n = Number(v);
+          return v !== "" && !isNaN(n) ? n : v;
+        }
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b);
+          var c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+          return down ? -c : c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    refresh();
+    follow();
+    document.querySelectorAll("table.sortable").forEach(sortable);
+  });
 })();

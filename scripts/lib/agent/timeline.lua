@@ -208,25 +208,61 @@ function M.last_failure(events)
   return lines
 end
 
+--- A session's log records; a session this project does not have is named as such (kind
+-- not_found), for the person who typed its id.
+function M.events(sid)
+  local ok, events = pcall(moss.session.events, sid)
+  if ok then return events end
+  if moss.error_kind(events) == "not_found" then
+    moss.error("not_found", ("no session '%s' in this project (moss sessions list shows its sessions)"):format(sid), 0)
+  end
+  error(events, 0)
+end
+
 --- `moss sessions show ID`: the timeline, the last failed validation, then the tree of child
 -- agents.
 function M.show(sid)
-  local events = moss.session.events(sid)
+  local events = M.events(sid)
   moss.ui.table(M.rows(events), { columns = { "time", "event", "detail" }, title = "session " .. sid })
   for _, line in ipairs(M.last_failure(events)) do print(line) end
   for _, line in ipairs(M.tree(sid, moss.session.list())) do print(line) end
   return 0
 end
 
+--- How a saved session ended, as its page says it once nothing runs it: {reason, text (the
+-- reason for people), exit (the status `moss @agent` ends with for it, nil when not known),
+-- turns, resume (the command that goes on with it)}; nil without a usable checkpoint.
+function M.outcome(sid)
+  local ok, S = pcall(moss.session.load, sid)
+  if not ok or type(S) ~= "table" then return nil end
+  local output = require("lib.machine.output")
+  local reason = type(S.reason) == "string" and S.reason or (S.done and "ended" or "interrupted")
+  local machine
+  if type(S.machine) == "string" then
+    local okm, m = pcall(require("lib.machine.extend").load, "machines", S.machine)
+    machine = okm and m or nil
+  end
+  local okr, r = pcall(output.reason, reason, machine)
+  local text, exit = okr and r.text or reason, okr and r.exit or nil
+  if reason == "interrupted" then
+    text, exit = "interrupted (Ctrl-C, or its process ended) before it finished; resumable as it is", 130
+  elseif reason == "ended" then
+    exit = nil
+  end
+  return { reason = reason, text = text, exit = exit == nil and moss.json.null or exit, turns = num(S.turn) or 0,
+    resume = output.RESUME and (output.RESUME .. " " .. sid) or moss.json.null }
+end
+
 --- `moss sessions timeline ID` (`moss ui`'s session page): what `show` draws, as data:
 -- {id, rows = [{time, event, detail, style}], last_failure = {lines}, tree = {lines},
--- children = M.nodes}.
+-- children = M.nodes, outcome = M.outcome}.
 function M.data_of(sid)
-  local rows = M.rows(moss.session.events(sid))
+  local events = M.events(sid)
+  local rows = M.rows(events)
   for _, r in ipairs(rows) do r.style, r._style = r._style, nil end
   local all = moss.session.list()
-  return { id = sid, rows = rows, last_failure = M.last_failure(moss.session.events(sid)),
-    tree = M.tree(sid, all), children = M.nodes(sid, all) }
+  return { id = sid, rows = rows, last_failure = M.last_failure(events),
+    tree = M.tree(sid, all), children = M.nodes(sid, all), outcome = M.outcome(sid) or moss.json.null }
 end
 
 --- "42s", "7m", "3h", "2d": how long ago a Unix time was.
@@ -296,9 +332,17 @@ function M.data()
   return out
 end
 
+--- `moss sessions list`: newest first (the last written to), as `git log` lists commits, so
+-- `| head` shows the latest.
 function M.list()
   local rows, corrupt = {}, {}
-  for _, s in ipairs(M.sessions()) do
+  local sessions = M.sessions()
+  table.sort(sessions, function(a, b)
+    local ta, tb = tonumber(a.mtime) or 0, tonumber(b.mtime) or 0
+    if ta ~= tb then return ta > tb end
+    return tostring(a.id) < tostring(b.id)
+  end)
+  for _, s in ipairs(sessions) do
     rows[#rows + 1] = { id = s.id, age = M.ago(s.mtime), turns = s.turn, state = s.state,
       reason = M.reason(s), task = short(s.task or "", 60) }
     if s.error then corrupt[#corrupt + 1] = s.error end

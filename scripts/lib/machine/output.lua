@@ -82,8 +82,30 @@ end
 
 M.SHOWN_LINES = 30 -- of a reply, on a terminal
 
+--- A reply as the terminal shows it when the answer goes to the same terminal (stdout too):
+--- its $(answer ...) is shown as "$(answer …)", since the answer itself is rendered below once
+--- the session ends with it (so it is not read twice). A pipe on stdout keeps the reply whole.
+function M.reply_shown(text)
+  if not text:find("$(", 1, true) or not moss.ui.is_terminal("stdout") then return text end
+  local out, pos = {}, 1
+  for _, c in ipairs(require("lib.machine.parser").parse(text)) do
+    if c.name == "answer" or c.name == "done" then
+      out[#out + 1] = text:sub(pos, c.first - 1) .. "$(" .. c.name .. " …)"
+      pos = c.last + 1
+      local a = c.args:gsub("^[\"']", ""):gsub("[\"']$", "")
+      if a == "" or a == "ANSWER" then -- the answer follows the command on its line
+        local eol = text:find("\n", pos, true)
+        pos = eol or (#text + 1)
+      end
+    end
+  end
+  out[#out + 1] = text:sub(pos)
+  return table.concat(out)
+end
+
 function Text:llm(S, state, text)
   if moss.ui.live_stop() then
+    text = M.reply_shown(text or "")
     -- the status line counted the reply instead of printing it: show it now, set apart
     -- from moss's own lines by a gutter
     local lines = {}
