@@ -1,4 +1,5 @@
-"""One attempt of a call through the anthropic SDK (Messages API), streamed or not."""
+"""One attempt of a call through the anthropic SDK (Messages API), streamed or not: the wire
+API called "anthropic" (wire.py says what a wire API provides)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from typing import Any, Callable
 from .retry import Cancelled, Failure, reraise
 
 CACHE = {"type": "ephemeral"}
+
+SDK = "anthropic"
+# What a zygote does ahead for it (host/zygote.py), after importing this module and the SDK.
+PRELOAD = ("moss.llm.anthropic_client:_first_request_imports", "moss.llm.tls:context",
+           "moss.llm.anthropic_client:_first_response_types")
 
 
 def make_client(provider, timeout: float):
@@ -63,7 +69,7 @@ def _first_response_types() -> list[dict]:
     import anthropic
     import httpx2
 
-    from . import warm
+    from .wire import read_canned
 
     def reply(request):
         if json.loads(request.content).get("stream"):
@@ -75,7 +81,16 @@ def _first_response_types() -> list[dict]:
     http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
     client = anthropic.Anthropic(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
     provider = SimpleNamespace(model="warm")
-    return warm.read_canned(client, send, provider)
+    return read_canned(client, send, provider)
+
+
+def list_models(provider, timeout: float) -> list[str]:
+    """The model ids the server serves (a GET; nothing is generated): `moss doctor`."""
+    client = make_client(provider, timeout)
+    try:
+        return [m.id for m in getattr(client.models.list(), "data", None) or []]
+    finally:
+        client.close()
 
 
 def _blocks(content, cache: bool) -> list:
