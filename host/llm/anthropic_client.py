@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from .retry import Cancelled, Failure, reraise
+from .wire import models_of, read_canned
 
 CACHE = {"type": "ephemeral"}
 
@@ -69,8 +70,6 @@ def _first_response_types() -> list[dict]:
     import anthropic
     import httpx2
 
-    from .wire import read_canned
-
     def reply(request):
         if json.loads(request.content).get("stream"):
             body = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in _WARM_EVENTS)
@@ -86,11 +85,7 @@ def _first_response_types() -> list[dict]:
 
 def list_models(provider, timeout: float) -> list[str]:
     """The model ids the server serves (a GET; nothing is generated): `moss doctor`."""
-    client = make_client(provider, timeout)
-    try:
-        return [m.id for m in getattr(client.models.list(), "data", None) or []]
-    finally:
-        client.close()
+    return models_of(make_client(provider, timeout))
 
 
 def _blocks(content, cache: bool) -> list:

@@ -12,6 +12,7 @@ from typing import Callable
 from . import window
 from .models import is_openai_reasoning
 from .retry import Cancelled, Failure, reraise
+from .wire import models_of, read_canned
 
 FINISH = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "tool_use",
           "function_call": "tool_use"}
@@ -55,8 +56,6 @@ def _first_response_types() -> list[dict]:
     import httpx2
     import openai
 
-    from .wire import read_canned
-
     def reply(request):
         if json.loads(request.content).get("stream"):
             body = "".join(f"data: {json.dumps(c)}\n\n" for c in _WARM_CHUNKS) + "data: [DONE]\n\n"
@@ -73,11 +72,7 @@ def _first_response_types() -> list[dict]:
 
 def list_models(provider, timeout: float) -> list[str]:
     """The model ids the server serves (a GET; nothing is generated): `moss doctor`."""
-    client = make_client(provider, timeout)
-    try:
-        return [m.id for m in getattr(client.models.list(), "data", None) or []]
-    finally:
-        client.close()
+    return models_of(make_client(provider, timeout))
 
 
 def server_window(provider) -> int | None:

@@ -196,3 +196,12 @@ def read_canned(client, send, provider) -> list[dict]:
         return []
     finally:
         client.close()
+
+
+def models_of(client) -> list[str]:
+    """The model ids an SDK client's `models.list()` gives (the anthropic and openai SDKs
+    alike); closes the client."""
+    try:
+        return [m.id for m in getattr(client.models.list(), "data", None) or []]
+    finally:
+        client.close()
