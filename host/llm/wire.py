@@ -107,6 +107,7 @@ _lock = threading.Lock()
 _paths: dict[str, str] = {}       # name -> module path, in the order registered
 _wires: dict[str, Wire] = {}      # name -> the loaded wire API
 _scanned = False                  # entry points read
+_scan_lock = threading.Lock()
 
 
 def register(name: str, module: str) -> None:
@@ -128,17 +129,18 @@ def _scan() -> None:
     once. Distributions found in the working directory are left out: `python -m moss`
     puts it first on the module path, and a repository is not an installed package."""
     global _scanned
-    if _scanned:
-        return
-    _scanned = True
-    from importlib import metadata
+    with _scan_lock:
+        if _scanned:
+            return
+        from importlib import metadata
 
-    here = os.getcwd()
-    path = [p for p in sys.path if p and os.path.abspath(p) != here]
-    for dist in metadata.distributions(path=path):
-        for ep in dist.entry_points:
-            if ep.group == ENTRY_POINTS:
-                register(ep.name, ep.value)
+        here = os.getcwd()
+        path = [p for p in sys.path if p and os.path.abspath(p) != here]
+        for dist in metadata.distributions(path=path):
+            for ep in dist.entry_points:
+                if ep.group == ENTRY_POINTS:
+                    register(ep.name, ep.value)
+        _scanned = True
 
 
 def names() -> tuple[str, ...]:
