@@ -210,8 +210,8 @@ class RunManager:
         me = os.getpid()
         rec["host_pid"], rec["host_start"] = me, _proc_start(me)
         self._save(rec)
-        self.log_event("run_adopted", {"run": rec["id"], "name": rec["name"], "executor": rec.get("executor", "local"),
-                                  "status": rec["status"]})
+        self.log_event("run_adopted", {"run": rec["id"], "name": rec["name"],
+                                       "executor": rec.get("executor", "local"), "status": rec["status"]})
         self._ensure_thread()
 
     def _refresh(self) -> None:
@@ -230,7 +230,7 @@ class RunManager:
 
     # ---- status changes --------------------------------------------------------------------
     def set_status(self, rec: dict, status: str, *, code: int | None = None, error: str | None = None,
-                    emit: bool = True) -> None:
+                   emit: bool = True) -> None:
         prev = rec["status"]
         rec["status"] = status
         if code is not None:
@@ -252,8 +252,8 @@ class RunManager:
                 event["error"] = error
             self._events.append(event)
             self._cond.notify_all()
-        self.log_event("run_status", {"run": rec["id"], "name": rec["name"], "status": status, "code": rec.get("code"),
-                                 "error": error})
+        self.log_event("run_status", {"run": rec["id"], "name": rec["name"], "status": status,
+                                      "code": rec.get("code"), "error": error})
 
     def finish(self, rid: str, code: int | None) -> None:
         """Record how a run ended: stopped (a reason was given), finished, or failed."""
@@ -307,7 +307,7 @@ class RunManager:
             "id", "run_id", "run_name", "severity", "message", "choices", "status", "line")}, "alert_id": alert["id"]})
         self._cond.notify_all()
         self.log_event("run_alert", {"run": rid, "alert": alert["id"], "severity": alert["severity"],
-                                "message": alert["message"], "source": source})
+                                     "message": alert["message"], "source": source})
         return dict(alert)
 
     def alert(self, rid: str, message: str, *, severity: str = "warning", choices: list | None = None,
