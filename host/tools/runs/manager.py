@@ -66,7 +66,7 @@ def _now() -> float:
 
 class RunManager:
     """The runs of one project, as seen by this process. Thread-safe. What its executors may
-    use of it is ``executors.Runs`` (the methods under "for executors")."""
+    use of it is ``executors.Runs``, a Protocol mypy holds this class to."""
 
     now = staticmethod(_now)
 
@@ -165,7 +165,7 @@ class RunManager:
         self._cond.notify_all()
         self._ensure_thread()
 
-    def log_event(self, event: str, data: dict) -> None:
+    def log(self, event: str, data: dict) -> None:
         if self._log_cb:
             try:
                 self._log_cb(event, data)
@@ -210,8 +210,8 @@ class RunManager:
         me = os.getpid()
         rec["host_pid"], rec["host_start"] = me, _proc_start(me)
         self._save(rec)
-        self.log_event("run_adopted", {"run": rec["id"], "name": rec["name"],
-                                       "executor": rec.get("executor", "local"), "status": rec["status"]})
+        self.log("run_adopted", {"run": rec["id"], "name": rec["name"],
+                                 "executor": rec.get("executor", "local"), "status": rec["status"]})
         self._ensure_thread()
 
     def _refresh(self) -> None:
@@ -252,8 +252,8 @@ class RunManager:
                 event["error"] = error
             self._events.append(event)
             self._cond.notify_all()
-        self.log_event("run_status", {"run": rec["id"], "name": rec["name"], "status": status,
-                                      "code": rec.get("code"), "error": error})
+        self.log("run_status", {"run": rec["id"], "name": rec["name"], "status": status,
+                                "code": rec.get("code"), "error": error})
 
     def finish(self, rid: str, code: int | None) -> None:
         """Record how a run ended: stopped (a reason was given), finished, or failed."""
@@ -306,8 +306,8 @@ class RunManager:
         self._events.append({"type": "alert", **{k: alert[k] for k in (
             "id", "run_id", "run_name", "severity", "message", "choices", "status", "line")}, "alert_id": alert["id"]})
         self._cond.notify_all()
-        self.log_event("run_alert", {"run": rid, "alert": alert["id"], "severity": alert["severity"],
-                                     "message": alert["message"], "source": source})
+        self.log("run_alert", {"run": rid, "alert": alert["id"], "severity": alert["severity"],
+                               "message": alert["message"], "source": source})
         return dict(alert)
 
     def alert(self, rid: str, message: str, *, severity: str = "warning", choices: list | None = None,
@@ -396,7 +396,7 @@ class RunManager:
             try:
                 self._resolve(alert_id, choice, stop_wait=0.0)
             except MossError as e:  # already resolved here, or a choice it does not offer
-                self.log_event("run_monitor_error", {"run": rid, "error": f"resolve from elsewhere: {e.message}"})
+                self.log("run_monitor_error", {"run": rid, "error": f"resolve from elsewhere: {e.message}"})
 
     # ---- the monitor thread ------------------------------------------------------------------
     def _ensure_thread(self) -> None:
@@ -419,14 +419,14 @@ class RunManager:
                 try:
                     self._tick(rid)
                 except Exception as e:  # never let one run's trouble stop the watching
-                    self.log_event("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
+                    self.log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
             with self._lock:
                 for ex in list(self._executors.values()):
                     ex.each_tick()
             try:
                 self._check_git_while_running()
             except Exception as e:
-                self.log_event("run_monitor_error", {"error": f"git check: {type(e).__name__}: {e}"})
+                self.log("run_monitor_error", {"error": f"git check: {type(e).__name__}: {e}"})
             self._wake.wait(POLL)
             self._wake.clear()
 
@@ -461,7 +461,7 @@ class RunManager:
             try:
                 self._executor_of(self._runs[rid]).status(rid, force=True)
             except Exception as e:
-                self.log_event("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
+                self.log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
 
     # ---- git metadata ----------------------------------------------------------------------------
     def git_notes(self, notes: list[str], rids: list[str]) -> None:
@@ -474,7 +474,7 @@ class RunManager:
                 if rec is not None:
                     rec.setdefault("git", []).extend(notes)
                     self._save(rec)
-        self.log_event("git_metadata", {"runs": rids, "notes": notes})
+        self.log("git_metadata", {"runs": rids, "notes": notes})
         if self._report_cb:
             try:
                 self._report_cb(notes, {"runs": rids})
@@ -654,7 +654,7 @@ class RunManager:
                 return {"queued": True, "id": alert_id, "run_id": rec["id"], "choice": pick}
             alert.update(status="resolved", choice=pick, resolved_at=_now())
             self._save(rec)
-            self.log_event("run_alert_resolved", {"run": rec["id"], "alert": alert_id, "choice": pick})
+            self.log("run_alert_resolved", {"run": rec["id"], "alert": alert_id, "choice": pick})
             stops = bool(STOP_CHOICE.match(pick))
         out = dict(alert)
         if stops:

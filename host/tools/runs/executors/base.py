@@ -10,7 +10,7 @@ and alerts, the monitor thread, the queue of events ``wait()`` hands out, log ta
 An executor's methods run with the manager at hand (``self.runs``), and use only what
 ``Runs`` lists: they make and change records through it (``new_record`` and ``watch`` to
 start one, ``set_status`` or ``finish`` for its changes, ``drain`` to check new log lines,
-``log_event``) and touch its files only through ``runs.store``, so events, logs and the
+``log``) and touch its files only through ``runs.store``, so events, logs and the
 record stay one story. ``status``, ``logs`` and ``stop`` are called from the monitor thread
 or the caller's; they take ``runs.lock`` around record changes and never hold it over I/O
 that can block (a process wait, an HTTP request).
@@ -167,5 +167,5 @@ class Runs(Protocol):
     def git_notes(self, notes: list[str], rids: list[str]) -> None:
         """Record and report git-metadata findings about these runs."""
 
-    def log_event(self, event: str, data: dict) -> None:
+    def log(self, event: str, data: dict) -> None:
         """An event for the session log."""

@@ -114,8 +114,8 @@ class LocalExecutor(Executor):
         if rec.get("timeout"):
             live.deadline = time.monotonic() + float(rec["timeout"])
         m.set_status(rec, "running")
-        m.log_event("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "sandbox": rec["sandbox"],
-                                  "workdir": rec["workdir"], "pid": proc.pid})
+        m.log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "sandbox": rec["sandbox"],
+                            "workdir": rec["workdir"], "pid": proc.pid})
 
     # ---- watching ----------------------------------------------------------------------------
     def status(self, rid: str, *, force: bool = False) -> None:

@@ -92,8 +92,8 @@ class RayExecutor(Executor):
             live.client = client
             m.watch(rec, live)
             m.store.append(rid, "log", b"")
-            m.log_event("run_submit", {"run": rid, "name": rec["name"], "cmd": req.cmd, "executor": "ray",
-                                       "submission_id": sid, "address": addr, "num_cpus": cpus, "num_gpus": gpus})
+            m.log("run_submit", {"run": rid, "name": rec["name"], "cmd": req.cmd, "executor": "ray",
+                                 "submission_id": sid, "address": addr, "num_cpus": cpus, "num_gpus": gpus})
             return m.public(rec)
 
     # ---- watching ----------------------------------------------------------------------------
@@ -144,7 +144,7 @@ class RayExecutor(Executor):
                                   f"at {rec['ray']['address']}")
                 return
             if live.poll_errors in (1, 10) or live.poll_errors % 100 == 0:
-                m.log_event("run_monitor_error", {"run": rid, "error": e.message, "tries": live.poll_errors})
+                m.log("run_monitor_error", {"run": rid, "error": e.message, "tries": live.poll_errors})
             live.next_poll = now + min(30.0, RAY_POLL * (2 ** min(live.poll_errors, 6)))
             return
         ray_status = str(info.get("status") or "")
@@ -159,8 +159,8 @@ class RayExecutor(Executor):
                 if rec.get("timeout"):
                     live.deadline = time.monotonic() + float(rec["timeout"])
                 m.set_status(rec, "running")
-                m.log_event("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "executor": "ray",
-                                          "submission_id": sid, "address": rec["ray"]["address"]})
+                m.log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "executor": "ray",
+                                    "submission_id": sid, "address": rec["ray"]["address"]})
             elif ray_status in RAY_TERMINAL:
                 code = info.get("driver_exit_code")
                 code = code if isinstance(code, int) else None
@@ -184,7 +184,7 @@ class RayExecutor(Executor):
                 live.client.stop(sid)
             except MossError as e:
                 live.killed = False
-                m.log_event("run_monitor_error", {"run": rid, "error": f"stop: {e.message}"})
+                m.log("run_monitor_error", {"run": rid, "error": f"stop: {e.message}"})
 
     # ---- stopping --------------------------------------------------------------------------
     def stop(self, rid: str, reason: str, wait: float) -> dict:
