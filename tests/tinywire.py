@@ -165,7 +165,7 @@ class TinyServer:
             self.replies.extend(replies)
 
     def __enter__(self) -> "TinyServer":
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
     def __exit__(self, *_exc) -> None:
