@@ -16,11 +16,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:  # the SDKs are imported when a check needs them
-    import anthropic
-    import openai
+from typing import NamedTuple
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -142,7 +138,8 @@ def check_configs(root: Path, env) -> tuple[list[Row], bool]:
 def check_provider(state, options: dict, env, timeout: float) -> Row:
     """The provider `moss @agent` would use, and whether it answers (listing its models)."""
     from .errors import MossError
-    from .llm import LLM
+    from .llm import LLM, wire
+    from .llm.providers import OFFLINE_APIS
 
     llm = LLM(state.config, options, env=env, project_keys=frozenset(state.project_keys),
               project_trusted=state.trusted)
@@ -155,8 +152,10 @@ def check_provider(state, options: dict, env, timeout: float) -> Row:
     what = f"{p.name}, model {p.model}" + (f" at {p.base_url}" if p.base_url else "")
     if p.detected:
         what += f" ({p.detected} found running)"
-    if p.api in ("replay", "script"):
+    if p.api in OFFLINE_APIS:
         return Row("llm", OK, what + " (offline)")
+    if not wire.get(p.api).lists_models:
+        return Row("llm", WARN, f"{what}: not asked (its wire API, {p.api}, cannot list models)")
     try:
         models = list_models(p, timeout)
     except Exception as e:  # noqa: BLE001 - any failure to answer is the row's finding
@@ -180,18 +179,11 @@ def _failure_text(exc: Exception, p) -> str:
 
 
 def list_models(p, timeout: float) -> list[str]:
-    """The provider's model ids (a GET; nothing is generated, no tokens are spent)."""
-    client: anthropic.Anthropic | openai.OpenAI
-    if p.api == "anthropic":
-        import anthropic
+    """The provider's model ids (a GET; nothing is generated, no tokens are spent), asked
+    through its wire API (host/llm/wire.py)."""
+    from .llm import wire
 
-        client = anthropic.Anthropic(api_key=p.api_key, base_url=p.base_url, timeout=timeout, max_retries=0)
-    else:
-        import openai
-
-        client = openai.OpenAI(api_key=p.api_key, base_url=p.base_url, timeout=timeout, max_retries=0)
-    page = client.models.list()
-    return [m.id for m in getattr(page, "data", None) or []]
+    return wire.get(p.api).list_models(p, timeout)
 
 
 def check_project(state) -> Row:

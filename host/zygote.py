@@ -41,6 +41,8 @@ import subprocess
 import sys
 import threading
 
+from .errors import MossError
+
 # What the zygote does before it forks, so that no forked process does it again: modules to
 # import, and "module:function" to call (after the imports). Beyond moss, what an agent's first
 # client and request import on their own (httpcore2 alone brings anyio, and trio when
@@ -53,20 +55,36 @@ BASE = ("moss.entry", "moss.run", "moss.runtime", "moss.api", "moss.context", "m
         "moss.tools.search", "moss.tools.view", "moss.tools.structcache", "moss.tools.confine",
         "moss.tools.caps", "moss.tools.locks", "moss.tools.resolve",
         "moss.llm.pricing:load_data", "moss.tools.treesitter:load_all", "moss.api:preload")
-# Each SDK apart, by the `api` of the providers that use it (host/llm/providers.py): the
-# anthropic SDK alone is ~1.2-1.8 s of a zygote's ~2.5 s, the openai SDK ~0.6 s. With each, what
-# its first client and first responses make (~80 ms of a forked agent's ~0.2 s of CPU otherwise):
-# the TLS context its client checks certificates with, its response types' validators.
-SDKS = {"anthropic": ("moss.llm.anthropic_client", "anthropic", "moss.llm.anthropic_client:_first_request_imports",
-                      "moss.llm.tls:context", "moss.llm.anthropic_client:_first_response_types"),
-        "openai": ("moss.llm.openai_client", "openai", "moss.llm.tls:context",
-                   "moss.llm.openai_client:_first_response_types")}
+
+
+def _sdks() -> dict[str, tuple[str, ...]]:
+    """Each SDK apart, by the wire API of the providers that use it (host/llm/wire.py: its
+    module, its SDK and its PRELOAD): the anthropic SDK alone is ~1.2-1.8 s of a zygote's
+    ~2.5 s, the openai SDK ~0.6 s. With each, what its first client and first responses make
+    (~80 ms of a forked agent's ~0.2 s of CPU otherwise): the TLS context its client checks
+    certificates with, its response types' validators. Those of the wire APIs moss ships."""
+    from .llm import wire
+
+    return {name: wire.get(name).preload() for name in wire.BUILTIN}
+
+
+SDKS = _sdks()
 
 
 def preload_for(apis) -> tuple[str, ...]:
-    """BASE and the SDKs of `apis` (names of SDKS; others, such as "replay", need none), each
+    """BASE and what the wire APIs named in `apis` need (SDKS, and for one an installed
+    package registers, its own preload; other names, such as "replay", need none), each
     name once."""
-    return tuple(dict.fromkeys(BASE + tuple(name for api in SDKS if api in apis for name in SDKS[api])))
+    from .llm import wire
+
+    names = [name for api in SDKS if api in apis for name in SDKS[api]]
+    for api in apis:
+        if api not in SDKS and wire.known(api):
+            try:
+                names += wire.get(api).preload()
+            except MossError:  # it fails again where it is used, and says so there
+                pass
+    return tuple(dict.fromkeys(BASE + tuple(names)))
 
 
 PRELOAD = preload_for(SDKS)  # everything: for processes whose provider is not known

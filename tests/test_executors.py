@@ -19,7 +19,7 @@ from moss.errors import MossError
 from moss.tools.runs import RunManager, executor
 from moss.tools.runs import executors as registry
 from moss.tools.runs.executors import Executor, register
-from moss.tools.runs.manager import _Live
+from moss.tools.runs.live import Live
 
 
 class Faraway(Executor):
@@ -33,17 +33,16 @@ class Faraway(Executor):
         out = req.root / f"faraway-{req.rid}.out"
         with out.open("wb") as fh:
             proc = subprocess.Popen([sys.executable, "-c", req.cmd], stdout=fh, stderr=subprocess.STDOUT)
-        rec = m._new_record(req, sandbox="faraway", executor=self.name, detached=True)
-        live = _Live(req.rules)
+        rec = m.new_record(req, sandbox="faraway", executor=self.name, detached=True)
+        live = Live(req.rules)
         live.client = (proc, out)
-        with m._lock:
-            m._record_new(rec, live)
-            m._ensure_thread()
-            return m._public(rec)
+        with m.lock:
+            m.watch(rec, live)
+            return m.public(rec)
 
     def logs(self, rid):
         m = self.runs
-        live = m._live[rid]
+        _rec, live = m.run(rid)
         data = live.client[1].read_bytes()
         if len(data) > live.copied:
             m.store.append(rid, "log", data[live.copied:])
@@ -51,26 +50,26 @@ class Faraway(Executor):
 
     def status(self, rid, *, force=False):
         m = self.runs
-        live, rec = m._live[rid], m._runs[rid]
+        rec, live = m.run(rid)
         if rec["status"] in ("finished", "failed", "stopped"):
             return
         code = live.client[0].poll()
         self.logs(rid)
-        with m._lock:
+        with m.lock:
             if rec["status"] == "queued":
-                rec["started_at"] = m._now()
-                m._set_status(rec, "running")
+                rec["started_at"] = m.now()
+                m.set_status(rec, "running")
         if code is not None:
-            m._finish(rid, code)
+            m.finish(rid, code)
 
     def stop(self, rid, reason, wait):
         m = self.runs
-        live = m._live[rid]
+        rec, live = m.run(rid)
         live.stop_reason = reason
         live.client[0].terminate()
         live.client[0].wait(wait)
         self.status(rid, force=True)
-        return m._public(m._runs[rid])
+        return m.public(rec)
 
     def outlives_moss(self, rec):
         return True

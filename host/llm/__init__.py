@@ -4,9 +4,10 @@
     llm.chat({"messages": [{"role": "user", "content": "hi"}], "system": "..."})
     llm.usage, llm.budget_reason()
 
-Module map: providers (presets, selection), anthropic_client / openai_client (one attempt
-through each SDK), retry (failures, backoff, messages), usage (totals, budgets), pricing,
-cassette (record / replay / script), request (checking a script's request).
+Module map: providers (presets, selection), wire (wire APIs by name: what one provides, the
+registry), anthropic_client / openai_client (the two wire APIs moss ships: one attempt through
+each SDK), warm (a client made ahead), retry (failures, backoff, messages), usage (totals,
+budgets), pricing, cassette (record / replay / script), request (checking a script's request).
 The SDKs are imported on the first real call, not here.
 """
 

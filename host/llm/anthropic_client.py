@@ -1,4 +1,5 @@
-"""One attempt of a call through the anthropic SDK (Messages API), streamed or not."""
+"""One attempt of a call through the anthropic SDK (Messages API), streamed or not: the wire
+API called "anthropic" (wire.py says what a wire API provides)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,14 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from .retry import Cancelled, Failure, reraise
+from .wire import models_of, read_canned
 
 CACHE = {"type": "ephemeral"}
+
+SDK = "anthropic"
+# What a zygote does ahead for it (host/zygote.py), after importing this module and the SDK.
+PRELOAD = ("moss.llm.anthropic_client:_first_request_imports", "moss.llm.tls:context",
+           "moss.llm.anthropic_client:_first_response_types")
 
 
 def make_client(provider, timeout: float):
@@ -63,8 +70,6 @@ def _first_response_types() -> list[dict]:
     import anthropic
     import httpx2
 
-    from . import warm
-
     def reply(request):
         if json.loads(request.content).get("stream"):
             body = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in _WARM_EVENTS)
@@ -75,7 +80,12 @@ def _first_response_types() -> list[dict]:
     http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
     client = anthropic.Anthropic(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
     provider = SimpleNamespace(model="warm")
-    return warm.read_canned(client, send, provider)
+    return read_canned(client, send, provider)
+
+
+def list_models(provider, timeout: float) -> list[str]:
+    """The model ids the server serves (a GET; nothing is generated): `moss doctor`."""
+    return models_of(make_client(provider, timeout))
 
 
 def _blocks(content, cache: bool) -> list:

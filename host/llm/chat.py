@@ -11,9 +11,9 @@ from typing import Any, Callable, Mapping
 from ..errors import MossError
 from . import cassette
 from .models import rejects_temperature
-from . import models, pricing, warm
+from . import models, pricing, warm, wire
 from . import window as window_mod
-from .providers import Provider, resolve_provider
+from .providers import OFFLINE_APIS, Provider, resolve_provider
 from .request import normalise_request
 from .retry import Cancelled, Failure, backoff, final_error, MAX_SERVER_WAIT
 from .usage import Budgets, Session, empty_usage
@@ -139,7 +139,7 @@ class LLM:
         """Start making p's SDK client in a background thread (warm.py), unless it exists or
         is on its way: a script that resolves its provider before its first turn
         (moss.llm.provider) gets the SDK's import (~1 s) done while it sets up."""
-        if p.api not in warm.SDK_APIS:
+        if p.api in OFFLINE_APIS:
             return
         with self._lock:
             if (p.api, p.base_url, p.api_key) in self._clients:
@@ -149,16 +149,17 @@ class LLM:
 
     def window(self, p: Provider) -> int | None:
         """p's context window in tokens: [llm] context_window, else what a local server says
-        it holds (asked once per session, window.py), else the model's known window."""
+        it holds (asked once per session through its wire API: an OpenAI-compatible one asks
+        as window.py says), else the model's known window."""
         if self.context_window is not None:
             return self.context_window
-        if p.api == "openai" and (p.local or window_mod.is_loopback(p.base_url)):
+        if p.api not in OFFLINE_APIS and (p.local or window_mod.is_loopback(p.base_url)):
             key = (p.base_url, p.model)
             with self._lock:
                 known = key in self._windows
                 n = self._windows.get(key)
             if not known:
-                n = window_mod.server_window(p.name, p.base_url, p.model)
+                n = wire.get(p.api).server_window(p)
                 with self._lock:
                     self._windows[key] = n
             if n:
@@ -201,7 +202,7 @@ class LLM:
             raise
         p = self.provider(req["provider"], req["model"])
         fields = {"provider": p.name, "model": p.model}
-        sent, window = (req, None) if p.api in ("replay", "script") else self._capped(p, req)
+        sent, window = (req, None) if p.api in OFFLINE_APIS else self._capped(p, req)
         detail = {"system": req["system"], "messages_sent": req["messages"]} if self.options.get("verbose") else {}
         if p.base_url_source:
             detail["base_url_source"] = p.base_url_source
@@ -214,7 +215,7 @@ class LLM:
         start = time.monotonic()
         attempts = 1
         try:
-            if p.api in ("replay", "script"):
+            if p.api in OFFLINE_APIS:
                 pricing.preload()
                 reply = self._offline_answer(p, req, stream)
             else:
@@ -277,9 +278,7 @@ class LLM:
 
     def _attempts(self, p: Provider, req: dict, fields: dict, stream: Callable[[str], None] | None = None,
                   cancel: threading.Event | None = None) -> tuple[dict, int]:
-        from . import anthropic_client, openai_client  # both light: each imports its SDK when called
-
-        mod = anthropic_client if p.api == "anthropic" else openai_client
+        api = wire.get(p.api)  # light: a wire API imports its SDK when it makes its first client
         client = self._client(p)
         pricing.preload()  # the first cost is needed when the answer is back (once; a no-op after)
         attempt = retries = 0
@@ -301,7 +300,7 @@ class LLM:
             t0 = time.monotonic()
             warm.sending()  # genai-prices' preload may start now (warm.quiet)
             try:
-                return mod.send(client, p, req, sink, self.prompt_cache, cancelled), attempt
+                return api.send(client, p, req, sink, self.prompt_cache, cancelled), attempt
             except Failure as f:
                 if f.reason == "cut":  # a cut stream is retried once, as a whole
                     again = not cut_retried and self.max_retries > 0
@@ -362,7 +361,7 @@ class LLM:
         for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             usage[k] = int(raw.get(k) or 0)
         model = reply.get("model") or p.model
-        if p.local and p.api not in ("replay", "script") and pricing.override_for(model or "", self.config) is None:
+        if p.local and p.api not in OFFLINE_APIS and pricing.override_for(model or "", self.config) is None:
             usage["cost_usd"] = 0.0  # your own hardware, whatever a cloud would charge for that model
         else:
             usage["cost_usd"] = pricing.cost_of(usage, model, self.config, p.name)

@@ -1,4 +1,5 @@
-"""One attempt of a call through the openai SDK (Chat Completions), streamed or not.
+"""One attempt of a call through the openai SDK (Chat Completions), streamed or not: the wire
+API called "openai" (wire.py says what a wire API provides).
 
 Serves OpenAI itself and every OpenAI-compatible preset (Ollama, llama.cpp, vLLM, ...).
 """
@@ -8,11 +9,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Callable
 
+from . import window
 from .models import is_openai_reasoning
 from .retry import Cancelled, Failure, reraise
+from .wire import models_of, read_canned
 
 FINISH = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "tool_use",
           "function_call": "tool_use"}
+
+SDK = "openai"
+# What a zygote does ahead for it (host/zygote.py), after importing this module and the SDK.
+PRELOAD = ("moss.llm.tls:context", "moss.llm.openai_client:_first_response_types")
 
 
 def make_client(provider, timeout: float):
@@ -49,8 +56,6 @@ def _first_response_types() -> list[dict]:
     import httpx2
     import openai
 
-    from . import warm
-
     def reply(request):
         if json.loads(request.content).get("stream"):
             body = "".join(f"data: {json.dumps(c)}\n\n" for c in _WARM_CHUNKS) + "data: [DONE]\n\n"
@@ -62,7 +67,18 @@ def _first_response_types() -> list[dict]:
     http = httpx2.Client(transport=httpx2.MockTransport(reply), trust_env=False)
     client = openai.OpenAI(api_key="warm", base_url="http://moss.invalid", max_retries=0, http_client=http)
     provider = SimpleNamespace(model="warm", max_tokens_param="max_tokens")
-    return warm.read_canned(client, send, provider)
+    return read_canned(client, send, provider)
+
+
+def list_models(provider, timeout: float) -> list[str]:
+    """The model ids the server serves (a GET; nothing is generated): `moss doctor`."""
+    return models_of(make_client(provider, timeout))
+
+
+def server_window(provider) -> int | None:
+    """The context window a local OpenAI-compatible server (llama.cpp, Ollama, vLLM) says it
+    holds (window.py); None when it does not say."""
+    return window.server_window(provider.name, provider.base_url, provider.model)
 
 
 def _content(content):

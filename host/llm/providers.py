@@ -11,9 +11,11 @@ from typing import Mapping
 
 from ..config import dotted_key
 from ..errors import MossError
+from . import wire
 
-# api: which SDK speaks to it ("anthropic" Messages, "openai" Chat Completions, or the
-# offline "replay"/"script" providers). key_env None: no key needed (local servers).
+# api: the wire API that speaks to it (wire.py: "anthropic" Messages, "openai" Chat
+# Completions, or one an installed package registers), or one of the offline providers
+# (OFFLINE_APIS, cassette.py). key_env None: no key needed (local servers).
 # base_url_env: the SDK's own variable, honoured for the two first-party providers.
 PRESETS: dict[str, dict] = {
     "anthropic": {"api": "anthropic", "base_url": "https://api.anthropic.com", "key_env": "ANTHROPIC_API_KEY",
@@ -46,6 +48,8 @@ PRESETS: dict[str, dict] = {
     "script": {"api": "script", "model": None, "key_env": None, "local": True},
 }
 
+OFFLINE_APIS = ("replay", "script")  # answered from a file, without any server
+
 ALIASES = {"claude": "anthropic", "gpt": "openai", "chatgpt": "openai", "google": "gemini",
            "llama.cpp": "llamacpp", "llama-cpp": "llamacpp",
            "lm-studio": "lmstudio", "grok": "xai", "together-ai": "together"}
@@ -71,7 +75,7 @@ _ProviderBase = namedtuple("_ProviderBase",
 
 
 class Provider(_ProviderBase):
-    """A resolved provider: name, api ("anthropic" | "openai" | "replay" | "script"), model,
+    """A resolved provider: name, api (a wire API's name, wire.py, or "replay" | "script"), model,
     base_url, api_key, key_env (the variable the key came from, named in auth errors),
     local (runs on the user's machine: cost 0), max_tokens_param (OpenAI API spelling),
     base_url_source (who chose a base URL other than the preset's: "--base-url",
@@ -163,7 +167,7 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         cfg_model = None  # [llm] model belongs to another provider than the one asked for
     chosen_model = (_nonempty(model) or _nonempty(options.get("model")) or cfg_model or _nonempty(preset.get("model")))
     api = preset.get("api", "openai")
-    if api in ("replay", "script"):
+    if api in OFFLINE_APIS:
         return Provider(name=name, api=api, model=chosen_model, local=True)
     if not chosen_model:
         raise MossError(f"provider {name!r} has no default model: pass --model NAME or set\n"
@@ -239,7 +243,7 @@ def _renamed(overrides: Mapping) -> dict:
     out = {k: v for k, v in overrides.items() if k in ("api", "base_url", "model", "local", "max_tokens_param")}
     if "api_key_env" in overrides:
         out["key_env"] = overrides["api_key_env"] or None
-    if out.get("api") not in (None, "anthropic", "openai"):
-        raise MossError(f"[llm.providers] api = {out['api']!r}: use \"openai\" (Chat Completions) or "
-                        f"\"anthropic\" (Messages)", kind="config")
+    if out.get("api") is not None and not wire.known(out["api"]):
+        raise MossError(f"[llm.providers] api = {out['api']!r}: {wire.unknown_message(out['api'])}",
+                        kind="config")
     return out

@@ -1,4 +1,5 @@
-"""SDK clients made ahead of the first LLM call, in a background thread.
+"""SDK clients made ahead of the first LLM call, in a background thread, by the provider's wire
+API (wire.py).
 
 Importing the anthropic SDK takes over a second (the openai SDK about half that), and
 creating a client another 50-70 ms (httpcore, an SSL context). Until then the first
@@ -25,10 +26,13 @@ again and again as they were made, ~0.1 s of the anthropic SDK's import.
 from __future__ import annotations
 
 import gc
-import sys
 import threading
 import time
 from typing import Any
+
+from ..errors import MossError
+from . import wire
+from .providers import OFFLINE_APIS
 
 _lock = threading.Lock()
 _jobs: dict[tuple, "_Job"] = {}
@@ -38,7 +42,6 @@ settled.set()
 _awaited = threading.Event()  # a call waited in take() for a client still being made
 _sent = threading.Event()  # a call handed its request to the SDK (sending())
 
-SDK_APIS = ("anthropic", "openai")
 # How long a call handed to the SDK takes to be on the wire (connect, headers, body: a few ms,
 # during which a thread importing genai-prices would take the GIL at every syscall).
 WRITE_TIME = 0.05
@@ -70,14 +73,12 @@ def _leave() -> None:
 
 
 def make(p, timeout: float):
-    """A new SDK client for provider `p` (imports the SDK on first use)."""
+    """A new client for provider `p`, made by its wire API (which imports its SDK on first use)."""
+    api = wire.get(p.api)
     _enter()
-    paused = _pause_gc(p.api not in sys.modules)
+    paused = _pause_gc(not api.sdk_imported())
     try:
-        from . import anthropic_client, openai_client  # both light: each imports its SDK when called
-
-        mod = anthropic_client if p.api == "anthropic" else openai_client
-        return mod.make_client(p, timeout)
+        return api.make_client(p, timeout)
     finally:
         if paused:
             _resume_gc()
@@ -122,8 +123,13 @@ def _resume_gc() -> None:
 
 def start(p, timeout: float) -> None:
     """Make the client for provider `p` in a daemon thread, unless one is on its way
-    (offline providers, script and replay, need none)."""
-    if p.api not in SDK_APIS:
+    (offline providers, script and replay, need none; nor does an unknown wire API: the call
+    reports it)."""
+    if p.api in OFFLINE_APIS:
+        return
+    try:
+        api = wire.get(p.api)
+    except MossError:  # the call says what is wrong
         return
     key = key_of(p, timeout)
     with _lock:
@@ -131,7 +137,7 @@ def start(p, timeout: float) -> None:
             return
         job = _jobs[key] = _Job()
     _enter()
-    paused = _pause_gc(p.api not in sys.modules)
+    paused = _pause_gc(not api.sdk_imported())
 
     def run() -> None:
         try:
@@ -174,21 +180,6 @@ def take(p, timeout: float, wait: float = 60.0):
             return None
         del _jobs[key]
     return job.client
-
-
-def read_canned(client, send, provider) -> list[dict]:
-    """One plain and one streamed call through a client module's `send`, on an SDK `client`
-    whose transport serves canned replies inside this process: what a zygote runs before it
-    forks so that the SDK's reply types are built once (`_first_response_types` of
-    anthropic_client and openai_client). What `send` returned; [] when a call failed (the first
-    real reply then meets the same failure, as it would without this). Closes the client."""
-    req = {"messages": [{"role": "user", "content": "warm"}], "max_tokens": 1}
-    try:
-        return [send(client, provider, req, None), send(client, provider, req, lambda _: None)]
-    except Exception:  # noqa: BLE001 - see above
-        return []
-    finally:
-        client.close()
 
 
 def sending() -> None:

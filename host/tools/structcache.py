@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .symbols import Symbol
+
 DEFAULT_MB = 64
 FORMAT = 2            # the entry encoding below; bump when it changes (2: BLAKE2b sums)
 _TOUCH_EVERY_S = 3600  # a hit refreshes its entry's last use at most this often
@@ -125,18 +127,18 @@ def content_hash(src: bytes) -> bytes:
 _SUM = 16
 
 
-def _enc(sym) -> tuple:
+def encode_symbol(sym) -> tuple:
     return (sym.name, sym.kind, sym.signature, sym.start_line, sym.end_line, sym.start_byte,
             sym.end_byte, sym.doc, sym.doc_start_line, sym.doc_start_byte, sym.container,
-            tuple(_enc(c) for c in sym.children))
+            tuple(encode_symbol(c) for c in sym.children))
 
 
 def encode(syms: list, doc: str | None, lite: bool, chash: bytes) -> bytes:
-    return encode_raw(tuple(_enc(s) for s in syms), doc, lite, chash)
+    return encode_raw(tuple(encode_symbol(s) for s in syms), doc, lite, chash)
 
 
 def encode_raw(raw: tuple, doc: str | None, lite: bool, chash: bytes) -> bytes:
-    """An entry from symbols already in their stored form (`_enc`'s tuples)."""
+    """An entry from symbols already in their stored form (`encode_symbol`'s tuples)."""
     body = marshal.dumps((FORMAT, chash, lite, doc, raw))
     return blake2b(body, digest_size=_SUM).digest() + body
 
@@ -153,7 +155,7 @@ def _dec(raw: tuple, parent, Symbol) -> Any:
 
 def decode_raw(data: bytes, chash: bytes) -> tuple[tuple, str | None, bool] | None:
     """(symbol tuples, module doc, lite) of an entry made from bytes hashing to `chash`,
-    as stored: each symbol the 12-tuple `_enc` makes. None for an entry that is damaged or
+    as stored: each symbol the 12-tuple `encode_symbol` makes. None for an entry that is damaged or
     was made from other bytes. The tuples' shape is checked by whoever walks them (`decode`
     rebuilds Symbols; search labels walk them as they are)."""
     try:
@@ -175,7 +177,6 @@ def decode_raw(data: bytes, chash: bytes) -> tuple[tuple, str | None, bool] | No
 def decode(data: bytes, chash: bytes) -> tuple[list, str | None, bool] | None:
     """(symbols, module doc, lite) from an entry made from bytes hashing to `chash`; None
     for an entry that is damaged or was made from other bytes."""
-    from .treesitter import Symbol
     got = decode_raw(data, chash)
     if got is None:
         return None
@@ -366,7 +367,6 @@ def get_many(wanted: list[tuple[bytes, bytes]], lite_ok: bool, raw: bool = True)
                 entry: tuple = got
                 if not raw:
                     try:
-                        from .treesitter import Symbol
                         entry = ([_dec(x, None, Symbol) for x in got[0]], got[1], got[2])
                     except (ValueError, TypeError, RecursionError):
                         continue

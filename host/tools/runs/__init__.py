@@ -7,7 +7,10 @@ One job per module:
     store.py       RunStore: the files under .moss/agent/runs (records, logs, exit, stop and
                    trigger files) through moss.tools.safefs, and which records are corrupt
     executors/     how a run is carried out, chosen by name: executor("local") (a sandboxed
-                   process group here), executor("ray") (a Ray job; client in ray_jobs.py)
+                   process group here), executor("ray") (a Ray job; client in ray_jobs.py);
+                   base.py: the Executor interface, and Runs, all an executor may ask of
+                   the manager
+    live.py        Live: what this process knows about a run it watches
     alerts.py      the alert-rule language: parse a rule, check log lines (RE2, bounded)
 
 `from moss.tools.runs import RunManager, parse_rule` keeps working for callers of the old

@@ -32,7 +32,6 @@ import atexit
 import builtins
 import json
 import os
-import subprocess
 import threading
 import time
 import uuid
@@ -47,6 +46,7 @@ from ...tools.runs import executors
 from ...tools.runs.alerts import (DEFAULT_CHOICES, SEVERITIES, SOURCES, STOP_CHOICE, Rule, check_choices,
                                     parse_rule, split_lines)
 from ...tools.runs.executors.local import KILL_GRACE
+from ...tools.runs.live import Live
 from ...tools.runs.store import TERMINAL, RunStore
 from ...tools.sandbox import Setup, check_env, check_level, require_write
 
@@ -64,37 +64,11 @@ def _now() -> float:
     return round(time.time(), 3)
 
 
-class _Live:
-    """What this process knows about a run it watches (never persisted). The fields below
-    `deadline` are for a remote executor's polling."""
-
-    def __init__(self, rules: list[Rule], plan: Callable[[list[str]], Any] | None = None,
-                 cwd: str | None = None, access: str | None = None):
-        self.rules = rules
-        self.plan = plan      # protect paths -> sandbox.Plan; None once launched (or not ours)
-        self.cwd = cwd
-        self.access = access
-        self.proc: subprocess.Popen | None = None  # a local run this process launched
-        self.offset = 0       # bytes of <id>.log already checked against the rules
-        self.partial = b""
-        self.stop_reason: str | None = None
-        self.term_at: float | None = None
-        self.killed = False
-        self.deadline: float | None = None
-        self.read_lock = threading.Lock()
-        self.trigger_offset = 0   # bytes of <id>.alert (manual alerts) already read
-        self.resolve_offset = 0   # bytes of <id>.resolve (alerts resolved elsewhere) already read
-        self.client: Any = None   # a remote executor's client (its own kind: ray_jobs.RayJobs for Ray)
-        self.copied = 0           # bytes of the job's log already copied to <id>.log
-        self.next_poll = 0.0      # monotonic time of the next status/log poll
-        self.poll_errors = 0
-        self.poll_lock = threading.Lock()  # one status/log poll of a remote job at a time
-
-
 class RunManager:
-    """The runs of one project, as seen by this process. Thread-safe."""
+    """The runs of one project, as seen by this process. Thread-safe. What its executors may
+    use of it is ``executors.Runs``, a Protocol mypy holds this class to."""
 
-    _now = staticmethod(_now)
+    now = staticmethod(_now)
 
     def __init__(self, root: Path, *, max_parallel: int = 0, log: Callable[[str, dict], None] | None = None,
                  prepare_dir: Callable[[Path], None] | None = None,
@@ -109,7 +83,7 @@ class RunManager:
         self._cond = threading.Condition(self._lock)
         self._events: deque = deque()
         self._runs: dict[str, dict] = {}
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, Live] = {}
         self._executors: dict[str, executors.Executor] = {}
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -126,6 +100,29 @@ class RunManager:
     def corrupt(self) -> dict[str, str]:
         """Record files moss cannot use (relative to the project) -> why."""
         return self.store.corrupt
+
+    # ---- for executors (executors.Runs) -------------------------------------------------------
+    @property
+    def lock(self) -> threading.RLock:
+        """Held around every change of a record or a Live."""
+        return self._lock
+
+    @property
+    def closed(self) -> bool:
+        """moss is shutting down (close()): nothing new starts."""
+        return self._closed
+
+    def run(self, rid: str) -> tuple[dict, Live]:
+        """The record and Live of a run this process watches (KeyError for another)."""
+        return self._runs[rid], self._live[rid]
+
+    def watches(self, rid: str) -> bool:
+        return rid in self._live
+
+    def watched_by(self, executor: executors.Executor) -> list[tuple[dict, Live]]:
+        """(record, Live) of each run this process watches with `executor`, oldest first."""
+        return [(self._runs[rid], live) for rid, live in list(self._live.items())
+                if self._executor_of(self._runs[rid]) is executor]
 
     # ---- executors -------------------------------------------------------------------------
     def _executor(self, name: str) -> executors.Executor:
@@ -144,7 +141,7 @@ class RunManager:
     def _save(self, rec: dict) -> None:
         self.store.save(rec)
 
-    def _new_record(self, req: executors.StartRequest, **fields) -> dict:
+    def new_record(self, req: executors.StartRequest, **fields) -> dict:
         """The record of a run about to be queued; `fields` are the executor's own."""
         rid, cmd = req.rid, req.cmd
         rec = {
@@ -157,16 +154,18 @@ class RunManager:
         rec.update(fields)
         return rec
 
-    def _record_new(self, rec: dict, live: _Live) -> None:
-        """Take a new run under watch: record it and queue its first event (lock held)."""
+    def watch(self, rec: dict, live: Live) -> None:
+        """Take a new run under watch: record it, queue its first event and have the monitor
+        thread running (lock held)."""
         rid = rec["id"]
         self._runs[rid] = rec
         self._live[rid] = live
         self._save(rec)
         self._events.append({"type": "run", "id": rid, "name": rec["name"], "status": "queued", "previous": None})
         self._cond.notify_all()
+        self._ensure_thread()
 
-    def _log(self, event: str, data: dict) -> None:
+    def log(self, event: str, data: dict) -> None:
         if self._log_cb:
             try:
                 self._log_cb(event, data)
@@ -192,7 +191,7 @@ class RunManager:
             return  # another moss process is watching it
         self._executor_of(rec).settle(rec)
 
-    def _adopt(self, rec: dict) -> None:
+    def adopt(self, rec: dict) -> None:
         """Watch a run another (ended) moss process started. Log lines it wrote meanwhile are
         checked against the rules only when its executor copies them now (a Ray job's);
         alerts already raised stay."""
@@ -202,7 +201,7 @@ class RunManager:
                 rules.append(parse_rule(spec))
             except MossError:
                 pass
-        live = _Live(rules)
+        live = Live(rules)
         live.offset = self.store.size(rec["id"], "log")
         self._executor_of(rec).attach(rec, live)
         if rec.get("timeout") and rec.get("started_at"):
@@ -211,8 +210,8 @@ class RunManager:
         me = os.getpid()
         rec["host_pid"], rec["host_start"] = me, _proc_start(me)
         self._save(rec)
-        self._log("run_adopted", {"run": rec["id"], "name": rec["name"], "executor": rec.get("executor", "local"),
-                                  "status": rec["status"]})
+        self.log("run_adopted", {"run": rec["id"], "name": rec["name"],
+                                 "executor": rec.get("executor", "local"), "status": rec["status"]})
         self._ensure_thread()
 
     def _refresh(self) -> None:
@@ -230,8 +229,8 @@ class RunManager:
                 self._settle(rec)
 
     # ---- status changes --------------------------------------------------------------------
-    def _set_status(self, rec: dict, status: str, *, code: int | None = None, error: str | None = None,
-                    emit: bool = True) -> None:
+    def set_status(self, rec: dict, status: str, *, code: int | None = None, error: str | None = None,
+                   emit: bool = True) -> None:
         prev = rec["status"]
         rec["status"] = status
         if code is not None:
@@ -253,27 +252,27 @@ class RunManager:
                 event["error"] = error
             self._events.append(event)
             self._cond.notify_all()
-        self._log("run_status", {"run": rec["id"], "name": rec["name"], "status": status, "code": rec.get("code"),
-                                 "error": error})
+        self.log("run_status", {"run": rec["id"], "name": rec["name"], "status": status,
+                                "code": rec.get("code"), "error": error})
 
-    def _finish(self, rid: str, code: int | None) -> None:
+    def finish(self, rid: str, code: int | None) -> None:
         """Record how a run ended: stopped (a reason was given), finished, or failed."""
-        self._drain(rid, final=True)  # alerts from the last lines come before the run event
+        self.drain(rid, final=True)  # alerts from the last lines come before the run event
         if self._live[rid].access in ("edit", "read-shell") and self._runs[rid]["status"] not in TERMINAL:
-            self._git_notes(gitguard.guard_for(self.root).check(), [rid])
+            self.git_notes(gitguard.guard_for(self.root).check(), [rid])
         with self._lock:
             rec, live = self._runs[rid], self._live[rid]
             if rec["status"] in TERMINAL:
                 return
             reason = live.stop_reason or self.store.stop_marker(rid)
             if reason is not None:
-                self._set_status(rec, "stopped", code=code, error=reason)
+                self.set_status(rec, "stopped", code=code, error=reason)
             elif code == 0:
-                self._set_status(rec, "finished", code=0)
+                self.set_status(rec, "finished", code=0)
             elif code is None:
-                self._set_status(rec, "failed", error="the run ended; its exit code is unknown")
+                self.set_status(rec, "failed", error="the run ended; its exit code is unknown")
             else:
-                self._set_status(rec, "failed", code=code)
+                self.set_status(rec, "failed", code=code)
 
     # ---- alerts ------------------------------------------------------------------------------
     def _raise_alert(self, rec: dict, rule: Rule, default: str, line: str) -> None:
@@ -307,8 +306,8 @@ class RunManager:
         self._events.append({"type": "alert", **{k: alert[k] for k in (
             "id", "run_id", "run_name", "severity", "message", "choices", "status", "line")}, "alert_id": alert["id"]})
         self._cond.notify_all()
-        self._log("run_alert", {"run": rid, "alert": alert["id"], "severity": alert["severity"],
-                                "message": alert["message"], "source": source})
+        self.log("run_alert", {"run": rid, "alert": alert["id"], "severity": alert["severity"],
+                               "message": alert["message"], "source": source})
         return dict(alert)
 
     def alert(self, rid: str, message: str, *, severity: str = "warning", choices: list | None = None,
@@ -397,7 +396,7 @@ class RunManager:
             try:
                 self._resolve(alert_id, choice, stop_wait=0.0)
             except MossError as e:  # already resolved here, or a choice it does not offer
-                self._log("run_monitor_error", {"run": rid, "error": f"resolve from elsewhere: {e.message}"})
+                self.log("run_monitor_error", {"run": rid, "error": f"resolve from elsewhere: {e.message}"})
 
     # ---- the monitor thread ------------------------------------------------------------------
     def _ensure_thread(self) -> None:
@@ -420,14 +419,14 @@ class RunManager:
                 try:
                     self._tick(rid)
                 except Exception as e:  # never let one run's trouble stop the watching
-                    self._log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
+                    self.log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
             with self._lock:
                 for ex in list(self._executors.values()):
                     ex.each_tick()
             try:
                 self._check_git_while_running()
             except Exception as e:
-                self._log("run_monitor_error", {"error": f"git check: {type(e).__name__}: {e}"})
+                self.log("run_monitor_error", {"error": f"git check: {type(e).__name__}: {e}"})
             self._wake.wait(POLL)
             self._wake.clear()
 
@@ -436,7 +435,7 @@ class RunManager:
         self._read_resolutions(rid)
         self._executor_of(self._runs[rid]).status(rid)
 
-    def _drain(self, rid: str, final: bool) -> None:
+    def drain(self, rid: str, final: bool) -> None:
         """Read what the run wrote since last time; check each complete line against the rules."""
         live = self._live[rid]
         with live.read_lock:
@@ -462,10 +461,10 @@ class RunManager:
             try:
                 self._executor_of(self._runs[rid]).status(rid, force=True)
             except Exception as e:
-                self._log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
+                self.log("run_monitor_error", {"run": rid, "error": f"{type(e).__name__}: {e}"})
 
     # ---- git metadata ----------------------------------------------------------------------------
-    def _git_notes(self, notes: list[str], rids: list[str]) -> None:
+    def git_notes(self, notes: list[str], rids: list[str]) -> None:
         """Record git-metadata findings on the runs concerned; report them at once."""
         if not notes:
             return
@@ -475,7 +474,7 @@ class RunManager:
                 if rec is not None:
                     rec.setdefault("git", []).extend(notes)
                     self._save(rec)
-        self._log("git_metadata", {"runs": rids, "notes": notes})
+        self.log("git_metadata", {"runs": rids, "notes": notes})
         if self._report_cb:
             try:
                 self._report_cb(notes, {"runs": rids})
@@ -494,7 +493,7 @@ class RunManager:
         if not rids:
             return
         self._git_checked = now
-        self._git_notes(gitguard.guard_for(self.root).check(), rids)
+        self.git_notes(gitguard.guard_for(self.root).check(), rids)
 
     # ---- the API -------------------------------------------------------------------------------
     def start(self, cmd: str, *, access: str, allow_full: bool = False, unsandboxed_ok: bool = False,
@@ -536,7 +535,7 @@ class RunManager:
                                      resources=resources, results=results)
         return ex.start(req)
 
-    def _public(self, rec: dict) -> dict:
+    def public(self, rec: dict) -> dict:
         out = {k: v for k, v in rec.items() if k not in ("pid_start", "host_start", "host_pid")}
         out["alerts"] = [dict(a) for a in rec["alerts"]]
         out.setdefault("executor", "local")
@@ -557,11 +556,11 @@ class RunManager:
         with self._lock:
             self._refresh()
             recs = sorted(self._runs.values(), key=lambda r: (r.get("created_at") or 0, r["id"]))
-            return [self._public(r) for r in recs]
+            return [self.public(r) for r in recs]
 
     def status(self, rid: str) -> dict:
         with self._lock:
-            return self._public(self._get(rid))
+            return self.public(self._get(rid))
 
     def log_tail(self, rid: str, chars: int = 2000) -> str:
         with self._lock:
@@ -574,17 +573,17 @@ class RunManager:
         with self._lock:
             rec = self._get(rid)
             if rec["status"] in TERMINAL:
-                return self._public(rec)
+                return self.public(rec)
             ex = self._executor_of(rec)
             live = self._live.get(rid)
             if live is None or not ex.remote:
                 if rec["status"] == "queued" and not ex.remote:
-                    self._set_status(rec, "stopped", error=reason)
-                    return self._public(rec)
+                    self.set_status(rec, "stopped", error=reason)
+                    return self.public(rec)
                 if live is None:  # owned by another live moss process: it records the end
                     self.store.write(rid, "stop", reason)
                     ex.stop_elsewhere(rec)
-                    return self._public(rec)
+                    return self.public(rec)
         return ex.stop(rid, reason, wait)
 
     def wait(self, timeout: float | None = None, cancel: Callable[[], bool] | None = None) -> dict | None:
@@ -655,7 +654,7 @@ class RunManager:
                 return {"queued": True, "id": alert_id, "run_id": rec["id"], "choice": pick}
             alert.update(status="resolved", choice=pick, resolved_at=_now())
             self._save(rec)
-            self._log("run_alert_resolved", {"run": rec["id"], "alert": alert_id, "choice": pick})
+            self.log("run_alert_resolved", {"run": rec["id"], "alert": alert_id, "choice": pick})
             stops = bool(STOP_CHOICE.match(pick))
         out = dict(alert)
         if stops:
@@ -679,7 +678,7 @@ class RunManager:
                 if ex.outlives_moss(rec):
                     continue
                 if rec["status"] == "queued":
-                    self._set_status(rec, "stopped", error="moss exited before the run could start", emit=False)
+                    self.set_status(rec, "stopped", error="moss exited before the run could start", emit=False)
                 elif rec["status"] == "running":
                     ending.setdefault(ex, []).append(rid)
         self._wake.set()

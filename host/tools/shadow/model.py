@@ -8,12 +8,9 @@ entries, show a path as the user sees it, and say why content was not captured.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ...errors import MossError
-
-if TYPE_CHECKING:
-    from .store import Store
 
 SNAPSHOTS_REF = "refs/heads/snapshots"
 BACKUPS_REF = "refs/moss/backups"
@@ -62,7 +59,14 @@ def _differences(a: dict, b: dict) -> dict[str, tuple]:
     return out
 
 
-def _uncaptured_detail(e: tuple, sh: Store | None) -> str:
+class _Limits(Protocol):
+    """The capture limits a store holds (store.Store)."""
+
+    max_file_bytes: int
+    max_total_bytes: int
+
+
+def _uncaptured_detail(e: tuple, sh: _Limits | None) -> str:
     reason, size = e[1], e[3]
     text = _UNCAPTURED.get(reason, reason).format(size=_human(size))
     if sh is not None and reason == "too_large":

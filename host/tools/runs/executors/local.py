@@ -24,8 +24,9 @@ import time
 
 from ....errors import MossError
 from ....tools import gitguard, procs
-from ....tools.runs.executors import Executor, StartRequest, register
 from ....tools.sandbox import SHELL, command_plan
+from ..live import Live
+from .base import Executor, StartRequest
 
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL
 
@@ -33,7 +34,6 @@ _proc_start = procs.start_time  # the kernel's start time of a pid (to tell a re
 _alive = procs.alive_since
 
 
-@register
 class LocalExecutor(Executor):
     """Process groups on this machine, sandboxed by access level, queued by max_parallel."""
 
@@ -42,7 +42,6 @@ class LocalExecutor(Executor):
 
     def start(self, req: StartRequest) -> dict:
         m = self.runs
-        from ....tools.runs.manager import _Live
 
         def plan(protect: list[str]):
             return command_plan(req.cmd, access=req.access, root=str(req.root), cwd=str(req.wd),
@@ -50,16 +49,15 @@ class LocalExecutor(Executor):
                                 setup=req.setup, protect=protect)
 
         sandbox = plan([]).sandbox  # refuses now (kind "denied") rather than at launch
-        rec = m._new_record(req, sandbox=sandbox, detached=bool(req.detach), executor="local",
-                            results=req.env.get("MOSS_RESULTS_DIR"))
-        live = _Live(req.rules, plan=plan, cwd=str(req.wd), access=req.access if sandbox != "bwrap-ro" else None)
-        with m._lock:
-            if m._closed:
+        rec = m.new_record(req, sandbox=sandbox, detached=bool(req.detach), executor="local",
+                           results=req.env.get("MOSS_RESULTS_DIR"))
+        live = Live(req.rules, plan=plan, cwd=str(req.wd), access=req.access if sandbox != "bwrap-ro" else None)
+        with m.lock:
+            if m.closed:
                 raise MossError("runs.start: moss is shutting down", kind="usage")
-            m._record_new(rec, live)
+            m.watch(rec, live)
             self.start_queued()
-            m._ensure_thread()
-            return m._public(rec)
+            return m.public(rec)
 
     # ---- the queue -------------------------------------------------------------------------
     def each_tick(self) -> None:
@@ -68,31 +66,30 @@ class LocalExecutor(Executor):
     def start_queued(self) -> None:
         """Launch queued runs of this process, oldest first, while max_parallel allows (lock held)."""
         m = self.runs
-        mine = [(rid, live) for rid, live in list(m._live.items()) if m._executor_of(m._runs[rid]) is self]
-        running = sum(1 for rid, _ in mine if m._runs[rid]["status"] == "running")
-        for rid, live in mine:
-            rec = m._runs[rid]
+        mine = m.watched_by(self)
+        running = sum(1 for rec, _ in mine if rec["status"] == "running")
+        for rec, live in mine:
             if rec["status"] != "queued" or live.plan is None:
                 continue
             if m.max_parallel and running >= m.max_parallel:
                 return
-            self._launch(rid)
+            self._launch(rec["id"])
             running += 1
 
     def _launch(self, rid: str) -> None:
         m = self.runs
-        rec, live = m._runs[rid], m._live[rid]
+        rec, live = m.run(rid)
         m.store.ensure_dir()
         protect: list[str] = []
         if live.access == "edit":
             notes, protect = gitguard.guard_for(m.root).before()
-            m._git_notes(notes, [rid])
+            m.git_notes(notes, [rid])
         make, live.plan = live.plan, None
         assert make is not None and live.cwd is not None  # start() set both: only its runs are launched
         try:
             plan = make(protect)
         except MossError as e:
-            m._set_status(rec, "failed", error=f"could not start: {e}")
+            m.set_status(rec, "failed", error=f"could not start: {e}")
             return
         try:
             fd = m.store.open_log(rid)
@@ -109,26 +106,26 @@ class LocalExecutor(Executor):
             finally:
                 os.close(fd)
         except OSError as e:
-            m._set_status(rec, "failed", error=f"could not start: {e}")
+            m.set_status(rec, "failed", error=f"could not start: {e}")
             return
         live.proc = proc
         rec["pid"], rec["pid_start"] = proc.pid, _proc_start(proc.pid)
-        rec["started_at"] = m._now()
+        rec["started_at"] = m.now()
         if rec.get("timeout"):
             live.deadline = time.monotonic() + float(rec["timeout"])
-        m._set_status(rec, "running")
-        m._log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "sandbox": rec["sandbox"],
-                             "workdir": rec["workdir"], "pid": proc.pid})
+        m.set_status(rec, "running")
+        m.log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "sandbox": rec["sandbox"],
+                            "workdir": rec["workdir"], "pid": proc.pid})
 
     # ---- watching ----------------------------------------------------------------------------
     def status(self, rid: str, *, force: bool = False) -> None:
         m = self.runs
-        live, rec = m._live[rid], m._runs[rid]
+        rec, live = m.run(rid)
         if rec["status"] != "running":
             return  # a queued run waits for a slot (start_queued)
-        m._drain(rid, final=False)
+        m.drain(rid, final=False)
         now = time.monotonic()
-        with m._lock:
+        with m.lock:
             if live.deadline is not None and live.term_at is None and now >= live.deadline:
                 self._signal_stop(rid, f"timeout after {rec.get('timeout'):g} s")
             if live.term_at is not None and not live.killed and now >= live.term_at + KILL_GRACE:
@@ -136,12 +133,12 @@ class LocalExecutor(Executor):
                 procs.signal_group(rec.get("pid"), signal.SIGKILL)
         code = self._poll(rid)
         if code is not False:
-            m._finish(rid, code)
+            m.finish(rid, code)
 
     def _poll(self, rid: str):
         """The run's exit code, None when it ended with an unknown one, False while it runs."""
         m = self.runs
-        live, rec = m._live[rid], m._runs[rid]
+        rec, live = m.run(rid)
         if live.proc is not None:
             code = live.proc.poll()
             return False if code is None else code
@@ -152,23 +149,23 @@ class LocalExecutor(Executor):
     def settle(self, rec: dict) -> None:
         m = self.runs
         if rec["status"] == "queued":
-            m._set_status(rec, "stopped", error="moss exited before the run could start", emit=False)
+            m.set_status(rec, "stopped", error="moss exited before the run could start", emit=False)
             return
         pid, start = rec.get("pid"), rec.get("pid_start")
         if _alive(pid, start):
             if rec.get("detached"):
-                m._adopt(rec)
+                m.adopt(rec)
                 return
             # An attached run whose moss died without cleaning up (killed hard): runs do
             # not outlive moss unless detached, so finish the job.
             procs.signal_group(pid, signal.SIGKILL)
-            m._set_status(rec, "stopped", error="stopped: the moss process that started it had ended", emit=False)
+            m.set_status(rec, "stopped", error="stopped: the moss process that started it had ended", emit=False)
             return
         code = m.store.exit_code(rec["id"])
         if code is not None:
-            m._set_status(rec, "finished" if code == 0 else "failed", code=code, emit=False)
+            m.set_status(rec, "finished" if code == 0 else "failed", code=code, emit=False)
         else:
-            m._set_status(rec, "failed", error="lost: the run ended while no moss process watched it "
+            m.set_status(rec, "failed", error="lost: the run ended while no moss process watched it "
                           "(exit code unknown)", emit=False)
 
     def outlives_moss(self, rec: dict) -> bool:
@@ -177,9 +174,9 @@ class LocalExecutor(Executor):
     # ---- stopping --------------------------------------------------------------------------
     def _signal_stop(self, rid: str, reason: str) -> None:
         m = self.runs
-        rec, live = m._runs[rid], m._live.get(rid)
-        if live is None:
+        if not m.watches(rid):
             return
+        rec, live = m.run(rid)
         if live.stop_reason is None:
             live.stop_reason = reason
         if live.term_at is None:
@@ -189,8 +186,8 @@ class LocalExecutor(Executor):
     def stop(self, rid: str, reason: str, wait: float) -> dict:
         """SIGTERM to the run's group, SIGKILL after KILL_GRACE s; waits up to `wait` s."""
         m = self.runs
-        with m._lock:
-            rec, live = m._runs[rid], m._live[rid]
+        with m.lock:
+            rec, live = m.run(rid)
             self._signal_stop(rid, reason)
         end = time.monotonic() + wait
         while time.monotonic() < end:
@@ -200,18 +197,18 @@ class LocalExecutor(Executor):
                 except subprocess.TimeoutExpired:
                     code = None
                 if code is not None:
-                    m._finish(rid, code)
+                    m.finish(rid, code)
                     break
             else:
                 if not _alive(rec.get("pid"), rec.get("pid_start")):
-                    m._finish(rid, m.store.exit_code(rid))
+                    m.finish(rid, m.store.exit_code(rid))
                     break
                 time.sleep(0.05)
             if time.monotonic() >= (live.term_at or 0) + KILL_GRACE and not live.killed:
                 live.killed = True
                 procs.signal_group(rec.get("pid"), signal.SIGKILL)
-        with m._lock:
-            return m._public(rec)
+        with m.lock:
+            return m.public(rec)
 
     def stop_elsewhere(self, rec: dict) -> None:
         procs.signal_group(rec.get("pid"), signal.SIGTERM)
@@ -219,24 +216,24 @@ class LocalExecutor(Executor):
     def shutdown(self, rids: list[str]) -> None:
         """moss exits: SIGTERM to every group at once, SIGKILL to those left after KILL_GRACE s."""
         m = self.runs
-        with m._lock:
+        with m.lock:
             for rid in rids:
                 self._signal_stop(rid, "stopped: moss exited")
         end = time.monotonic() + KILL_GRACE
         pending = list(rids)
         while pending:
             for rid in list(pending):
-                live = m._live[rid]
+                rec, live = m.run(rid)
                 alive = live.proc.poll() is None if live.proc is not None else \
-                    _alive(m._runs[rid].get("pid"), m._runs[rid].get("pid_start"))
+                    _alive(rec.get("pid"), rec.get("pid_start"))
                 if not alive:
                     pending.remove(rid)
             if not pending:
                 break
             if time.monotonic() >= end:
                 for rid in pending:
-                    procs.signal_group(m._runs[rid].get("pid"), signal.SIGKILL)
-                    live = m._live[rid]
+                    rec, live = m.run(rid)
+                    procs.signal_group(rec.get("pid"), signal.SIGKILL)
                     if live.proc is not None:
                         try:
                             live.proc.wait(timeout=1)
@@ -245,9 +242,9 @@ class LocalExecutor(Executor):
                 break
             time.sleep(0.02)
         for rid in rids:
-            live = m._live[rid]
+            _rec, live = m.run(rid)
             code = live.proc.poll() if live.proc is not None else None
             try:
-                m._finish(rid, code)
+                m.finish(rid, code)
             except Exception:
                 pass

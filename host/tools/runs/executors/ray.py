@@ -16,13 +16,14 @@ import shlex
 import time
 
 from ....errors import MossError
-from ....tools.runs.executors import Executor, StartRequest, register
+from ..live import Live
+from ..store import TERMINAL
+from .base import Executor, StartRequest
 
 RAY_POLL = 0.5        # seconds between status and log requests for one Ray job
 RAY_STOP_WAIT = 10.0  # Ray's own grace: SIGTERM, then SIGKILL after 3 s (RAY_JOB_STOP_WAIT_TIME_S)
 
 
-@register
 class RayExecutor(Executor):
     """Ray jobs on the cluster at a dashboard address ([agent.wild] ray_address or $RAY_ADDRESS)."""
 
@@ -46,8 +47,6 @@ class RayExecutor(Executor):
         """Submit one Ray job for the run: the project as its working directory, the command
         as its entrypoint (from `wd`), at least one CPU so Ray queues rather than oversubscribes."""
         from ....tools.ray_jobs import resolve_address
-
-        from ....tools.runs.manager import _Live
 
         m = self.runs
         if req.access != "full":
@@ -74,11 +73,11 @@ class RayExecutor(Executor):
         entry = req.cmd if rel_wd == "." else f"cd {shlex.quote(rel_wd)} && {req.cmd}"
         rid = req.rid
         sid = f"moss-{rid}"
-        rec = m._new_record(req, sandbox="ray", executor="ray", detached=True,
-                            results=req.env.get("MOSS_RESULTS_DIR"),
-                            ray={"address": addr, "submission_id": sid, "num_cpus": cpus, "num_gpus": gpus})
-        with m._lock:
-            if m._closed:
+        rec = m.new_record(req, sandbox="ray", executor="ray", detached=True,
+                           results=req.env.get("MOSS_RESULTS_DIR"),
+                           ray={"address": addr, "submission_id": sid, "num_cpus": cpus, "num_gpus": gpus})
+        with m.lock:
+            if m.closed:
                 raise MossError("runs.start: moss is shutting down", kind="usage")
         m.store.ensure_dir()
         # submitted before it is recorded: a run that could not be submitted does not exist
@@ -88,19 +87,18 @@ class RayExecutor(Executor):
         metadata = {"moss_run_id": rid, "moss_run_name": rec["name"], "moss_project": str(req.root)}
         client.submit(entry, sid, runtime_env={"working_dir": uri, "env_vars": env_vars}, metadata=metadata,
                       num_cpus=cpus, num_gpus=gpus or None)
-        with m._lock:
-            live = _Live(req.rules)
+        with m.lock:
+            live = Live(req.rules)
             live.client = client
-            m._record_new(rec, live)
+            m.watch(rec, live)
             m.store.append(rid, "log", b"")
-            m._log("run_submit", {"run": rid, "name": rec["name"], "cmd": req.cmd, "executor": "ray",
-                                  "submission_id": sid, "address": addr, "num_cpus": cpus, "num_gpus": gpus})
-            m._ensure_thread()
-            return m._public(rec)
+            m.log("run_submit", {"run": rid, "name": rec["name"], "cmd": req.cmd, "executor": "ray",
+                                 "submission_id": sid, "address": addr, "num_cpus": cpus, "num_gpus": gpus})
+            return m.public(rec)
 
     # ---- watching ----------------------------------------------------------------------------
     def settle(self, rec: dict) -> None:
-        self.runs._adopt(rec)  # a Ray job outlives moss: watch it again, wherever it got to
+        self.runs.adopt(rec)  # a Ray job outlives moss: watch it again, wherever it got to
 
     def attach(self, rec: dict, live) -> None:
         live.client = self.client((rec.get("ray") or {}).get("address") or "")
@@ -111,22 +109,21 @@ class RayExecutor(Executor):
 
     def logs(self, rid: str) -> None:
         m = self.runs
-        live, rec = m._live[rid], m._runs[rid]
+        rec, live = m.run(rid)
         data = live.client.logs(rec["ray"]["submission_id"]).encode("utf-8", "replace")
         if len(data) > live.copied:
             m.store.append(rid, "log", data[live.copied:])
             live.copied = len(data)
 
     def status(self, rid: str, *, force: bool = False) -> None:
-        with self.runs._live[rid].poll_lock:  # one status/log poll of a job at a time
+        with self.runs.run(rid)[1].poll_lock:  # one status/log poll of a job at a time
             self._poll(rid, force)
 
     def _poll(self, rid: str, force: bool) -> None:
         from ....tools.ray_jobs import RAY_TERMINAL, STATUS
-        from ....tools.runs.store import TERMINAL
 
         m = self.runs
-        live, rec = m._live[rid], m._runs[rid]
+        rec, live = m.run(rid)
         if rec["status"] in TERMINAL:
             return
         now = time.monotonic()
@@ -141,29 +138,29 @@ class RayExecutor(Executor):
         except MossError as e:
             live.poll_errors += 1
             if e.kind == "not_found":
-                m._drain(rid, final=True)
-                with m._lock:
-                    m._set_status(rec, "failed", error=f"lost: the Ray job {sid} is gone from the cluster "
+                m.drain(rid, final=True)
+                with m.lock:
+                    m.set_status(rec, "failed", error=f"lost: the Ray job {sid} is gone from the cluster "
                                   f"at {rec['ray']['address']}")
                 return
             if live.poll_errors in (1, 10) or live.poll_errors % 100 == 0:
-                m._log("run_monitor_error", {"run": rid, "error": e.message, "tries": live.poll_errors})
+                m.log("run_monitor_error", {"run": rid, "error": e.message, "tries": live.poll_errors})
             live.next_poll = now + min(30.0, RAY_POLL * (2 ** min(live.poll_errors, 6)))
             return
         ray_status = str(info.get("status") or "")
         status = STATUS.get(ray_status)
-        m._drain(rid, final=ray_status in RAY_TERMINAL)
-        with m._lock:
+        m.drain(rid, final=ray_status in RAY_TERMINAL)
+        with m.lock:
             if rec["status"] in TERMINAL:
                 return
             if status == "running" and rec["status"] == "queued":
                 start = info.get("start_time")
-                rec["started_at"] = round(start / 1000, 3) if isinstance(start, (int, float)) and start else m._now()
+                rec["started_at"] = round(start / 1000, 3) if isinstance(start, (int, float)) and start else m.now()
                 if rec.get("timeout"):
                     live.deadline = time.monotonic() + float(rec["timeout"])
-                m._set_status(rec, "running")
-                m._log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "executor": "ray",
-                                     "submission_id": sid, "address": rec["ray"]["address"]})
+                m.set_status(rec, "running")
+                m.log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "executor": "ray",
+                                    "submission_id": sid, "address": rec["ray"]["address"]})
             elif ray_status in RAY_TERMINAL:
                 code = info.get("driver_exit_code")
                 code = code if isinstance(code, int) else None
@@ -172,11 +169,11 @@ class RayExecutor(Executor):
                     rec["started_at"] = round(start / 1000, 3) if isinstance(start, (int, float)) and start else None
                 reason = live.stop_reason or m.store.stop_marker(rid)
                 if status == "stopped" or reason:
-                    m._set_status(rec, "stopped", code=code, error=reason or info.get("message") or "stopped")
+                    m.set_status(rec, "stopped", code=code, error=reason or info.get("message") or "stopped")
                 elif status == "finished":
-                    m._set_status(rec, "finished", code=0 if code is None else code)
+                    m.set_status(rec, "finished", code=0 if code is None else code)
                 else:
-                    m._set_status(rec, "failed", code=code, error=(info.get("message") or "the job failed")[:1000])
+                    m.set_status(rec, "failed", code=code, error=(info.get("message") or "the job failed")[:1000])
                 return
             if live.deadline is not None and live.term_at is None and time.monotonic() >= live.deadline:
                 live.stop_reason = f"timeout after {rec.get('timeout'):g} s"
@@ -187,16 +184,14 @@ class RayExecutor(Executor):
                 live.client.stop(sid)
             except MossError as e:
                 live.killed = False
-                m._log("run_monitor_error", {"run": rid, "error": f"stop: {e.message}"})
+                m.log("run_monitor_error", {"run": rid, "error": f"stop: {e.message}"})
 
     # ---- stopping --------------------------------------------------------------------------
     def stop(self, rid: str, reason: str, wait: float) -> dict:
         """The cluster's stop (SIGTERM, then Ray's own SIGKILL); waits up to RAY_STOP_WAIT s
         for the job to end, whatever `wait` says (Ray's grace is longer than moss's)."""
-        from ....tools.runs.store import TERMINAL
-
         m = self.runs
-        rec, live = m._runs[rid], m._live[rid]
+        rec, live = m.run(rid)
         if live.stop_reason is None:
             live.stop_reason = reason
         live.term_at = live.term_at or time.monotonic()
@@ -207,7 +202,7 @@ class RayExecutor(Executor):
             self.status(rid, force=True)
             if rec["status"] not in TERMINAL:
                 time.sleep(0.2)
-        return m._public(rec)
+        return m.public(rec)
 
     def stop_elsewhere(self, rec: dict) -> None:
         self.client(rec["ray"]["address"]).stop(rec["ray"]["submission_id"])
