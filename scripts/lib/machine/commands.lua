@@ -331,7 +331,8 @@ function M.handle(S, state, text, env)
     if not sig then sig = signature(content); sigs[content] = sig end
     return sig
   end
-  local cmds = drop_beyond_the_cap(S, env, parser.parse(text))
+  local parsed, problems = parser.parse(text)
+  local cmds = drop_beyond_the_cap(S, env, parsed)
   local echoes, all_echoed = echo.check(text, cmds, env.own_text)
   if all_echoed then return M.echoed(S, env, cmds) end
   if #cmds > 0 then S.echoes = nil end -- the model wrote commands of its own
@@ -362,6 +363,9 @@ function M.handle(S, state, text, env)
       if r.answer then answer = r.answer end
       if r.hold then hold = true end
     end
+  end
+  for _, p in ipairs(problems) do -- a command left open: dropped with the rest, never half-run
+    outputs[#outputs + 1] = { cmd = p.head:sub(3), ok = false, content = parser.describe(p) }
   end
 
   if #skipped > 0 then
