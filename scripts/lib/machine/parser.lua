@@ -245,7 +245,7 @@ function M.describe(p)
 end
 
 --- The code of the fenced block that makes up the whole of `text` (whitespace around it
---- aside): (the code, without the newline that ends its last line; its fence), or nil when
+--- aside): (the code: its lines exactly, each with its newline; its fence), or nil when
 --- `text` does not start with an opening fence, or (nil, the fence, where the first line that
 --- closes it starts, or nil) when the fence is not closed by the last line of `text`.
 function M.unfence(text)
@@ -258,11 +258,7 @@ function M.unfence(text)
   while k >= code and text:byte(k) == b do k = k - 1 end
   local closing = e - k
   while k >= code and (text:byte(k) == 32 or text:byte(k) == 9) do k = k - 1 end
-  if closing >= #run and k >= code - 1 and text:byte(k) == NL then
-    local last = k - 1
-    if last >= code and text:byte(last) == 13 then last = last - 1 end -- a CRLF line's CR
-    return text:sub(code, last), run
-  end
+  if closing >= #run and k >= code - 1 and text:byte(k) == NL then return text:sub(code, k), run end
   local _, closer = M.fence_close(text, code, run)
   return nil, run, closer
 end
