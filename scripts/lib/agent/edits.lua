@@ -6,6 +6,20 @@ local risk = require("lib.agent.risk")
 
 local M = {}
 
+--- How code is written in an edit (shown under $(edit)'s help line in the system prompt).
+M.FENCE_HELP = [[
+  Put code in a fence, exactly as the file should hold it; nothing inside a fence counts as part of
+  the command (quotes, parentheses, backslashes are the code's own):
+  $(edit path/Symbol replace ```lang
+  <the new code>
+  ```)
+  When the code itself holds ```, fence it with more backticks (````). --old and --new take fenced
+  text too: $(edit path --old ```
+  <exact old lines>
+  ``` --new ```
+  <new lines>
+  ```)]]
+
 -- The fenced blocks of `text` (lib/machine/parser.lua's fences): {start, code, closing,
 -- stop} each: where its opening run starts, where its code starts, where its closing line
 -- starts (nil: never closed, the block runs to the end) and the position just past it.
