@@ -142,16 +142,17 @@ def test_a_sample_arrives_exact_through_every_other_form(project, api, sources):
             cmds.append(f"$(run mkdir -p {base} && cat > {rel} <<'MOSS_EOF'\n{code}MOSS_EOF\n)")
             expected[rel] = code.encode()
     cmds.append(f"$(batch-edit {' | '.join(batch)})")
-    # a symbol insert: real Python after a function, at its level (re-indented: host/tools/edit.py)
-    py = sources["python"][SAMPLE]
+    # a symbol insert: real Python after a function, at its level (re-indented: host/tools/edit.py);
+    # a module without __all__, which would make the function it follows private
+    py = next(s for s in sources["python"][SAMPLE:] if "__all__" not in s.text and "\r" not in s.text)
     project.write("forms/anchor.py", "def anchor():\n    return 1\n")
     cmds.append(f"$(edit forms/anchor.py/anchor insert --after {fenced(py)})")
     result, commands = run(project, api, ["Writing the samples.\n" + "\n".join(cmds)])
     bad = mismatches(project, expected)
     assert not bad, f"{len(bad)} of {len(expected)} files differ:\n" + "\n".join(bad[:40]) + "\n" + "\n".join(
         f"{c['cmd'][:80]}: {c.get('output', '')[:300]}" for c in commands if not c["ok"])
+    failed = [c for c in commands if not c["ok"]]
+    assert len(commands) == len(cmds) and not failed, [(c["cmd"][:80], c.get("output")) for c in failed]
     lines = [line if line.strip() else "" for line in py.text.strip("\n").split("\n")]
     assert (project.root / "forms/anchor.py").read_text() == "def anchor():\n    return 1\n\n\n" + "\n".join(lines) + "\n"
-    failed = [c for c in commands if not c["ok"]]
-    assert len(commands) == len(cmds) and not failed, failed[:3]
     assert result["reason"] == "answered", result

@@ -48,21 +48,24 @@ local function code_of(text, f)
 end
 
 local function line_of(text, pos)
-  return select(2, text:sub(1, pos):gsub("\n", "")) + 1
+  return select(2, text:sub(1, pos - 1):gsub("\n", "")) + 1
 end
 
--- Content that starts with a fence but does not end with its closing line was cut short:
--- the command ended early (a line of the code closed the fence, and a `)` after it the
--- command). Never written; the model is told where and what would have worked.
+-- Content that starts with a fence but is not one fenced block was cut short (a line of the
+-- code closed the fence, a `)` after it the command) or is malformed: it is never written; the
+-- model is told where, and what would have worked.
 local function cut(content, fence, closer)
+  local f = parser.shown(fence)
   local last = content:gsub("%s+$", ""):match("([^\n]*)$"):gsub("^%s+", "")
-  local lines = line_of(content, #content)
   local where = closer and ("the %s fence that opens it is closed on line %d of the code by a line starting " ..
-    "with %s, and the command ended at the `)` after line %d (`%s`)"):format(fence, line_of(content, closer),
-    fence, lines, last:sub(1, 60)) or ("the %s fence that opens it is never closed by a line of its own"):format(fence)
-  return ("Not applied: the code was cut short: %s. Nothing was written. Put the code in a fence longer " ..
-    "than any run of %s inside it, closed by a line of its own, then `)`: %s%sLANG ⏎ <code> ⏎ %s%s)"):format(
-    where, fence:sub(1, 1), "$(edit PATH replace ", fence .. fence:sub(1, 1), fence, fence:sub(1, 1))
+    "with %s, and more follows (the command ended after line %d: `%s`)"):format(f, line_of(content, closer), f,
+    line_of(content, #content), parser.shown(last, 60))
+    or ("the code starts with %s but is not a fenced block: a line holding the fence (and a language), the " ..
+      "code on the lines below, then a line holding only the fence"):format(f)
+  local longer = #fence < 20 and (fence .. fence:sub(1, 1)) or fence:sub(1, 1):rep(4)
+  return ("Not applied: %s. Nothing was written. Put the code in a fence longer than any run of %s inside " ..
+    "it, closed by a line of its own, then `)`: $(edit PATH replace %sLANG ⏎ <code> ⏎ %s)"):format(
+    where, fence:sub(1, 1), longer, longer)
 end
 
 -- The content of an edit: a fenced block's code exactly (blank lines around the fence

@@ -76,14 +76,10 @@ function M.surface(s)
     local after_head = c.after:sub(1, #c.after - #c.after_sig)
     notes[#notes + 1] = shown(c.before) .. " → " .. shown(before_head == after_head and c.after_sig or c.after)
   end
-  local taken = {}
   for _, r in ipairs(removed) do
-    local renamed
-    for k, a in ipairs(added) do -- the same head under another name: a rename
-      if not taken[k] and a.sig == r.sig and a.text ~= r.text and #r.sig > 0 then renamed, taken[k] = a, true; break end
-    end
-    notes[#notes + 1] = renamed and (shown(r.text) .. " renamed to " .. renamed.name)
-      or (shown(r.text) .. " removed")
+    -- one item gone and one come with the same signature: a rename
+    local a = #removed == 1 and #added == 1 and added[1].sig == r.sig and added[1] or nil
+    notes[#notes + 1] = a and (shown(r.text) .. " renamed to " .. a.name) or (shown(r.text) .. " removed")
   end
   if #notes == 0 then return nil end
   local more = #notes > 1 and (" (and " .. (#notes - 1) .. " more)") or ""

@@ -224,18 +224,26 @@ function M.parse(text)
   return cmds, problems
 end
 
+--- `s` for a message: cut to `max` characters (20), the rest counted.
+function M.shown(s, max)
+  max = max or 20
+  if #s <= max then return s end
+  return s:sub(1, max) .. ("… (%d more bytes)"):format(#s - max)
+end
+
 --- What the model is told about a problem of M.parse: which command, where it ended, and the
 --- form that would have worked.
 function M.describe(p)
   local where = ("`%s` (line %d of your reply)"):format(p.head, p.line)
   local why, fix
+  local what = p.what and M.shown(p.what)
   if p.kind == "fence" then
-    why = ("the %s fence it opens on line %d is never closed"):format(p.what, p.at_line)
+    why = ("the %s fence it opens on line %d is never closed"):format(what, p.at_line)
     fix = ("end the code with a line holding only %s, then `)`. Code that holds a line starting with %s " ..
-      "goes in a longer fence (%s)"):format(p.what, p.what, p.what .. p.what:sub(1, 1))
+      "goes in a longer fence (%s)"):format(what, what, M.shown(p.what .. p.what:sub(1, 1)))
   elseif p.kind == "heredoc" then
-    why = ("the heredoc <<%s it opens on line %d never ends"):format(p.what, p.at_line)
-    fix = ("end it with a line holding only %s, then `)`"):format(p.what)
+    why = ("the heredoc <<%s it opens on line %d never ends"):format(what, p.at_line)
+    fix = ("end it with a line holding only %s, then `)`"):format(what)
   else
     why = "no `)` closes it (its parentheses and quotes do not balance, or the reply was cut off)"
     fix = "close each command with `)`, and put code in a fence, inside which nothing counts: " ..
@@ -245,21 +253,21 @@ function M.describe(p)
 end
 
 --- The code of the fenced block that makes up the whole of `text` (whitespace around it
---- aside): (the code: its lines exactly, each with its newline; its fence), or nil when
---- `text` does not start with an opening fence, or (nil, the fence, where the first line that
---- closes it starts, or nil) when the fence is not closed by the last line of `text`.
+--- aside): (the code: its lines exactly, each with its newline; its fence). Nil when `text`
+--- does not start with a run of 3 or more ` or ~; (nil, that run, where the first line that
+--- closes it starts or nil) when it is not one fenced block: no newline after the opening
+--- line, no line closing it, or text after the first line that does (a fence in the code as
+--- long as the one around it, or a command that ended early).
 function M.unfence(text)
   local open = text:match("^%s*()[`~]")
   if not open then return nil end
   local run, code = M.fence_open(text, open)
-  if not run then return nil end
-  local b, e = run:byte(1), text:match("^.*()%S") -- e: the last character that is not whitespace
-  local k = e
-  while k >= code and text:byte(k) == b do k = k - 1 end
-  local closing = e - k
-  while k >= code and (text:byte(k) == 32 or text:byte(k) == 9) do k = k - 1 end
-  if closing >= #run and k >= code - 1 and text:byte(k) == NL then return text:sub(code, k), run end
-  local _, closer = M.fence_close(text, code, run)
+  if not run then
+    local stop = code
+    return nil, (stop - open >= 3) and text:sub(open, stop - 1) or nil, nil
+  end
+  local after, closer = M.fence_close(text, code, run)
+  if after and not text:find("%S", after) then return text:sub(code, closer - 1), run end
   return nil, run, closer
 end
 
