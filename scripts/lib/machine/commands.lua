@@ -171,13 +171,29 @@ local function context_for(S, state, env, c)
   }
 end
 
+-- How a command is named in its output: its first line, cut at LABEL_MAX bytes (its code is
+-- in the reply already, and an edit's result shows the diff: the model need not read it twice,
+-- nor a megabyte of it).
+local LABEL_MAX = 200
+local function label_of(c)
+  local text = c.name .. (c.args ~= "" and (" " .. c.args) or "")
+  local first = text:match("^[^\n]*")
+  if #first > LABEL_MAX then
+    local cut = LABEL_MAX
+    while cut > 0 and (first:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end -- not inside a character
+    first = first:sub(1, cut)
+  end
+  return #first < #text and (first .. " …") or first
+end
+M.label_of = label_of
+
 --- Carry out tool commands; read-only ones side by side. Returns outputs in command order.
 function M.run_tools(S, state, cmds, env)
   env = env or {}
   local outputs, batch = {}, {}
   for i, c in ipairs(cmds) do
     local def = M.find(c.name)
-    local label = c.name .. (c.args ~= "" and (" " .. c.args) or "")
+    local label = label_of(c)
     local ok, prepared = true, c.args
     if def.parse then ok, prepared = pcall(def.parse, c.args) end
     if not ok then
@@ -285,11 +301,11 @@ local function refuse(S, state, env, c, def)
     messages.say(S, "Only the " .. (env.concluders or "concluding state") .. " concludes: your $(" .. c.name ..
       ") was not accepted. Gather evidence with commands.")
   elseif #allowed == 0 then
-    messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state ..
+    messages.say(S, "Not executed: `" .. label_of(c) .. "` — the " .. S.state ..
       " does not run commands here" ..
       (state.concludes and "; answer with $(answer ...) or say what is missing." or "."))
   else
-    messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state .. " state may use only " ..
+    messages.say(S, "Not executed: `" .. label_of(c) .. "` — the " .. S.state .. " state may use only " ..
       table.concat(allowed, ", ") .. ".")
   end
   log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
@@ -343,11 +359,11 @@ function M.handle(S, state, text, env)
     if echoes[c] then
       skipped[#skipped + 1] = c.raw
     elseif def and not M.usable(def, env.machine) then
-      outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false, refused = true,
+      outputs[#outputs + 1] = { cmd = label_of(c), ok = false, refused = true,
         content = "`" .. c.name .. "` is not available in this machine (it needs " .. def.needs .. ")" }
       log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
     elseif not def then
-      outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
+      outputs[#outputs + 1] = { cmd = label_of(c), ok = false,
         content = "unknown command `" .. c.name .. "`; known commands: " .. table.concat(M.known(), ", ") }
       log(S, "command", { cmd = c.raw, ok = false, error = "unknown", turn = S.turn })
     elseif allow and not allow[def.name] then
