@@ -1,30 +1,28 @@
 """Real code, any language: what a model writes through moss's grammar reaches the file exactly.
 
-The code is not written for the test: 45 files of each of Python, Rust, Go, JavaScript, C++, Java
+The code is not written for the test: 43 files of each of Python, Rust, Go, JavaScript, C++, Java
 and Lua, read from what is installed on the machine (tests/corpus.py says where; a language that
 is missing is an error naming what to install, never a skip). A scripted model writes them the way
 the prompts teach, each in a fence longer than any run of backticks inside it, through the real
-CLI against the fake API, at `--auto-approve medium` in `-n`: every one of the 315 files through
-`$(edit F replace ...)`, and a sample through every other form (create, append, insert before and
-after, a symbol insert, --old/--new, batch-edit, and `$(run cat > F <<'EOF' ...)`). Each file must
-then hold the code's bytes exactly.
+CLI against the fake API, at `--auto-approve medium` in `-n`: every one of the 301 files through
+`$(edit F replace ...)`, and one of each language through every other form (create, append,
+insert before and after, --old/--new, batch-edit, `$(run cat > F <<'EOF' ...)`, and a symbol
+insert). Each file must then hold the code's bytes exactly.
 
-Cost: two CLI runs, many commands a reply ([agent] max_commands_per_reply); about 14 s of CPU for
-the 315 edits (their snapshots included) and a few for the sample.
+Cost: one CLI run of two replies, many commands each ([agent] max_commands_per_reply): about 20 s
+of CPU, most of it the two snapshots each of the ~350 edits takes (host/tools/shadow/).
 """
 
 from __future__ import annotations
 
 import json
 
-import pytest
 from conftest import needs_bwrap
 from fakeapi import state_of
 
 import corpus
 
-PER_LANG = 45  # 7 languages: 315 files through replace
-SAMPLE = 2     # files of each language through each other form
+PER_LANG = 43  # 7 languages: 301 files through replace
 CONFIG = """
 [agent]
 max_commands_per_reply = 400
@@ -87,72 +85,78 @@ def mismatches(project, expected: dict[str, bytes]) -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def sources() -> dict[str, list[corpus.Source]]:
-    return {lang: corpus.pick(lang, PER_LANG) for lang in corpus.LANGS}
-
-
-def test_315_real_files_in_seven_languages_arrive_byte_exact_through_replace(project, api, sources):
-    expected, cmds = {}, []
+def replaces(project, sources) -> tuple[list[str], dict[str, tuple[str, bytes]]]:
+    """Every file through `$(edit F replace <fence>)`, into a placeholder: (commands, path ->
+    (subtest, bytes))."""
+    cmds, expected = [], {}
     for lang, files in sources.items():
         for i, src in enumerate(files):
             rel = f"corpus/{lang}/{i:02d}-{src.name}"
             project.write(rel, "")
             (project.root / rel).write_bytes(placeholder(src))
             cmds.append(f"$(edit {rel} replace {fenced(src)})")
-            expected[rel] = src.data
-    result, commands = run(project, api, ["I will write every file.\n" + "\n".join(cmds)])
-    bad = mismatches(project, expected)
-    assert not bad, f"{len(bad)} of {len(expected)} files differ:\n" + "\n".join(bad[:40]) + "\n" + "\n".join(
-        f"{c['cmd'][:80]}: {c.get('output', '')[:300]}" for c in commands if not c["ok"])
-    failed = [c for c in commands if not c["ok"]]
-    assert len(commands) == len(expected) and not failed, failed[:3]  # every edit applied, none refused
-    assert result["reason"] == "answered", result
+            expected[rel] = (f"replace/{lang}", src.data)
+    return cmds, expected
 
 
-def test_a_sample_arrives_exact_through_every_other_form(project, api, sources):
-    expected: dict[str, bytes] = {}
-    cmds, batch = [], []
+def other_forms(project, sources) -> tuple[list[str], dict[str, tuple[str, bytes]]]:
+    """A file of each language through each other form (LF files: a file that is not all CRLF
+    takes the target's line endings), and real Python inserted after a function."""
+    cmds, expected, batch = [], {}, []
     for lang, files in sources.items():
-        for k, src in enumerate([s for s in files if "\r" not in s.text][:SAMPLE]):
-            name, base = src.name, f"forms/{lang}{k}"
-            code = src.text if src.text.endswith("\n") else src.text + "\n"  # the code's lines
-            cmds.append(f"$(edit {base}/created-{name} create {fenced(src)})")
-            expected[f"{base}/created-{name}"] = code.encode()
-            # append, and insert after / before a whole file: the code on lines of its own
-            for form, head in (("append", "head\n"), ("insert --after", "head\n"), ("insert --before", "tail\n")):
-                rel = f"{base}/{form.replace(' --', '-')}-{name}"
-                project.write(rel, head)
-                cmds.append(f"$(edit {rel} {form} {fenced(src)})")
-                expected[rel] = (code + head if form == "insert --before" else head + code).encode()
-            # --old and --new, both fenced: a marker line (a comment) becomes the code
-            rel, f = f"{base}/oldnew-{name}", src.fence()
-            c = {"python": "#", "lua": "--"}.get(lang, "//")
-            project.write(rel, f"{c} before\n{c} MOSS-MARKER\n{c} after\n")
-            cmds.append(f"$(edit {rel} --old {f}\n{c} MOSS-MARKER\n{f} --new {fenced(src)})")
-            expected[rel] = (f"{c} before\n" + code + f"{c} after\n").encode()
-            # batch-edit: several whole-file replaces, all or nothing
-            rel = f"{base}/batch-{name}"
-            project.write(rel, "")
-            (project.root / rel).write_bytes(placeholder(src))
-            batch.append(f"{rel} replace {fenced(src)}")
-            expected[rel] = src.data
-            # run with a heredoc: the shell writes its body as it is
-            rel = f"{base}/heredoc-{name}"
-            cmds.append(f"$(run mkdir -p {base} && cat > {rel} <<'MOSS_EOF'\n{code}MOSS_EOF\n)")
-            expected[rel] = code.encode()
+        src = next(s for s in files if "\r" not in s.text)
+        name, base = src.name, f"forms/{lang}"
+        code = src.text if src.text.endswith("\n") else src.text + "\n"  # the code's lines
+        cmds.append(f"$(edit {base}/created-{name} create {fenced(src)})")
+        expected[f"{base}/created-{name}"] = ("create", code.encode())
+        # append, and insert after / before a whole file: the code on lines of its own
+        for form, head in (("append", "head\n"), ("insert --after", "head\n"), ("insert --before", "tail\n")):
+            rel = f"{base}/{form.replace(' --', '-')}-{name}"
+            project.write(rel, head)
+            cmds.append(f"$(edit {rel} {form} {fenced(src)})")
+            expected[rel] = (form, (code + head if form == "insert --before" else head + code).encode())
+        # --old and --new, both fenced: a marker line (a comment) becomes the code
+        rel, f = f"{base}/oldnew-{name}", src.fence()
+        c = {"python": "#", "lua": "--"}.get(lang, "//")
+        project.write(rel, f"{c} before\n{c} MOSS-MARKER\n{c} after\n")
+        cmds.append(f"$(edit {rel} --old {f}\n{c} MOSS-MARKER\n{f} --new {fenced(src)})")
+        expected[rel] = ("--old/--new", (f"{c} before\n" + code + f"{c} after\n").encode())
+        # batch-edit: several whole-file replaces, all or nothing
+        rel = f"{base}/batch-{name}"
+        project.write(rel, "")
+        (project.root / rel).write_bytes(placeholder(src))
+        batch.append(f"{rel} replace {fenced(src)}")
+        expected[rel] = ("batch-edit", src.data)
+        # run with a heredoc: the shell writes its body as it is
+        rel = f"{base}/heredoc-{name}"
+        cmds.append(f"$(run mkdir -p {base} && cat > {rel} <<'MOSS_EOF'\n{code}MOSS_EOF\n)")
+        expected[rel] = ("run heredoc", code.encode())
     cmds.append(f"$(batch-edit {' | '.join(batch)})")
-    # a symbol insert: real Python after a function, at its level (re-indented: host/tools/edit.py);
-    # a module without __all__, which would make the function it follows private
-    py = next(s for s in sources["python"][SAMPLE:] if "__all__" not in s.text and "\r" not in s.text)
+    # a symbol insert: real Python after a function, at its level (re-indented: host/tools/edit.py),
+    # blank lines around it aside; a module without __all__, which would make the function private
+    py = next(s for s in sources["python"][1:] if "__all__" not in s.text and "\r" not in s.text)
     project.write("forms/anchor.py", "def anchor():\n    return 1\n")
     cmds.append(f"$(edit forms/anchor.py/anchor insert --after {fenced(py)})")
-    result, commands = run(project, api, ["Writing the samples.\n" + "\n".join(cmds)])
-    bad = mismatches(project, expected)
-    assert not bad, f"{len(bad)} of {len(expected)} files differ:\n" + "\n".join(bad[:40]) + "\n" + "\n".join(
-        f"{c['cmd'][:80]}: {c.get('output', '')[:300]}" for c in commands if not c["ok"])
-    failed = [c for c in commands if not c["ok"]]
-    assert len(commands) == len(cmds) and not failed, [(c["cmd"][:80], c.get("output")) for c in failed]
     lines = [line if line.strip() else "" for line in py.text.strip("\n").split("\n")]
-    assert (project.root / "forms/anchor.py").read_text() == "def anchor():\n    return 1\n\n\n" + "\n".join(lines) + "\n"
+    expected["forms/anchor.py"] = ("symbol insert", ("def anchor():\n    return 1\n\n\n" + "\n".join(lines) + "\n").encode())
+    return cmds, expected
+
+
+def test_real_files_in_seven_languages_arrive_byte_exact_through_every_form(project, api, subtests):
+    """One session: a reply that writes every file through replace, then one through each other
+    form. A subtest per language and per form."""
+    sources = {lang: corpus.pick(lang, PER_LANG) for lang in corpus.LANGS}
+    first, replaced = replaces(project, sources)
+    second, formed = other_forms(project, sources)
+    result, commands = run(project, api, ["I will write every file.\n" + "\n".join(first),
+                                          "Now the other forms.\n" + "\n".join(second)])
+    failed = [f"{c['cmd'][:80]}: {c.get('output', '')[:300]}" for c in commands if not c["ok"]]
+    for expected in (replaced, formed):
+        for group in dict.fromkeys(g for g, _ in expected.values()):
+            with subtests.test(group):
+                want = {rel: data for rel, (g, data) in expected.items() if g == group}
+                bad = mismatches(project, want)
+                assert not bad, f"{len(bad)} of {len(want)} files differ:\n" + "\n".join(bad[:20] + failed[:5])
+    assert len(replaced) == PER_LANG * len(corpus.LANGS)
+    assert len(commands) == len(first) + len(second) and not failed, failed[:5]  # all applied, none refused
     assert result["reason"] == "answered", result
