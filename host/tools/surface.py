@@ -103,7 +103,7 @@ class _Walk:
         self.src = src
         self.found: list[Item] = []
 
-    def str(self, node) -> str:
+    def text(self, node) -> str:
         return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
     def span(self, start: int, stop: int, within=None) -> str:
@@ -169,12 +169,12 @@ def _py_all(w: _Walk, root) -> set[str] | None:
         if expr is None or expr.type not in ("assignment", "augmented_assignment"):
             continue
         left, right = _field(expr, "left"), _field(expr, "right")
-        if left is None or w.str(left) != "__all__" or right is None:
+        if left is None or w.text(left) != "__all__" or right is None:
             continue
         if right.type not in ("list", "tuple") or any(c.type != "string" for c in right.named_children):
             return None
         names = names or set()
-        names |= {w.str(c).strip("'\"") for c in right.named_children}
+        names |= {w.text(c).strip("'\"") for c in right.named_children}
     return names
 
 
@@ -191,19 +191,19 @@ def _py_item(w: _Walk, node, prefix: str, allowed: set[str] | None) -> None:
             return
     if node.type in ("function_definition", "class_definition"):
         name = _field(node, "name")
-        if name is None or not _py_public(w.str(name), allowed):
+        if name is None or not _py_public(w.text(name), allowed):
             return
-        w.add(prefix + w.str(name), node, _stop(node, "body"), name)
+        w.add(prefix + w.text(name), node, _stop(node, "body"), name)
         body = _field(node, "body")
         if node.type == "class_definition" and body is not None:
             for c in body.named_children:
-                _py_item(w, c, prefix + w.str(name) + ".", None)
+                _py_item(w, c, prefix + w.text(name) + ".", None)
     elif node.type == "expression_statement" and node.named_children and node.named_children[0].type == "assignment":
         a = node.named_children[0]
         left = _field(a, "left")
-        if left is not None and left.type == "identifier" and _py_public(w.str(left), allowed):
+        if left is not None and left.type == "identifier" and _py_public(w.text(left), allowed):
             typ = _field(a, "type")
-            w.add(prefix + w.str(left), a, (typ or left).end_byte, left)
+            w.add(prefix + w.text(left), a, (typ or left).end_byte, left)
 
 
 # --------------------------------------------------------------------------------- Rust
@@ -213,7 +213,7 @@ _RUST_ITEMS = {"function_item", "function_signature_item", "struct_item", "enum_
 
 
 def _rust_pub(w: _Walk, node) -> bool:
-    return any(c.type == "visibility_modifier" and w.str(c) == "pub" for c in node.children)
+    return any(c.type == "visibility_modifier" and w.text(c) == "pub" for c in node.children)
 
 
 def _rust(w: _Walk, root, prefix: str = "") -> None:
@@ -221,7 +221,7 @@ def _rust(w: _Walk, root, prefix: str = "") -> None:
         if node.type == "impl_item":
             _rust_impl(w, node, prefix)
         elif node.type == "use_declaration" and _rust_pub(w, node):
-            w.item(prefix + "use " + _norm(w.str(_field(node, "argument") or node)), w.str(node))
+            w.item(prefix + "use " + _norm(w.text(_field(node, "argument") or node)), w.text(node))
         elif node.type in _RUST_ITEMS and _rust_pub(w, node):
             _rust_item(w, node, prefix)
 
@@ -230,7 +230,7 @@ def _rust_item(w: _Walk, node, prefix: str) -> None:
     name = _field(node, "name")
     if name is None:
         return
-    qual = prefix + w.str(name)
+    qual = prefix + w.text(name)
     body = _field(node, "body")
     if node.type in ("const_item", "static_item"):
         w.add(qual, node, (_field(node, "type") or name).end_byte, name)
@@ -245,17 +245,17 @@ def _rust_item(w: _Walk, node, prefix: str) -> None:
         for f in body.named_children:
             fname = _field(f, "name")
             if f.type == "field_declaration" and fname is not None and _rust_pub(w, f):
-                w.add(qual + "." + w.str(fname), f, f.end_byte, fname)
+                w.add(qual + "." + w.text(fname), f, f.end_byte, fname)
     elif node.type == "enum_item":
         for v in body.named_children:
             vname = _field(v, "name")
             if v.type == "enum_variant" and vname is not None:
-                w.add(qual + "::" + w.str(vname), v, _stop(v, "value"), vname)
+                w.add(qual + "::" + w.text(vname), v, _stop(v, "value"), vname)
     elif node.type == "trait_item":
         for m in body.named_children:
             mname = _field(m, "name")
             if mname is not None:
-                w.add(qual + "::" + w.str(mname), m, _stop(m, "body", "value", "default_type"), mname)
+                w.add(qual + "::" + w.text(mname), m, _stop(m, "body", "value", "default_type"), mname)
     elif node.type == "mod_item":
         _rust(w, body, qual + "::")
 
@@ -265,14 +265,14 @@ def _rust_impl(w: _Walk, node, prefix: str) -> None:
     if typ is None:
         return
     if trait is not None:
-        w.add(prefix + "impl " + _norm(w.str(trait)) + " for " + _norm(w.str(typ)), node, _stop(node, "body"))
+        w.add(prefix + "impl " + _norm(w.text(trait)) + " for " + _norm(w.text(typ)), node, _stop(node, "body"))
         return
-    owner = prefix + re.sub(r"<.*", "", _norm(w.str(typ)))
+    owner = prefix + re.sub(r"<.*", "", _norm(w.text(typ)))
     for m in body.named_children if body is not None else ():
         mname = _field(m, "name")
         if m.type in ("function_item", "const_item", "type_item") and mname is not None and _rust_pub(w, m):
             stop = (_field(m, "type") or mname).end_byte if m.type == "const_item" else _stop(m, "body")
-            w.add(owner + "::" + w.str(mname), m, stop, mname)
+            w.add(owner + "::" + w.text(mname), m, stop, mname)
 
 
 # ---------------------------------------------------------------------- JavaScript, TS
@@ -304,10 +304,10 @@ def _js_export(w: _Walk, node) -> None:
         specs = [c for c in clause.named_children if c.type == "export_specifier"] if clause is not None else []
         for s in specs:
             shown = _field(s, "alias") or _field(s, "name")
-            w.item(w.str(shown) if shown is not None else w.str(s), "export " + w.str(s)
-                   + (" from " + w.str(source) if source is not None else ""))
+            w.item(w.text(shown) if shown is not None else w.text(s), "export " + w.text(s)
+                   + (" from " + w.text(source) if source is not None else ""))
         if not specs:
-            w.item("* from " + (w.str(source) if source is not None else "?"), w.str(node))
+            w.item("* from " + (w.text(source) if source is not None else "?"), w.text(node))
 
 
 def _js_callable(w: _Walk, value) -> str:
@@ -324,11 +324,11 @@ def _js_decl(w: _Walk, decl, outer) -> None:
     name = _field(decl, "name")
     t = decl.type
     if t in _JS_FUNCS and name is not None:
-        w.add(w.str(name), decl, _stop(decl, "body"), name, start=outer.start_byte)
+        w.add(w.text(name), decl, _stop(decl, "body"), name, start=outer.start_byte)
     elif t in _JS_CLASSES and name is not None:
-        _js_class(w, decl, w.str(name), outer)
+        _js_class(w, decl, w.text(name), outer)
     elif t in ("lexical_declaration", "variable_declaration"):
-        kind = w.str(decl).split(None, 1)[0]
+        kind = w.text(decl).split(None, 1)[0]
         for d in decl.named_children:
             dname, value = _field(d, "name"), _field(d, "value")
             if d.type != "variable_declarator" or dname is None:
@@ -336,23 +336,23 @@ def _js_decl(w: _Walk, decl, outer) -> None:
             typ = _field(d, "type")
             sig = (w.span(typ.start_byte, typ.end_byte, d) if typ is not None else "")
             sig += _js_callable(w, value) if value is not None else ""
-            w.item(w.str(dname), f"export {kind} {w.str(dname)}{sig}", sig)
+            w.item(w.text(dname), f"export {kind} {w.text(dname)}{sig}", sig)
     elif t == "interface_declaration" and name is not None:
-        w.add(w.str(name), decl, _stop(decl, "body"), name, start=outer.start_byte)
+        w.add(w.text(name), decl, _stop(decl, "body"), name, start=outer.start_byte)
         body = _field(decl, "body")
         for m in body.named_children if body is not None else ():
             mname = _field(m, "name")
             if mname is not None:
-                w.add(w.str(name) + "." + w.str(mname), m, m.end_byte, mname)
+                w.add(w.text(name) + "." + w.text(mname), m, m.end_byte, mname)
     elif t == "enum_declaration" and name is not None:
-        w.add(w.str(name), decl, _stop(decl, "body"), name, start=outer.start_byte)
+        w.add(w.text(name), decl, _stop(decl, "body"), name, start=outer.start_byte)
         body = _field(decl, "body")
         for m in body.named_children if body is not None else ():
             mname = _field(m, "name") or m
-            w.item(w.str(name) + "." + w.str(mname), w.str(m))
+            w.item(w.text(name) + "." + w.text(mname), w.text(m))
     elif name is not None:  # type aliases, namespaces, ambient declarations
         stop = decl.end_byte if t == "type_alias_declaration" else _stop(decl, "body")
-        w.add(w.str(name), decl, stop, name, start=outer.start_byte)
+        w.add(w.text(name), decl, stop, name, start=outer.start_byte)
 
 
 def _js_class(w: _Walk, cls, shown: str, outer) -> None:
@@ -362,9 +362,9 @@ def _js_class(w: _Walk, cls, shown: str, outer) -> None:
         mname = _field(m, "name") or _field(m, "property")
         if mname is None or mname.type == "private_property_identifier":
             continue
-        if any(c.type == "accessibility_modifier" and w.str(c) == "private" for c in m.children):
+        if any(c.type == "accessibility_modifier" and w.text(c) == "private" for c in m.children):
             continue
-        w.add(shown + "." + w.str(mname), m, _stop(m, "body", "value"), mname)
+        w.add(shown + "." + w.text(mname), m, _stop(m, "body", "value"), mname)
 
 
 def _js_commonjs(w: _Walk, expr) -> None:
@@ -373,14 +373,14 @@ def _js_commonjs(w: _Walk, expr) -> None:
     left, right = _field(expr, "left"), _field(expr, "right")
     if left is None or right is None:
         return
-    target = _norm(w.str(left))
+    target = _norm(w.text(left))
     if target == "module.exports" and right.type == "object":
         for p in right.named_children:
             key = _field(p, "key") or _field(p, "name") or (p if p.type == "shorthand_property_identifier" else None)
             if key is not None:
                 value = _field(p, "value")
                 sig = _js_callable(w, value) if value is not None else ""
-                w.item(w.str(key), "exports." + w.str(key) + sig, sig)
+                w.item(w.text(key), "exports." + w.text(key) + sig, sig)
     elif target == "module.exports":
         w.item("module.exports", "module.exports" + _js_callable(w, right), _js_callable(w, right))
     elif target.startswith(("exports.", "module.exports.")):
@@ -397,13 +397,13 @@ def _exported(name: str) -> bool:
 def _go(w: _Walk, root) -> None:
     for node in root.named_children:
         name = _field(node, "name")
-        if node.type == "function_declaration" and name is not None and _exported(w.str(name)):
-            w.add(w.str(name), node, _stop(node, "body"), name)
-        elif node.type == "method_declaration" and name is not None and _exported(w.str(name)):
+        if node.type == "function_declaration" and name is not None and _exported(w.text(name)):
+            w.add(w.text(name), node, _stop(node, "body"), name)
+        elif node.type == "method_declaration" and name is not None and _exported(w.text(name)):
             recv = _field(node, "receiver")
-            owner = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[.*?\]", "", w.str(recv))) if recv is not None else []
+            owner = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[.*?\]", "", w.text(recv))) if recv is not None else []
             if owner and _exported(owner[-1]):
-                w.add(owner[-1] + "." + w.str(name), node, _stop(node, "body"), name)
+                w.add(owner[-1] + "." + w.text(name), node, _stop(node, "body"), name)
         elif node.type == "type_declaration":
             for spec in node.named_children:
                 _go_type(w, spec)
@@ -411,8 +411,8 @@ def _go(w: _Walk, root) -> None:
             for spec in _go_specs(node):
                 typ = _field(spec, "type")
                 for n in spec.children_by_field_name("name"):
-                    if _exported(w.str(n)):
-                        w.add(w.str(n), spec, (typ or n).end_byte, n, start=n.start_byte)
+                    if _exported(w.text(n)):
+                        w.add(w.text(n), spec, (typ or n).end_byte, n, start=n.start_byte)
 
 
 def _go_specs(node) -> list:
@@ -427,9 +427,9 @@ def _go_specs(node) -> list:
 
 def _go_type(w: _Walk, spec) -> None:
     name, typ = _field(spec, "name"), _field(spec, "type")
-    if name is None or typ is None or not _exported(w.str(name)):
+    if name is None or typ is None or not _exported(w.text(name)):
         return
-    tname = w.str(name)
+    tname = w.text(name)
     brace = w.src.find(b"{", typ.start_byte, typ.end_byte)
     if typ.type in ("struct_type", "interface_type") and brace >= 0:
         w.add(tname, spec, brace, name)
@@ -442,19 +442,19 @@ def _go_type(w: _Walk, spec) -> None:
                 ftype = _field(f, "type")
                 rest = w.span(ftype.start_byte, f.end_byte, f) if ftype is not None else ""
                 for n in names:
-                    if _exported(w.str(n)):
-                        w.item(tname + "." + w.str(n), w.str(n) + " " + rest, rest)
+                    if _exported(w.text(n)):
+                        w.item(tname + "." + w.text(n), w.text(n) + " " + rest, rest)
                 if not names and f.type == "field_declaration":  # an embedded type
-                    embedded = re.sub(r"^\*", "", _norm(w.str(_field(f, "type") or f)))
+                    embedded = re.sub(r"^\*", "", _norm(w.text(_field(f, "type") or f)))
                     if _exported(embedded.rsplit(".", 1)[-1]):
-                        w.item(tname + "." + embedded, w.str(f))
+                        w.item(tname + "." + embedded, w.text(f))
     elif typ.type == "interface_type":
         for m in typ.named_children:
             mname = _field(m, "name")
-            if mname is not None and _exported(w.str(mname)):
-                w.add(tname + "." + w.str(mname), m, m.end_byte, mname)
+            if mname is not None and _exported(w.text(mname)):
+                w.add(tname + "." + w.text(mname), m, m.end_byte, mname)
             elif mname is None:
-                w.item(tname + "." + _norm(w.str(m)), w.str(m))
+                w.item(tname + "." + _norm(w.text(m)), w.text(m))
 
 
 # ---------------------------------------------------------------------------------- Lua
@@ -465,7 +465,7 @@ def _lua(w: _Walk, root) -> None:
         if node.type == "function_declaration" and not local:
             name = _field(node, "name")
             if name is not None:
-                w.add(_norm(w.str(name)), node, (_field(node, "parameters") or name).end_byte, name)
+                w.add(_norm(w.text(name)), node, (_field(node, "parameters") or name).end_byte, name)
         elif node.type == "assignment_statement" and not local:
             _lua_assign(w, node)
         elif node.type == "return_statement":
@@ -473,12 +473,12 @@ def _lua(w: _Walk, root) -> None:
                 for f in table.named_children:
                     fname, value = _field(f, "name"), _field(f, "value")
                     if f.type == "field" and fname is not None:
-                        w.item(w.str(fname), w.str(fname) + _lua_params(w, value), _lua_params(w, value))
+                        w.item(w.text(fname), w.text(fname) + _lua_params(w, value), _lua_params(w, value))
 
 
 def _lua_params(w: _Walk, value) -> str:
     params = _field(value, "parameters") if value is not None and value.type == "function_definition" else None
-    return w.str(params) if params is not None else ""
+    return w.text(params) if params is not None else ""
 
 
 def _lua_assign(w: _Walk, node) -> None:
@@ -489,7 +489,7 @@ def _lua_assign(w: _Walk, node) -> None:
             continue
         value = values[k] if k < len(values) else None
         sig = _lua_params(w, value)
-        w.item(_norm(w.str(t)), _norm(w.str(t)) + sig, sig)
+        w.item(_norm(w.text(t)), _norm(w.text(t)) + sig, sig)
 
 
 # --------------------------------------------------------------------------------- Java
@@ -502,7 +502,7 @@ _JAVA_MEMBERS = {"method_declaration", "constructor_declaration", "compact_const
 
 def _java_visible(w: _Walk, node, in_interface: bool) -> bool:
     mods = next((c for c in node.children if c.type == "modifiers"), None)
-    words = set(w.str(mods).split()) if mods is not None else set()
+    words = set(w.text(mods).split()) if mods is not None else set()
     if in_interface:
         return "private" not in words
     return bool(words & {"public", "protected"})
@@ -516,7 +516,7 @@ def _java(w: _Walk, root, prefix: str = "", in_interface: bool = False) -> None:
         elif t == "enum_constant":
             name = _field(node, "name")
             if name is not None:
-                w.item(prefix + w.str(name), w.str(name))
+                w.item(prefix + w.text(name), w.text(name))
         elif (t in _JAVA_TYPES or t in _JAVA_MEMBERS or t in ("field_declaration", "constant_declaration")) \
                 and _java_visible(w, node, in_interface):
             _java_item(w, node, prefix)
@@ -529,16 +529,16 @@ def _java_item(w: _Walk, node, prefix: str) -> None:
         for d in node.children_by_field_name("declarator"):
             name = _field(d, "name")
             if name is not None:
-                w.item(prefix + w.str(name), w.span(node.start_byte, (typ or name).end_byte, node) + " " + w.str(name),
-                       w.str(typ) if typ is not None else "")
+                w.item(prefix + w.text(name), w.span(node.start_byte, (typ or name).end_byte, node) + " " + w.text(name),
+                       w.text(typ) if typ is not None else "")
         return
     name = _field(node, "name")
     if name is None:
         return
-    w.add(prefix + w.str(name), node, _stop(node, "body"), name)
+    w.add(prefix + w.text(name), node, _stop(node, "body"), name)
     body = _field(node, "body")
     if t in _JAVA_TYPES and body is not None:
-        _java(w, body, prefix + w.str(name) + ".", t in ("interface_declaration", "annotation_type_declaration"))
+        _java(w, body, prefix + w.text(name) + ".", t in ("interface_declaration", "annotation_type_declaration"))
 
 
 # ---------------------------------------------------------------------------------- C++
@@ -561,7 +561,7 @@ def _cpp_node(w: _Walk, node, prefix: str, start: int | None, in_class: bool = F
     if t == "namespace_definition":
         name, body = _field(node, "name"), _field(node, "body")
         if name is not None and body is not None:  # an anonymous namespace is private
-            _cpp(w, body, prefix + w.str(name) + "::")
+            _cpp(w, body, prefix + w.text(name) + "::")
     elif t == "linkage_specification" or t in _CPP_GROUPS:
         for i, c in enumerate(node.children):  # not a preprocessor condition or an "extern" string
             if c.is_named and node.field_name_for_child(i) not in ("condition", "name", "value"):
@@ -575,16 +575,16 @@ def _cpp_node(w: _Walk, node, prefix: str, start: int | None, in_class: bool = F
     elif t == "enum_specifier":
         name = _field(node, "name")
         if name is not None:
-            w.add(prefix + w.str(name), node, _stop(node, "body"), name, start=start)
+            w.add(prefix + w.text(name), node, _stop(node, "body"), name, start=start)
             body = _field(node, "body")
             for e in body.named_children if body is not None else ():
                 ename = _field(e, "name")
                 if ename is not None:
-                    w.item(prefix + w.str(name) + "::" + w.str(ename), w.str(ename))
+                    w.item(prefix + w.text(name) + "::" + w.text(ename), w.text(ename))
     elif t in ("alias_declaration", "type_definition"):
         name = _field(node, "name") or _field(node, "declarator")
         if name is not None:
-            w.add(prefix + _norm(w.str(name)), node, node.end_byte, name, start=start)
+            w.add(prefix + _norm(w.text(name)), node, node.end_byte, name, start=start)
     elif t in ("declaration", "field_declaration", "function_definition"):
         _cpp_decl(w, node, prefix, start, in_class)
 
@@ -593,12 +593,12 @@ def _cpp_class(w: _Walk, node, prefix: str, start: int | None) -> None:
     name, body = _field(node, "name"), _field(node, "body")
     if name is None or body is None:
         return
-    qual = prefix + _norm(w.str(name))
+    qual = prefix + _norm(w.text(name))
     w.add(qual, node, body.start_byte, name, start=start)
     public = node.type != "class_specifier"
     for c in body.named_children:
         if c.type == "access_specifier":
-            public = w.str(c).strip() in ("public", "protected")
+            public = w.text(c).strip() in ("public", "protected")
         elif public:
             _cpp_node(w, c, qual + "::", None, in_class=True)
 
@@ -614,7 +614,7 @@ def _cpp_name(decl):
 
 
 def _cpp_decl(w: _Walk, node, prefix: str, start: int | None, in_class: bool) -> None:
-    if not in_class and any(c.type == "storage_class_specifier" and w.str(c) == "static" for c in node.children):
+    if not in_class and any(c.type == "storage_class_specifier" and w.text(c) == "static" for c in node.children):
         return  # internal linkage
     typ = _field(node, "type")
     if typ is not None and typ.type in _CPP_CLASSES | {"enum_specifier"} and _field(typ, "body") is not None:
@@ -624,7 +624,7 @@ def _cpp_decl(w: _Walk, node, prefix: str, start: int | None, in_class: bool) ->
         if name is None:
             continue
         stop = func.end_byte if func is not None else name.end_byte
-        w.add(prefix + _norm(w.str(name)), node, stop, name, start=start)
+        w.add(prefix + _norm(w.text(name)), node, stop, name, start=start)
 
 
 # ------------------------------------------------------------------------------ the rest
