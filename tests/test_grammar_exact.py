@@ -328,3 +328,20 @@ def test_every_built_in_system_prompt_parses_without_a_problem(lua):
     got = lua.to_py(lua.execute(PROMPTS, "=(prompts)"))
     assert len(got) >= 6 and sum(p["commands"] for p in got) > 20
     assert [p["where"] for p in got if p["problems"]] == []
+
+
+RUN_PARSE = """
+local run = require("commands.run")
+local ok, got = pcall(run.parse, ...)
+return ok and got[1] or ("error: " .. tostring(got.message or got))
+"""
+
+
+def test_a_run_command_written_in_a_fence_runs_the_code_in_it(lua):
+    """Models often fence a shell command: `$(run ```sh` ⏎ `ls -la` ⏎ ```` ``` ````)` runs `ls -la`."""
+    def parse(text):
+        return lua.to_py(lua.execute(RUN_PARSE, "=(run)", text))
+
+    assert parse("```sh\nls -la (x)\n```") == "ls -la (x)"
+    assert parse("echo ```") == "echo ```"
+    assert parse("```sh\nls\n``` && rm x").startswith("error: ")
