@@ -177,12 +177,7 @@ end
 local LABEL_MAX = 200
 local function label_of(c)
   local text = c.name .. (c.args ~= "" and (" " .. c.args) or "")
-  local first = text:match("^[^\n]*")
-  if #first > LABEL_MAX then
-    local cut = LABEL_MAX
-    while cut > 0 and (first:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end -- not inside a character
-    first = first:sub(1, cut)
-  end
+  local first = parser.clip(text:match("^[^\n]*"), LABEL_MAX)
   return #first < #text and (first .. " …") or first
 end
 M.label_of = label_of

@@ -205,8 +205,8 @@ function M.parse(text)
     local j, kind, at, what = scan(s)
     if not j then -- unclosed: drop it and everything after, and say so
       local eol = text:find("\n", s, true) or (n + 1)
-      local head = text:sub(s, math.min(eol - 1, s + 79))
-      if eol - s > 80 then head = head .. "…" end
+      local head = M.clip(text:sub(s, math.min(eol - 1, s + 80)), 80)
+      if eol - s > #head then head = head .. "…" end
       local l = line_at(s)
       problems[1] = { kind = kind, first = s, line = l, head = head, at_line = line_at(at), what = what }
       break
@@ -224,11 +224,18 @@ function M.parse(text)
   return cmds, problems
 end
 
---- `s` for a message: cut to `max` characters (20), the rest counted.
-function M.shown(s, max)
-  max = max or 20
+--- The first `max` bytes of `s`, or fewer: never half a UTF-8 character.
+function M.clip(s, max)
   if #s <= max then return s end
-  return s:sub(1, max) .. ("… (%d more bytes)"):format(#s - max)
+  while max > 0 and (s:byte(max + 1) or 0) & 0xC0 == 0x80 do max = max - 1 end
+  return s:sub(1, max)
+end
+
+--- `s` for a message: cut to `max` bytes (20), the rest counted.
+function M.shown(s, max)
+  local head = M.clip(s, max or 20)
+  if #head == #s then return s end
+  return head .. ("… (%d more bytes)"):format(#s - #head)
 end
 
 --- What the model is told about a problem of M.parse: which command, where it ended, and the
