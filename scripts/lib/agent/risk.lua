@@ -61,9 +61,9 @@ function M.assess(spec)
   return "medium", action .. " of " .. target
 end
 
--- An item as the reason shows it: its head, cut at 120 characters.
+-- An item as the reason shows it: its head, cut at 120 bytes.
 local function shown(text)
-  return #text > 120 and (text:sub(1, 117) .. "...") or text
+  return #text > 120 and (require("lib.machine.parser").clip(text, 117) .. "...") or text
 end
 
 --- (level, reason) for what an edit does to one file's public surface (an entry of
