@@ -15,6 +15,8 @@ import json
 
 import pytest
 from conftest import builtin_lua, needs_bwrap
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from fakeapi import last_user_text, state_of
 
 from moss.tools import surface
@@ -126,6 +128,24 @@ def test_what_counts_as_public_in_each_language():
                           "int y; };\nclass C { int p; public: void q(); };\n") == ["pub", "S", "S::x", "C", "C::q"]
     assert names("m.lua", "local function p() end\nfunction M.f(a) end\nM.g = function(b) end\n"
                           "return { h = function(c) end }\n") == ["M.f", "M.g", "h"]
+
+
+JUNK = ["{", "}", "(", ")", "pub ", "export ", "public ", "def ", "class ", "\n", "fn ", "<", ">", "::",
+        "template<", "'", '"', "`", "impl ", "func ", "function ", "namespace "]
+
+
+@settings(max_examples=120, deadline=None, database=None, derandomize=True)
+@given(lang=st.sampled_from(list(LANGS)), cuts=st.lists(
+    st.tuples(st.integers(0, 300), st.integers(0, 20), st.sampled_from(JUNK)), max_size=10))
+def test_broken_code_gets_a_surface_never_an_error(lang, cuts):
+    """An edit that leaves a file unparsable is still rated (tree-sitter reads what it can)."""
+    path, before, body, sig, _, _ = LANGS[lang]
+    text = body + sig
+    for at, drop, junk in cuts:
+        at = min(at, len(text))
+        text = text[:at] + junk + text[at + drop:]
+    got = surface.compare(path, before, text)
+    assert got["how"] == "tree-sitter" and all(isinstance(x, list) for x in (got["removed"], got["changed"], got["added"]))
 
 
 def test_a_file_no_parser_reads_falls_back_to_its_exported_names():
