@@ -170,7 +170,13 @@ function M.agent_args(task, cell)
   if cell.machine then args[#args + 1] = "--machine"; args[#args + 1] = cell.machine end
   local role = cell.role or (task.kind == "change" and "refactorer" or nil)
   if role then args[#args + 1] = "--role"; args[#args + 1] = role end
-  if task.kind == "change" then args[#args + 1] = "--auto-approve"; args[#args + 1] = "medium" end
+  -- nobody approves an attempt's edits: a change gets medium; one that asks for a change of public
+  -- API (tag "public-api": a rename, a new signature), which the edit rating calls high, gets high
+  if task.kind == "change" then
+    local public = false
+    for _, tag in ipairs(task.tags or {}) do public = public or tag == "public-api" end
+    args[#args + 1] = "--auto-approve"; args[#args + 1] = public and "high" or "medium"
+  end
   if cell.provider then args[#args + 1] = "--provider"; args[#args + 1] = cell.provider end
   if cell.model then args[#args + 1] = "--model"; args[#args + 1] = cell.model end
   return args

@@ -12,7 +12,9 @@ import json
 import pytest
 from fakeapi import error, state_of
 
-MAIN_RS = "pub const DEFAULT_DEPTH: usize = 3;\n\nfn main() {\n    println!(\"{}\", DEFAULT_DEPTH);\n}\n"
+# not `pub`: renaming a public item is a high-risk edit (lib/agent/risk.lua), refused at the stories'
+# --auto-approve medium before it could fail validation
+MAIN_RS = "const DEFAULT_DEPTH: usize = 3;\n\nfn main() {\n    println!(\"{}\", DEFAULT_DEPTH);\n}\n"
 BROKEN_CALC = 'def add(a, b):\n    return a - b\n'
 CALC_TEST = 'from calc import add\nassert add(2, 3) == 5, f"add(2, 3) = {add(2, 3)}"\nprint("ok")\n'
 FIX = '$(edit calc.py --old "a - b" --new "a + b")'

@@ -17,6 +17,9 @@ computes the same and then writes it. Both return
      "changes": [{"path", "diff", "added", "removed", "target", "action"}, ...],
      "syntax_warning": "src/x.rs: parse error near line N"}   # only when an edit broke a parse
 
+and `preview` adds `surfaces`: per changed file, the public items the batch removed, changed
+or added (moss.tools.surface.compare).
+
 Targets. `path/Symbol[/Child]`: the path part is the longest prefix naming an existing file
 (exactly, relative to the root: no fuzzy matching for edits), confined to the root by
 `confine` (no `..` escape, no absolute path elsewhere, no symlink leading out, nothing in
@@ -79,7 +82,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MossError
-from . import safefs, treesitter
+from . import safefs, surface, treesitter
 from .confine import confine
 from .resolve import require_regular, resolve_path, special_kind
 
@@ -98,8 +101,10 @@ _FLAT_KINDS = {"field", "variant"}
 # ------------------------------------------------------------------------ public API
 
 def preview(root: Path, specs: list[dict]) -> dict:
-    """What `apply` would do, without writing anything."""
-    return _result(_plan(root, specs))
+    """What `apply` would do, without writing anything; and, for the approval policy, what it
+    changes in each file's public surface (`surfaces`: moss.tools.surface.compare)."""
+    plan = _plan(root, specs)
+    return {**_result(plan), "surfaces": [surface.compare(f.rel, f.initial, f.text) for f in plan.changed()]}
 
 
 def apply(root: Path, specs: list[dict]) -> dict:

@@ -9,6 +9,8 @@ return {
   needs = "agent", -- the coding agent's policy (lib/agent), required only when it runs
   tool = true,
   writes = true,
+  -- the fenced form, under its help line in every prompt that offers $(edit)
+  details = function() return edits().FENCE_HELP end,
   parse = function(text) return edits().parse_one(text) end,
   run = function(ctx, spec) return edits().perform({ spec }, ctx.env) end,
 }

@@ -19,9 +19,18 @@ return {
   needs = "agent", -- the coding agent's policy (lib/agent), required only when it runs
   tool = true,
   writes = writes,
+  details = function()
+    return "  A heredoc's body is taken as it is, quotes and parentheses included: $(run cat > notes.txt <<'EOF'" ..
+      "\n<the text>\nEOF)"
+  end,
   parse = function(text)
     if text == "" then moss.error("usage", "run needs a command: $(run cargo test)") end
-    return { text }
+    -- a command written in a fence of its own runs as the code in it
+    local code, fence = require("lib.machine.parser").unfence(text)
+    if fence and not code then
+      moss.error("usage", "the " .. fence .. " fence around the command is not closed by a line of its own")
+    end
+    return { code and code:gsub("\n$", "") or text }
   end,
   run = function(ctx, a)
     local env = ctx.env

@@ -41,7 +41,9 @@ edit commands, verify it with $(run ...), and when the checks pass answer with a
 change report via $(answer ## Changes ... ## Validation ...).
 Edit commands: $(edit path/Symbol replace <code>), $(edit path/Symbol insert --after <code>),
 $(edit path/Symbol delete), $(edit path --old "exact text" --new "new text"),
-$(batch-edit t1 replace c1 | t2 delete). Results are shown once; keep what you need.]],
+$(batch-edit t1 replace c1 | t2 delete). Write code in a fence (```lang on its own line, the
+code, then ``` and the closing parenthesis), exactly as the file should hold it. Results are
+shown once; keep what you need.]],
     },
     v2 = {
       explorer = [[
@@ -53,6 +55,8 @@ You are a REFACTORER. Carry out the plan one change at a time:
    $(edit path/Symbol delete)                  remove a symbol
    $(edit path --old "exact old text" --new "new text")   any other exact-text change
    $(batch-edit t1 replace c1 | t2 delete)     several edits, all or nothing
+   Write code in a fence (```lang on its own line, the code, then ``` and the closing
+   parenthesis), exactly as the file should hold it.
 3. Verify with $(run <the project's test or check command>).
 Do NOT write the final report; the evaluator decides when the work is done.]],
 

@@ -352,11 +352,34 @@ function moss.fs.exists(path) end
 ---@field changes {path: string, diff: string, added: integer, removed: integer, target: string, action: string}[]
 ---@field diff string
 ---@field syntax_warning? string
+---@field surfaces? moss.EditSurface[]  # preview only: what the batch does to each changed file's public items
+
+---@class moss.SurfaceItem
+---@field name string                   # qualified: "Point::scale", "Vec.push"
+---@field text string                   # its declaration's head, normalised: "pub fn scale(x: i32) -> i32"
+---@field sig string                    # what follows the name: "(x: i32) -> i32"
+
+---@class moss.SurfaceChange
+---@field name string
+---@field before string                 # the head before the edit
+---@field after string                  # and after it
+---@field before_sig string
+---@field after_sig string
+
+---@class moss.EditSurface
+---@field path string
+---@field lang? string                  # the language read (nil: no parser, the textual fallback)
+---@field how "tree-sitter"|"text"      # text: only exported names that disappear are reported
+---@field removed moss.SurfaceItem[]
+---@field changed moss.SurfaceChange[]
+---@field added moss.SurfaceItem[]
 
 ---@class moss.edit
 moss.edit = {}
 --- Compute what `moss.edit.apply` would do, without writing: `{files, changes, diff,
---- syntax_warning?}`.
+--- syntax_warning?, surfaces}`; `surfaces` says, per changed file, which public items
+--- (tree-sitter's reading of Python, Rust, JavaScript/TypeScript, Go, Lua, Java and C++;
+--- host/tools/surface.py says what counts as public) the batch removed, changed or added.
 ---
 --- Errors: `usage`, `not_found`, `ambiguous`, `denied`, `conflict`, `config`.
 ---@param specs moss.EditSpec|moss.EditSpec[]

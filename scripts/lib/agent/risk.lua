@@ -1,8 +1,11 @@
 -- How risky an edit is, and whether --auto-approve lets it through without asking.
---   high:   deletes (also a replace with nothing), config/build files, entry points,
---           public API (pub/export/public, also after doc comments and attributes)
+--   high:   deletes (also a replace with nothing), config/build files, entry points, and
+--           what an edit does to a file's public surface: removing, renaming or changing the
+--           signature of a public item (moss.edit.preview's `surfaces`, read by tree-sitter:
+--           host/tools/surface.py; a file it cannot read falls back to its text, and only an
+--           exported name that disappears counts)
 --   low:    inserts and added code, comment-only inserts or text edits
---   medium: everything else (including replacing code with a comment)
+--   medium: everything else: a body rewritten, public items added, a new file
 local shell_risk = require("lib.agent.shell_risk")
 
 local M = {}
@@ -30,19 +33,6 @@ local function is_comment(s)
     or s == "*" or s:match("^#%s") or s == "#" or s:sub(1, 3) == "'''" or s:sub(1, 3) == '"""'
 end
 
-local function is_attribute(s)
-  return s:match("^#!?%[") or s:match("^@[%w_.]+")
-end
-
--- The first token of the first line that is neither a comment nor an attribute.
-local function first_code_token(content)
-  for line in content:gmatch("[^\n]+") do
-    local s = line:match("^%s*(.-)%s*$")
-    if s ~= "" and not is_comment(s) and not is_attribute(s) then return s:match("^(%S+)") end
-  end
-  return ""
-end
-
 --- (level, reason) for one edit spec {target, action, content}.
 function M.assess(spec)
   local target, action, content = spec.target or "", spec.action or "", spec.content or ""
@@ -58,10 +48,6 @@ function M.assess(spec)
   for _, name in ipairs(ENTRY_POINTS) do
     if last == name then return "high", "changes entry point " .. symbol end
   end
-  local first = first_code_token(content)
-  if first == "pub" or first:match("^pub%(") or first == "public" or first == "export" then
-    return "high", "changes public API"
-  end
   local only_comments = content:match("%S") ~= nil
   for line in content:gmatch("[^\n]+") do
     local s = line:match("^%s*(.-)%s*$")
@@ -75,12 +61,42 @@ function M.assess(spec)
   return "medium", action .. " of " .. target
 end
 
---- The highest risk among specs, with its reason.
-function M.batch(specs)
+-- An item as the reason shows it: its head, cut at 120 bytes.
+local function shown(text)
+  return #text > 120 and (require("lib.machine.parser").clip(text, 117) .. "...") or text
+end
+
+--- (level, reason) for what an edit does to one file's public surface (an entry of
+--- moss.edit.preview's `surfaces`), or nil when it removes, renames and changes nothing public.
+function M.surface(s)
+  local removed, changed, added = s.removed or {}, s.changed or {}, s.added or {}
+  local notes = {}
+  for _, c in ipairs(changed) do
+    local before_head = c.before:sub(1, #c.before - #c.before_sig)
+    local after_head = c.after:sub(1, #c.after - #c.after_sig)
+    notes[#notes + 1] = shown(c.before) .. " → " .. shown(before_head == after_head and c.after_sig or c.after)
+  end
+  for _, r in ipairs(removed) do
+    -- one item gone and one come with the same signature: a rename
+    local a = #removed == 1 and #added == 1 and added[1].sig == r.sig and added[1] or nil
+    notes[#notes + 1] = a and (shown(r.text) .. " renamed to " .. a.name) or (shown(r.text) .. " removed")
+  end
+  if #notes == 0 then return nil end
+  local more = #notes > 1 and (" (and " .. (#notes - 1) .. " more)") or ""
+  return "high", "changes public API of " .. s.path .. ": " .. notes[1] .. more
+end
+
+--- The highest risk among specs, with its reason; `surfaces` (moss.edit.preview's) adds what
+--- the edits do to each file's public items.
+function M.batch(specs, surfaces)
   local level, reason = "low", "no edits"
-  for _, s in ipairs(specs) do
-    local l, r = M.assess(s)
+  local function take(l, r)
     if M.LEVELS[l] > M.LEVELS[level] or reason == "no edits" then level, reason = l, r end
+  end
+  for _, s in ipairs(specs) do take(M.assess(s)) end
+  for _, s in ipairs(surfaces or {}) do
+    local l, r = M.surface(s)
+    if l then take(l, r) end
   end
   return level, reason
 end

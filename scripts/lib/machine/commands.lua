@@ -171,13 +171,24 @@ local function context_for(S, state, env, c)
   }
 end
 
+-- How a command is named in its output: its first line, cut at LABEL_MAX bytes (its code is
+-- in the reply already, and an edit's result shows the diff: the model need not read it twice,
+-- nor a megabyte of it).
+local LABEL_MAX = 200
+local function label_of(c)
+  local text = c.name .. (c.args ~= "" and (" " .. c.args) or "")
+  local first = parser.clip(text:match("^[^\n]*"), LABEL_MAX)
+  return #first < #text and (first .. " …") or first
+end
+M.label_of = label_of
+
 --- Carry out tool commands; read-only ones side by side. Returns outputs in command order.
 function M.run_tools(S, state, cmds, env)
   env = env or {}
   local outputs, batch = {}, {}
   for i, c in ipairs(cmds) do
     local def = M.find(c.name)
-    local label = c.name .. (c.args ~= "" and (" " .. c.args) or "")
+    local label = label_of(c)
     local ok, prepared = true, c.args
     if def.parse then ok, prepared = pcall(def.parse, c.args) end
     if not ok then
@@ -285,11 +296,11 @@ local function refuse(S, state, env, c, def)
     messages.say(S, "Only the " .. (env.concluders or "concluding state") .. " concludes: your $(" .. c.name ..
       ") was not accepted. Gather evidence with commands.")
   elseif #allowed == 0 then
-    messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state ..
+    messages.say(S, "Not executed: `" .. label_of(c) .. "` — the " .. S.state ..
       " does not run commands here" ..
       (state.concludes and "; answer with $(answer ...) or say what is missing." or "."))
   else
-    messages.say(S, "Not executed: `" .. c.name .. " " .. c.args .. "` — the " .. S.state .. " state may use only " ..
+    messages.say(S, "Not executed: `" .. label_of(c) .. "` — the " .. S.state .. " state may use only " ..
       table.concat(allowed, ", ") .. ".")
   end
   log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
@@ -331,7 +342,8 @@ function M.handle(S, state, text, env)
     if not sig then sig = signature(content); sigs[content] = sig end
     return sig
   end
-  local cmds = drop_beyond_the_cap(S, env, parser.parse(text))
+  local parsed, problems = parser.parse(text)
+  local cmds = drop_beyond_the_cap(S, env, parsed)
   local echoes, all_echoed = echo.check(text, cmds, env.own_text)
   if all_echoed then return M.echoed(S, env, cmds) end
   if #cmds > 0 then S.echoes = nil end -- the model wrote commands of its own
@@ -342,11 +354,11 @@ function M.handle(S, state, text, env)
     if echoes[c] then
       skipped[#skipped + 1] = c.raw
     elseif def and not M.usable(def, env.machine) then
-      outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false, refused = true,
+      outputs[#outputs + 1] = { cmd = label_of(c), ok = false, refused = true,
         content = "`" .. c.name .. "` is not available in this machine (it needs " .. def.needs .. ")" }
       log(S, "command_refused", { cmd = c.raw, state = S.state, machine = S.machine, turn = S.turn })
     elseif not def then
-      outputs[#outputs + 1] = { cmd = c.name .. " " .. c.args, ok = false,
+      outputs[#outputs + 1] = { cmd = label_of(c), ok = false,
         content = "unknown command `" .. c.name .. "`; known commands: " .. table.concat(M.known(), ", ") }
       log(S, "command", { cmd = c.raw, ok = false, error = "unknown", turn = S.turn })
     elseif allow and not allow[def.name] then
@@ -362,6 +374,9 @@ function M.handle(S, state, text, env)
       if r.answer then answer = r.answer end
       if r.hold then hold = true end
     end
+  end
+  for _, p in ipairs(problems) do -- a command left open: dropped with the rest, never half-run
+    outputs[#outputs + 1] = { cmd = p.head:sub(3), ok = false, content = parser.describe(p) }
   end
 
   if #skipped > 0 then
