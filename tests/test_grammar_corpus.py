@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import needs_bwrap
+import pytest
 from fakeapi import state_of
 
 import corpus
@@ -32,7 +32,7 @@ max_tokens = 4000000
 max_output_tokens = 4000000
 context_window = 40000000
 """
-pytestmark = needs_bwrap  # the refactorer runs at edit access: its shell and validation are sandboxed
+pytestmark = pytest.mark.needs_sandbox  # the refactorer runs at edit access: its shell and validation are sandboxed
 
 
 def fenced(src: corpus.Source) -> str:

@@ -20,7 +20,7 @@ import json
 import re
 
 import pytest
-from conftest import builtin_lua, needs_bwrap
+from conftest import builtin_lua
 from fakeapi import last_user_text, state_of
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -180,7 +180,7 @@ def agent_run(project, api, replies: list[str], files: dict[str, str]):
 
 # ------------------------------------------------------------------- the named cases
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_each_case_that_cut_a_command_now_reaches_its_file_exactly(project, api, subtests):
     """Every case in one reply, each into a file that held a placeholder; --old/--new in fences;
     heredocs through $(run) with `)` and quotes in their bodies."""
@@ -219,7 +219,7 @@ BAD = {  # case -> (a reply, what the message quotes of the command or where, th
 PLACEHOLDERS = {"bad/a.py": "a = 1\n", "bad/b.md": "# b\n", "bad/c.py": "c = 1\n"}
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_bad_input_is_refused_with_a_clear_message_and_writes_nothing(project, api, subtests):
     """Each bad reply in a turn of its own; what the model is told comes in the next request, and
     a megabyte of input is not echoed back to it."""

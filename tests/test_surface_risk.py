@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import builtin_lua, needs_bwrap
+from conftest import builtin_lua
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from fakeapi import last_user_text, state_of
@@ -226,7 +226,7 @@ SHAPE_DONE = ("export class Shape {\n  constructor(w, h) { this.w = w; this.h = 
               "  return 2 * (s.w + s.h);\n}\n")
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_body_rewrites_apply_at_medium_and_a_changed_signature_is_refused_naming_it(project, api, subtests):
     """Rust and JavaScript: implementing what was left to do (a symbol replace, a whole-file
     replace) keeps every public signature and is applied at --auto-approve medium in -n; changing
