@@ -80,7 +80,7 @@ def _check_limits(data: dict, shown: str, text: str) -> None:
 
     from .trust import limit_keys
 
-    for path, rule in limit_keys():
+    for path, _rule in limit_keys():
         node: Any = data
         for part in path:
             node = node.get(part) if isinstance(node, dict) else None
