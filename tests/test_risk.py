@@ -412,3 +412,21 @@ def test_the_user_is_asked_about_a_wrapped_delete_and_no_keeps_the_file(repo, ap
                   env={**api.env(), "MOSS_ASSUME_TTY": "1"}, input="n\n", timeout=90)
     assert "risk high: deletes files (`git rm`)" in r.stderr
     assert (repo.root / "notes.txt").exists()
+
+
+@needs_bwrap
+def test_commands_that_overwrite_without_a_delete_word_are_not_run_at_the_default_level(repo, api):  # noqa: F811
+    """Round 3: `sort -o`, `uniq IN OUT` and an unknown program overwrote files at the default
+    level. In one reply the model truncates notes.txt with `sort -o`, overwrites it with
+    `uniq`, and runs `php`; then reads it with `cat`: the writers are not run (the progress
+    lines say why), the reader is, and notes.txt is as it was."""
+    api.push("$(run sort -o notes.txt /dev/null) $(run uniq app/calc.py notes.txt) $(run php -r 'unlink(\"notes.txt\");') "
+             "$(run cat notes.txt)", "$(answer done)")
+    r = repo.moss("@agent", "--provider", "anthropic", "--v1", "-n", "--role", "fixer", "--validate", "true",
+                  "fix add", env=api.env(), timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert (repo.root / "notes.txt").read_text() == "v1\n"
+    assert "Not run: risk medium (writes to notes.txt (`sort -o`)) is above --auto-approve low" in r.stderr
+    assert "Not run: risk medium (writes to notes.txt (`uniq`)) is above --auto-approve low" in r.stderr
+    assert "Not run: risk medium (runs `php`, which this rating does not know to only read)" in r.stderr
+    assert "✓ run cat notes.txt" in r.stderr
