@@ -127,3 +127,28 @@ def test_a_variant_link_that_leaves_the_folder_is_refused_and_its_target_never_c
     os.mkfifo(variant / "scripts" / "pipe")
     with pytest.raises(MossError, match="scripts/pipe is not a regular file"):
         copies.variant_entries(variant)
+
+
+def test_a_variant_file_replaces_the_projects_link_at_its_path_without_writing_through_it(tmp_path):
+    """The trusted project's `.moss/scripts/x.lua` is a link (copied as a link) to a file
+    outside; the variant brings its own `scripts/x.lua`, and a link at the path of another of
+    the project's files: the copy holds the variant's file and link, and the file outside is
+    unchanged."""
+    root, repo = _project(tmp_path)
+    outside = tmp_path / "outside.lua"
+    outside.write_text("return 'outside'\n")
+    (root / ".moss" / "scripts").mkdir()
+    os.symlink(outside, root / ".moss" / "scripts" / "x.lua")
+    (root / ".moss" / "scripts" / "y.lua").write_text("return 'project'\n")
+    variant = tmp_path / "variant"
+    (variant / "scripts").mkdir(parents=True)
+    (variant / "scripts" / "x.lua").write_text("return 'variant'\n")
+    (variant / "scripts" / "z.lua").write_text("return 'z'\n")
+    os.symlink("z.lua", variant / "scripts" / "y.lua")
+    home = tmp_path / "home"
+    home.mkdir()
+    copy = copies.make(_task(repo), home, project_root=root, project_trusted=True, variant=variant)
+    assert outside.read_text() == "return 'outside'\n"
+    x = copy / ".moss" / "scripts" / "x.lua"
+    assert not x.is_symlink() and x.read_text() == "return 'variant'\n"
+    assert os.readlink(copy / ".moss" / "scripts" / "y.lua") == "z.lua"

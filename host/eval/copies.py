@@ -85,6 +85,8 @@ def _overlay(variant: Path, moss_dir: Path, config: dict) -> dict:
             continue
         target = moss_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_file():  # the project's file (or link) there: replaced, not written through
+            target.unlink()
         if link is not None:  # a link that stays inside the variant: the same link, inside the copy
             os.symlink(os.path.relpath(moss_dir / link, target.parent), target)
         else:

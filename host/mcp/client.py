@@ -232,8 +232,8 @@ class Servers:
         extra = spec.get("env") or {}
         if not isinstance(extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
             raise MossError(f"[mcp.servers.{name}] env must be a table of strings", kind="config")
-        # PYTHONSAFEPATH: a Python server (3.11+) puts no folder of the working one's kind first on
-        # sys.path, nor do the Pythons it starts; the server's own `env` may turn it off ("").
+        # PYTHONSAFEPATH: a Python 3.11+ server, and every Python it starts, puts neither its working
+        # folder nor its script's folder first on sys.path; the server's own `env` may set it to "".
         extra = {"PYTHONSAFEPATH": "1", **extra, "MOSS_PROJECT_ROOT": str(self.ctx.root)}
         env = command_env(extra, setup_from_config(self.ctx.user_config, self.ctx.config), sandboxed=False)
         return StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env, cwd=str(neutral_folder()))
