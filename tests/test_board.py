@@ -224,20 +224,40 @@ def test_a_browser_opens_only_when_there_is_one_and_not_under_ci(project, tmp_pa
         assert not opened.exists(), (extra, flag)
 
 
+class OpenedBoard:
+    """`moss ui` with a display and a $BROWSER that notes its command line (fake_browser), as
+    its user starts it: the port and token it printed, the browser's command line, and, once it
+    stopped, what it wrote on stderr."""
+
+    def __init__(self, project, tmp_path):
+        opened, env = fake_browser(tmp_path)
+        self.proc, self.stderr = project.popen("ui", env=env), ""
+        try:
+            seen = ""
+            while (m := URL.search(seen)) is None:
+                line = self.proc.stdout.readline()
+                assert line, self.proc.stderr.read()
+                seen += line
+            self.port, self.token = int(m.group(2)), m.group(3)
+            self.argv = wait_for(opened)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __enter__(self) -> "OpenedBoard":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        _, self.stderr = self.proc.communicate(timeout=10)
+
+
 def test_the_browser_is_handed_a_one_time_code_never_the_token(project, tmp_path):
     """The browser's command line (and every other one on the machine, moss's own too) holds no
     token: only a code, which the board exchanges once for the cookie. A local user who read it
     from `ps` and presents it again is refused, and the terminal says the code came back."""
-    opened, env = fake_browser(tmp_path)
-    p = project.popen("ui", env=env)
-    try:
-        seen = ""
-        while (m := URL.search(seen)) is None:
-            line = p.stdout.readline()
-            assert line, p.stderr.read()
-            seen += line
-        port, token = int(m.group(2)), m.group(3)
-        argv = wait_for(opened)
+    with OpenedBoard(project, tmp_path) as ui:
+        port, token, argv = ui.port, ui.token, ui.argv
         assert token not in argv
         [code] = re.findall(r"\?code=([A-Za-z0-9_-]+)$", argv.strip())
         assert not [pid for pid, cmdline in command_lines() if token in cmdline]
@@ -251,10 +271,7 @@ def test_the_browser_is_handed_a_one_time_code_never_the_token(project, tmp_path
         assert status == 403 and "used already" in text and "set-cookie" not in headers
         status, _, text = request(port, "GET", "/?code=" + "x" * len(code))
         assert status == 403 and "wrong code" in text
-    finally:
-        p.terminate()
-        _, err = p.communicate(timeout=10)
-    assert "one-time code was presented again and refused" in err
+    assert "one-time code was presented again and refused" in ui.stderr
 
 
 def command_lines():
@@ -660,16 +677,9 @@ def test_a_one_time_code_from_another_users_connection_is_refused(project, tmp_p
     refused (the connection's socket is theirs), and the code stays good for the browser."""
     import subprocess
 
-    opened, env = fake_browser(tmp_path)
-    p = project.popen("ui", env=env)
-    try:
-        seen = ""
-        while (m := URL.search(seen)) is None:
-            line = p.stdout.readline()
-            assert line, p.stderr.read()
-            seen += line
-        port = int(m.group(2))
-        [code] = re.findall(r"\?code=([A-Za-z0-9_-]+)$", wait_for(opened).strip())
+    with OpenedBoard(project, tmp_path) as ui:
+        port = ui.port
+        [code] = re.findall(r"\?code=([A-Za-z0-9_-]+)$", ui.argv.strip())
         other = subprocess.run(
             ["/usr/bin/python3", "-I", "-c",
              "import http.client, sys\n"
@@ -680,6 +690,3 @@ def test_a_one_time_code_from_another_users_connection_is_refused(project, tmp_p
         assert other.stdout.startswith("403 ") and "user who started" in other.stdout, other
         status, headers, _ = request(port, "GET", f"/?code={code}")
         assert status == 303 and "set-cookie" in headers
-    finally:
-        p.terminate()
-        p.communicate(timeout=10)
