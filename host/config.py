@@ -67,7 +67,28 @@ def read_toml(path: Path) -> dict:
         raise ConfigError(f"{shown}: {msg}") from None
     _check_integers(data, [], shown, text)
     _check_tables(data, shown, text)
+    _check_limits(data, shown, text)
     return data
+
+
+def _check_limits(data: dict, shown: str, text: str) -> None:
+    """A limit (trust.limit_keys: `[runs] max_parallel`, `[agent.wild] max_time_s`, ...) given
+    as a number is 0 or more, and finite. Below 0 its consumer reads no limit, or nonsense:
+    refused at its line, in the user's config and a project's alike, so a project cannot pass
+    one off as narrowing."""
+    import math
+
+    from .trust import limit_keys
+
+    for path, _rule in limit_keys():
+        node: Any = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, bool) or not isinstance(node, (int, float)):
+            continue  # not a number: its consumer says what it takes (and trust waits for it)
+        if not math.isfinite(node) or node < 0:
+            raise ConfigError(f"{shown}{_position_of_key(text, path)}: {dotted_key(path)} must be a number, 0 or "
+                              f"more, not {_toml_value(node)}")
 
 
 # Keys whose value must be a table ("*": any name). A scalar there (`agent = 5`) would

@@ -142,8 +142,9 @@ class Context:
         return self.trust.max_access if self.trust is not None and self.trust.trusted else None
 
     def project_override(self, shown: str) -> None:
-        """A project file replacing one of moss's own runs from now on: whatever that code asks
-        for, this session's access stays within [trust] max_access (lowered now if above)."""
+        """A project file replacing one of moss's own or the user's own runs from now on: whatever
+        that code asks for, this session's access stays within [trust] max_access (lowered now if
+        above)."""
         from .tools.sandbox import ACCESS_LEVELS
 
         if self.project_code is None:

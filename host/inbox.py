@@ -98,23 +98,24 @@ def running(root: Path, mine: bool = False) -> list[dict]:
     dead processes are removed. mine: only this process's sessions."""
     out = []
     d = agent_dir(root) / "running"
-    for name in storage.listed(d):
-        if not name.endswith(".json") or not storage.ID_RE.match(name[:-5]):
-            continue
-        p = d / name
-        try:
-            info = json.loads(storage.read_bytes(p, MAX_MARKER))
-        except UnsafePath as e:  # a link, a fifo or a device: refused without reading, said once
-            storage.skipped(p, e)
-            continue
-        except (OSError, ValueError, MossError):
-            continue
-        if not isinstance(info, dict):
-            continue
-        if not alive_since(info.get("pid"), info.get("pid_start")):
-            mark_stopped(root, p.stem)  # stale: its process died without saying so
-        elif not mine or info.get("pid") == os.getpid():
-            out.append({"id": p.stem, **info})
+    with storage.Skips(d) as skip:  # links, fifos, devices: refused without reading, one line for all
+        for name in storage.listed(d):
+            if not name.endswith(".json") or not storage.ID_RE.match(name[:-5]):
+                continue
+            p = d / name
+            try:
+                info = json.loads(storage.read_bytes(p, MAX_MARKER))
+            except UnsafePath as e:
+                skip(p, e)
+                continue
+            except (OSError, ValueError, MossError):
+                continue
+            if not isinstance(info, dict):
+                continue
+            if not alive_since(info.get("pid"), info.get("pid_start")):
+                mark_stopped(root, p.stem)  # stale: its process died without saying so
+            elif not mine or info.get("pid") == os.getpid():
+                out.append({"id": p.stem, **info})
     out.sort(key=lambda r: -float(r.get("started") or 0))
     return out
 

@@ -176,18 +176,18 @@ class ScriptRoots:
             real = self._reals[root.name] = root.path.resolve()
         return real
 
-    def shadows_builtin(self, path: Path | str) -> bool:
-        """Whether `path`, a project script or module, takes the place of one of moss's own
-        (the same relative path under the built-in root)."""
+    def shadows_own(self, path: Path | str) -> bool:
+        """Whether `path`, a project script or module, takes the place of one of moss's own or of
+        the user's own (the same relative path under the built-in or the user's root)."""
         project = next((r for r in self.roots if r.name == "project"), None)
-        builtin = next((r for r in self.roots if r.name == "built-in"), None)
-        if project is None or builtin is None:
+        if project is None:
             return False
-        base = str(self._real(project))
+        base = str(self._real(project)).rstrip(os.sep) + os.sep
         path = str(path)
-        if not path.startswith(base.rstrip(os.sep) + os.sep):
+        if not path.startswith(base):
             return False
-        return os.path.isfile(os.path.join(self._str(builtin), path[len(base.rstrip(os.sep)) + 1:]))
+        rel = path[len(base):]
+        return any(os.path.isfile(os.path.join(self._str(r), rel)) for r in self.roots if r.name != "project")
 
     def origin_of(self, name: str) -> str | None:
         """Which root `name` would load from ("project", "user", "built-in"), or None."""

@@ -132,8 +132,9 @@ class Runtime:
         self._in_primitive = 0
         self._deadline: float | None = None
         self._grace = False  # call_after_interrupt: cancellation held off, the deadline still holds
-        # called with a file's shown path when a project file that replaces one of moss's own
-        # scripts or modules loads (host/run.py: the session is then held to [trust] max_access)
+        # called with a file's shown path when a project file that replaces one of moss's own or
+        # the user's own scripts or modules loads (host/run.py: the session is then held to
+        # [trust] max_access)
         self.on_project_override: Callable[[str], None] | None = None
         self.lua = lua54.LuaRuntime(
             encoding=None,
@@ -217,7 +218,7 @@ class Runtime:
         return True, result
 
     def _loaded(self, path, shown: str, origin: str | None) -> None:
-        if origin == "project" and self.on_project_override is not None and self.roots.shadows_builtin(path):
+        if origin == "project" and self.on_project_override is not None and self.roots.shadows_own(path):
             self.on_project_override(shown)
 
     def _chunk(self, path: Path, src: bytes, chunkname: bytes, origin: str | None):

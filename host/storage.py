@@ -146,6 +146,61 @@ def skipped(path: Path | str, why: Exception | str) -> None:
     ui.note(f"warning: skipped {display_path(Path(path))}: {reason}", "yellow")
 
 
+class Skips:
+    """The entries one listing of `folder` leaves out, said on ONE line when the listing ends
+    (`with storage.Skips(d) as skip: ... skip(path, why)`): a repository that plants 2,000
+    links in a folder moss lists gets one warning, not 2,000. Each entry is said once per
+    process, as by skipped()."""
+
+    def __init__(self, folder: Path | str):
+        self.folder = Path(folder)
+        self.found: list[tuple[Path, Exception | str]] = []
+
+    def __enter__(self) -> "Skips":
+        return self
+
+    def __call__(self, path: Path | str, why: Exception | str) -> None:
+        if str(path) not in _warned:
+            _warned.add(str(path))
+            self.found.append((Path(path), why))
+
+    def __exit__(self, *exc) -> None:
+        if len(self.found) == 1:
+            path, why = self.found[0]
+            _warned.discard(str(path))
+            skipped(path, why)
+        elif self.found:
+            from . import ui
+            from .roots import display_path
+
+            kinds: dict[str, int] = {}
+            for path, _why in self.found:
+                kind = _kind(path)
+                kinds[kind] = kinds.get(kind, 0) + 1
+            counted = ", ".join(f"{n:,} {k}{'s' if n > 1 else ''}"
+                                for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+            names = sorted(p.name for p, _ in self.found)[:3]
+            more = len(self.found) - len(names)
+            ui.note(f"warning: skipped {len(self.found):,} entries in {display_path(self.folder)}/ that moss does not "
+                    f"read ({counted}): {', '.join(names)}{f' and {more:,} more' if more else ''}; remove them",
+                    "yellow")
+
+
+def _kind(path: Path) -> str:
+    """What an entry moss skipped is, for people ("symlink", "named pipe", ...)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "entry"
+    for test, name in ((stat.S_ISLNK, "symlink"), (stat.S_ISFIFO, "named pipe"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "device"), (stat.S_ISBLK, "device"), (stat.S_ISDIR, "folder")):
+        if test(mode):
+            return name
+    return "file"
+
+
 def dumps(value, **kw) -> str:
     """JSON text that always encodes as UTF-8: a lone surrogate (a model may send "\\ud800")
     is kept as its \\u escape rather than failing the write."""

@@ -88,6 +88,8 @@ class Rule:
             return math.inf if self.test == "at-most" else None
         if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
             return None
+        if self.test == "at-most" and 0 in self.unlimited and v <= 0:
+            return math.inf  # the consumers read 0 as "no limit", and below 0 as no limit or worse
         return float(v)
 
     def mine(self, mine: Any) -> str:
@@ -176,6 +178,13 @@ COMMAND_KEYS = {"run", "cmd", "command", "commands", "validate_commands"}
 COMMAND_PARTS = {"args", "argv", "env", "cwd", "workdir"}
 # Dropping an ignored key drops these project keys too (they only make sense with it).
 DEPENDENTS = {("agent", "validate_commands"): [("agent", "validate")], ("llm", "provider"): [("llm", "model")]}
+
+
+def limit_keys() -> list[tuple[tuple, Rule]]:
+    """The keys that are limits (at most / at least a number): each must be a number of 0 or
+    more in any config (host/config.py checks it as it reads a file)."""
+    return [(path, rule) for path, rule in PROJECT_RULES.items()
+            if rule.test in ("at-most", "at-least") and "*" not in path]
 
 
 def rule_for(path: tuple) -> Rule | None:

@@ -11,8 +11,10 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 
-from boardserver import board, request, stream_until
+import pytest
+from boardserver import URL, board, request, stream_until
 
 SID = "k3v9qz2m"
 HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">\revent: state\rdata: x'
@@ -62,6 +64,25 @@ def test_no_token_no_board(project):
         # the redirect never leaves the board, whatever path the link had
         status, headers, _ = request(port, "GET", "//evil.example/x?token=" + token)
         assert status == 303 and headers["location"] == "/evil.example/x"
+
+
+# Paths a link to the board may carry, each of which a browser reads as `//evil.example`
+# (another site) if the redirect after the token repeated it: a backslash counts as a slash, and
+# tabs and newlines are dropped before the URL is read.
+OFFSITE = ["//evil.example/x", "/\\evil.example/", "/%5Cevil.example/", "/%5C%5Cevil.example", "/\\/evil.example",
+           "/%09/evil.example", "/%0A%2Fevil.example", "/%2F%2Fevil.example", "///evil.example"]
+
+
+def test_the_redirect_after_the_token_never_leaves_the_board(project):
+    """The printed URL with any of these paths redirects to a page of the board itself."""
+    with board(project) as (url, port, token):
+        for path in OFFSITE:
+            status, headers, _ = request(port, "GET", f"{path}?token={token}")
+            where = headers.get("location", "")
+            as_a_browser_reads_it = re.sub(r"[\t\n\r]", "", where).replace("\\", "/")
+            assert status == 303 and as_a_browser_reads_it.startswith("/"), (path, status, where)
+            assert not as_a_browser_reads_it.startswith("//"), (path, where)
+        assert request(port, "GET", f"/sessions?token={token}")[1]["location"] == "/sessions"
 
 
 def test_a_rebound_host_name_is_refused(project):
@@ -171,26 +192,96 @@ def test_another_address_only_with_a_warning_and_never_all_of_them(project):
     assert "warning: moss ui on 127.0.0.2 answers to other machines too" in err
 
 
-def test_a_browser_opens_only_when_there_is_one_and_not_under_ci(project, tmp_path):
-    """With a display, `moss ui` opens the URL in the user's browser ($BROWSER here: a script
-    that notes what it was asked to open); under CI, with --no-open, or without a display it
-    only prints the URL."""
+def fake_browser(tmp_path) -> tuple[Path, dict]:
+    """$BROWSER as a script that notes the command line it was started with (what `ps` shows
+    every local user), and the environment of a desktop session (a CI running this sets CI)."""
     opened = tmp_path / "opened.txt"
     fake = tmp_path / "browser.sh"
-    fake.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {opened}\n')
     fake.chmod(0o755)
-    env = {"BROWSER": str(fake), "DISPLAY": ":0", "CI": ""}  # (a CI running this test sets CI)
+    return opened, {"BROWSER": str(fake), "DISPLAY": ":0", "CI": ""}
+
+
+def wait_for(path: Path, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not path.exists():
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def test_a_browser_opens_only_when_there_is_one_and_not_under_ci(project, tmp_path):
+    """With a display, `moss ui` opens the board in the user's browser; under CI, with
+    --no-open, or without a display it only prints the URL."""
+    opened, env = fake_browser(tmp_path)
     with board(project, env=env, open_flag="") as (url, port, token):
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not opened.exists():
-            time.sleep(0.05)
-        assert opened.read_text().split() == [url]
+        [seen] = wait_for(opened).split()
+        assert seen.startswith(f"http://127.0.0.1:{port}/?code=")
     for extra, flag in (({"CI": "true"}, ""), ({}, "--no-open"), ({"DISPLAY": ""}, "")):
         opened.unlink(missing_ok=True)
         with board(project, env={**env, **extra}, open_flag=flag) as (url, port, token):
-            # serving; a browser would have been opened before (webbrowser waits for $BROWSER)
+            # serving: the browser's thread starts before the server does
             assert request(port, "GET", "/?token=" + token)[0] == 303
         assert not opened.exists(), (extra, flag)
+
+
+class OpenedBoard:
+    """`moss ui` with a display and a $BROWSER that notes its command line (fake_browser), as
+    its user starts it: the port and token it printed, the browser's command line, and, once it
+    stopped, what it wrote on stderr."""
+
+    def __init__(self, project, tmp_path):
+        opened, env = fake_browser(tmp_path)
+        self.proc, self.stderr = project.popen("ui", env=env), ""
+        try:
+            seen = ""
+            while (m := URL.search(seen)) is None:
+                line = self.proc.stdout.readline()
+                assert line, self.proc.stderr.read()
+                seen += line
+            self.port, self.token = int(m.group(2)), m.group(3)
+            self.argv = wait_for(opened)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __enter__(self) -> "OpenedBoard":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        _, self.stderr = self.proc.communicate(timeout=10)
+
+
+def test_the_browser_is_handed_a_one_time_code_never_the_token(project, tmp_path):
+    """The browser's command line (and every other one on the machine, moss's own too) holds no
+    token: only a code, which the board exchanges once for the cookie. A local user who read it
+    from `ps` and presents it again is refused, and the terminal says the code came back."""
+    with OpenedBoard(project, tmp_path) as ui:
+        port, token, argv = ui.port, ui.token, ui.argv
+        assert token not in argv
+        [code] = re.findall(r"\?code=([A-Za-z0-9_-]+)$", argv.strip())
+        assert not [pid for pid, cmdline in command_lines() if token in cmdline]
+        # the opened browser's first request: the cookie, and the page without the code
+        status, headers, _ = request(port, "GET", f"/sessions?code={code}")
+        assert status == 303 and headers["location"] == "/sessions"
+        assert headers["set-cookie"].startswith(f"moss_board_{port}={token};")
+        assert request(port, "GET", "/sessions", headers={"Cookie": f"moss_board_{port}={token}"})[0] == 200
+        # the same code again (read from the process list): refused, no cookie
+        status, headers, text = request(port, "GET", f"/?code={code}")
+        assert status == 403 and "used already" in text and "set-cookie" not in headers
+        status, _, text = request(port, "GET", "/?code=" + "x" * len(code))
+        assert status == 403 and "wrong code" in text
+    assert "one-time code was presented again and refused" in ui.stderr
+
+
+def command_lines():
+    """(pid, command line) of every process this user can see, as `ps` shows them."""
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                yield int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                pass
 
 
 WATCHER = r'''
@@ -533,3 +624,90 @@ def test_the_wild_loop_banner_shows_the_stage_the_loop_is_in_now(project):
     assert status == 200
     assert "Wild Loop: <b>running</b>" in text and "iteration <b>1</b>" in text
     assert '<b id="open-alerts">0</b>' in text and "Wild Loop: <b>alert</b>" not in text
+
+
+def _guard(clock=None):
+    """The board's guard around an app that notes what reached it, as `moss ui` builds it."""
+    from moss.board.security import Guard
+
+    reached = []
+
+    async def app(scope, receive, send):
+        reached.append(scope["type"])
+
+    kw = {"clock": clock} if clock else {}
+    return Guard(app, "t" * 43, ["127.0.0.1:8000", "localhost:8000"], 8000, **kw), reached
+
+
+def _asgi(guard, scope: dict) -> list[dict]:
+    """What `guard` sends for one request of `scope` (a websocket asks to connect first)."""
+    import asyncio
+
+    sent = []
+
+    async def receive():
+        return {"type": "websocket.connect"} if scope["type"] == "websocket" else {"type": "http.request"}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(guard({"headers": [], "query_string": b"", "path": "/", **scope}, receive, send))
+    return sent
+
+
+def test_a_websocket_passes_the_checks_a_post_does_and_unknown_requests_reach_nothing():
+    """No route takes a websocket today; one added later is already behind the guard: without
+    the cookie, from another Origin or under a rebound Host name it is closed before it is
+    accepted (the server answers 403). A kind of request the guard does not know reaches nothing."""
+    guard, reached = _guard()
+    good = [(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000"),
+            (b"cookie", b"moss_board_8000=" + b"t" * 43)]
+    for bad in ([h for h in good if h[0] != b"cookie"],
+                [h if h[0] != b"origin" else (b"origin", b"http://evil.example") for h in good],
+                [h if h[0] != b"host" else (b"host", b"evil.example:8000") for h in good],
+                [h if h[0] != b"cookie" else (b"cookie", b"moss_board_8000=wrong") for h in good]):
+        assert _asgi(guard, {"type": "websocket", "headers": bad}) == [{"type": "websocket.close", "code": 1008}]
+    assert reached == []
+    for kind in ("webtransport", "http.request", ""):
+        assert _asgi(guard, {"type": kind, "headers": good}) == []
+    assert reached == []
+    _asgi(guard, {"type": "websocket", "headers": good})
+    assert reached == ["websocket"]
+
+
+def test_a_one_time_code_expires():
+    """A code not exchanged within a minute is refused (the browser was not opened, or hung)."""
+    from moss.board.security import CODE_TTL
+
+    now = [1000.0]
+    guard, _ = _guard(clock=lambda: now[0])
+    code, late = guard.one_time_code(), guard.one_time_code()
+    host = [(b"host", b"127.0.0.1:8000")]
+    [start, _body] = _asgi(guard, {"type": "http", "method": "GET", "headers": host,
+                                   "query_string": f"code={code}".encode()})
+    assert start["status"] == 303
+    now[0] += CODE_TTL + 1
+    [start, body] = _asgi(guard, {"type": "http", "method": "GET", "headers": host,
+                                  "query_string": f"code={late}".encode()})
+    assert start["status"] == 403 and b"expired" in body["body"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="presenting the code as another user needs root to become one")
+def test_a_one_time_code_from_another_users_connection_is_refused(project, tmp_path):
+    """Another local user who reads the code from `ps` and races the browser to the board is
+    refused (the connection's socket is theirs), and the code stays good for the browser."""
+    import subprocess
+
+    with OpenedBoard(project, tmp_path) as ui:
+        port = ui.port
+        [code] = re.findall(r"\?code=([A-Za-z0-9_-]+)$", ui.argv.strip())
+        other = subprocess.run(
+            ["/usr/bin/python3", "-I", "-c",
+             "import http.client, sys\n"
+             f"c = http.client.HTTPConnection('127.0.0.1', {port}, timeout=30)\n"
+             f"c.request('GET', '/?code={code}', headers={{'Host': '127.0.0.1:{port}'}})\n"
+             "r = c.getresponse(); print(r.status, r.read().decode())"],
+            user=65534, group=65534, cwd="/", capture_output=True, text=True, timeout=60)
+        assert other.stdout.startswith("403 ") and "user who started" in other.stdout, other
+        status, headers, _ = request(port, "GET", f"/?code={code}")
+        assert status == 303 and "set-cookie" in headers

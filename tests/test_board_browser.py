@@ -10,13 +10,14 @@ tests/artifacts/, git-ignored). Waits are on conditions (WebDriverWait), never s
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
 
 import pytest
 from boardserver import board
-from browserkit import BROWSER_MARKS, chromium, shot, text_of, wait
+from browserkit import BROWSER_MARKS, CHROMIUM, chromium, shot, text_of, wait
 from conftest import FIXTURES, STORY_PROVIDER
 from fakeapi import FakeAPI, slow, state_of
 
@@ -374,6 +375,43 @@ def test_the_child_tree_nests_and_each_child_opens_its_page(project, browser):
         inner[0].find_element(By.LINK_TEXT, "p7-1-1").click()
         wait(browser, lambda d: "the reply of p7-1-1" in text_of(d, "#stream"), what="the grandchild's page")
         assert "Session p7-1-1" in text_of(browser, "h1")
+
+
+def test_the_browser_moss_opens_gets_in_with_a_code_nobody_can_replay(project, browser, tmp_path):
+    """`moss ui` opens the user's browser (Debian's chromium, headless, as $BROWSER) with a
+    one-time code on its command line, never the token: chromium shows the board; the command
+    line it was started with, which every local user reads in `ps`, holds no token; the code
+    read from it gets a second browser nothing; and a link whose path begins with a backslash
+    (`/\\evil.example/`, which a browser reads as `//evil.example/`) keeps the browser on the board."""
+    from test_board import SID, saved_session
+
+    saved_session(project)
+    argv, dom = tmp_path / "argv.txt", tmp_path / "dom.html"
+    launcher = tmp_path / "browser.sh"
+    launcher.write_text(f"""#!/bin/sh
+printf '%s\\n' "$*" > {argv}
+{CHROMIUM} --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \\
+  --user-data-dir={tmp_path / "profile"} --dump-dom "$1" > {dom}.part 2> {tmp_path / "chromium.log"} && mv {dom}.part {dom}
+""")
+    launcher.chmod(0o755)
+    env = {"BROWSER": str(launcher), "DISPLAY": ":0", "CI": ""}  # (a CI running this test sets CI)
+    with board(project, env=env, open_flag="") as (url, port, token):
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not dom.exists():
+            time.sleep(0.1)
+        assert dom.exists(), (tmp_path / "chromium.log").read_text()[-2000:]
+        page = dom.read_text()
+        assert "<h1>Sessions</h1>" in page and SID in page  # chromium got in, with the code alone
+        line = argv.read_text()
+        assert token not in line
+        [code] = re.findall(r"\\?code=([A-Za-z0-9_-]+)", line)
+        browser.get(f"http://127.0.0.1:{port}/sessions?code={code}")
+        wait(browser, lambda d: "used already" in text_of(d, "body"), what="the replayed code's refusal")
+        assert "Sessions" not in browser.title
+        for path in ("/%5Cevil.example/", "/\\evil.example/", "/%09/evil.example/"):
+            browser.get(f"http://127.0.0.1:{port}{path}?token={token}")
+            assert browser.current_url.startswith(f"http://127.0.0.1:{port}/"), (path, browser.current_url)
+        shot(browser, "offsite-link-stays")
 
 
 def test_chromium_is_what_ci_installs():

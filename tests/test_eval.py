@@ -261,6 +261,25 @@ def test_bad_input_is_one_clear_line(project, words, message):
     assert r.returncode == 2 and message in r.stderr, r.stderr
 
 
+def test_a_variant_holding_a_link_to_a_secret_is_refused_before_any_attempt(project, api, tmp_path):
+    """`moss eval --variant` with a folder whose `scripts/notes.md` links to the user's SSH key
+    (which the attempt's agent could `cat` in its `.moss/`): refused in one line naming the
+    link, exit 2, before any attempt or model call, and the key's text is in no file moss wrote."""
+    eval_project(project)
+    key = tmp_path / "dot-ssh" / "id_ed25519"
+    key.parent.mkdir()
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n")
+    variant = project.write("variants/keyed/config.toml", '[llm]\nmodel = "lazy"\n').parent
+    (variant / "scripts").mkdir()
+    os.symlink(key, variant / "scripts" / "notes.md")
+    out = project.root / "results"
+    r = project.moss("eval", "suite", "--variant", f"keyed={variant}", "--out", str(out), env=api.env(), timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "scripts/notes.md is a link to" in r.stderr and "outside the variant folder" in r.stderr, r.stderr
+    assert rows_of(out) == [] and not api.requests
+    assert not [p for p in out.rglob("*") if p.is_file() and "OPENSSH" in p.read_text(errors="replace")]
+
+
 def _results(path: Path, passes: dict[str, bool | None], cell: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps({"key": f"{t}|{cell}|1", "task": t, "cell": cell, "trial": 1, "passed": p,

@@ -81,3 +81,74 @@ def test_a_real_config_is_copied_when_trusted_and_left_out_when_not(tmp_path):
     home2.mkdir()
     copy2 = copies.make(_task(repo), home2, project_root=root, project_trusted=False, variant=None)
     assert not (copy2 / ".moss" / "config.toml").exists()
+
+
+def test_a_variant_link_that_leaves_the_folder_is_refused_and_its_target_never_copied(tmp_path):
+    """A variant folder holding `scripts/notes.md` as a link to the user's SSH key: the copy is
+    refused, naming the link, and the key's text is nowhere in the attempt's folder. A link
+    that stays inside the variant (a role pointing at a module beside it, the config itself)
+    arrives as a link inside the copy, to the copied file."""
+    import pytest
+
+    from moss.errors import MossError
+
+    root, repo = _project(tmp_path)
+    key = tmp_path / "dot-ssh" / "id_ed25519"
+    key.parent.mkdir()
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n")
+    variant = tmp_path / "variant"
+    (variant / "scripts" / "roles").mkdir(parents=True)
+    (variant / "scripts" / "lib.lua").write_text("return { x = 1 }\n")
+    os.symlink("../lib.lua", variant / "scripts" / "roles" / "alias.lua")
+    (variant / "real.toml").write_text('[llm]\nmodel = "from-variant"\n')
+    os.symlink("real.toml", variant / "config.toml")
+    os.symlink(key, variant / "scripts" / "notes.md")
+    home = tmp_path / "home"
+    home.mkdir()
+    with pytest.raises(MossError) as e:
+        copies.make(_task(repo), home, project_root=root, project_trusted=False, variant=variant)
+    assert e.value.kind == "usage" and "scripts/notes.md is a link to" in e.value.message
+    assert "outside the variant folder" in e.value.message
+    leaked = [p for p in home.rglob("*") if p.is_file() and "OPENSSH" in p.read_text(errors="replace")]
+    assert leaked == []
+
+    (variant / "scripts" / "notes.md").unlink()
+    home2 = tmp_path / "home2"
+    home2.mkdir()
+    copy = copies.make(_task(repo), home2, project_root=root, project_trusted=False, variant=variant)
+    alias = copy / ".moss" / "scripts" / "roles" / "alias.lua"
+    assert alias.is_symlink() and os.readlink(alias) == "../lib.lua" and alias.read_text() == "return { x = 1 }\n"
+    assert 'model = "from-variant"' in (copy / ".moss" / "config.toml").read_text()
+    # a link to a folder outside, and a fifo, are refused the same way
+    os.symlink(key.parent, variant / "scripts" / "keys")
+    with pytest.raises(MossError, match="scripts/keys is a link to"):
+        copies.variant_entries(variant)
+    (variant / "scripts" / "keys").unlink()
+    os.mkfifo(variant / "scripts" / "pipe")
+    with pytest.raises(MossError, match="scripts/pipe is not a regular file"):
+        copies.variant_entries(variant)
+
+
+def test_a_variant_file_replaces_the_projects_link_at_its_path_without_writing_through_it(tmp_path):
+    """The trusted project's `.moss/scripts/x.lua` is a link (copied as a link) to a file
+    outside; the variant brings its own `scripts/x.lua`, and a link at the path of another of
+    the project's files: the copy holds the variant's file and link, and the file outside is
+    unchanged."""
+    root, repo = _project(tmp_path)
+    outside = tmp_path / "outside.lua"
+    outside.write_text("return 'outside'\n")
+    (root / ".moss" / "scripts").mkdir()
+    os.symlink(outside, root / ".moss" / "scripts" / "x.lua")
+    (root / ".moss" / "scripts" / "y.lua").write_text("return 'project'\n")
+    variant = tmp_path / "variant"
+    (variant / "scripts").mkdir(parents=True)
+    (variant / "scripts" / "x.lua").write_text("return 'variant'\n")
+    (variant / "scripts" / "z.lua").write_text("return 'z'\n")
+    os.symlink("z.lua", variant / "scripts" / "y.lua")
+    home = tmp_path / "home"
+    home.mkdir()
+    copy = copies.make(_task(repo), home, project_root=root, project_trusted=True, variant=variant)
+    assert outside.read_text() == "return 'outside'\n"
+    x = copy / ".moss" / "scripts" / "x.lua"
+    assert not x.is_symlink() and x.read_text() == "return 'variant'\n"
+    assert os.readlink(copy / ".moss" / "scripts" / "y.lua") == "z.lua"

@@ -553,15 +553,55 @@ def test_a_batch_on_ray_ends_as_it_does_locally_with_the_same_patches(project, k
     assert rows[0][-1] == "job" and {r[0]: r[-1] for r in rows[1:]} == jobs
 
 
+# A provider's *_BASE_URL as gateways take keys in it: every one would reach the job list.
+BASE_URLS_WITH_MORE = [
+    "https://me:s3cret-pass@gateway.example",
+    f"https://gateway.example/v1?key={KEY}",
+    "https://gw.example.com/v1?code=Kf8Zq2Lm",
+    "https://gw.example.com/openai?subscription-key=0f3c9a",
+    "https://gw.example.com/v1?",
+    "https://gw.example.com/v1#key=Kf8Zq2Lm",
+    f"https://gw.example.com/v1/{KEY}",
+    "https://gw.example.com/t/Ab3dEf6hIj9kLm2nOp5qRs8t/v1",
+    "https://gw.example.com/k/0123456789abcdef0123456789abcdef/v1",
+    "https://gw.example.com/v1;key=Kf8Zq2Lm",
+    "https://gw.example.com/v1/%4Bf8Zq",
+    "http://gw.example.com:notaport/v1",
+    "gw.example.com/v1",
+]
+
+
 def test_only_plain_base_urls_travel_to_the_cluster():
     """What a job's `env_vars` may carry from the driver (anyone reading the job list sees it):
-    a provider's `*_BASE_URL`, but not one with a password or a key in it, and nothing else."""
-    from moss.eval.ray_executor import travels
+    a provider's `*_BASE_URL` of scheme, host, port and a plain path, nothing else; one that
+    holds more (a password, a query, a fragment, a key in its path) is refused, saying why and
+    what to do, rather than left out (the job would then send the node's key elsewhere)."""
+    from moss.errors import MossError
+    from moss.eval.ray_executor import job_env, travels
 
     assert travels("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
     assert travels("OPENAI_BASE_URL", "https://gateway.example/v1")
-    assert not travels("ANTHROPIC_BASE_URL", "https://me:s3cret-pass@gateway.example")
-    assert not travels("OPENAI_BASE_URL", f"https://gateway.example/v1?key={KEY}")
+    assert travels("OPENAI_BASE_URL", "https://gw.example/openai/deployments/gpt-4o-mini-2024-07-18-prod")
     assert not travels("ANTHROPIC_API_KEY", KEY)
     assert not travels("HOME", "/root")
+    assert job_env({"OPENAI_BASE_URL": "https://gateway.example/v1", "OPENAI_API_KEY": KEY, "HOME": "/root"}) == \
+        {"OPENAI_BASE_URL": "https://gateway.example/v1", "PYTHONUNBUFFERED": "1"}
+    for url in BASE_URLS_WITH_MORE:
+        assert not travels("OPENAI_BASE_URL", url), url
+        with pytest.raises(MossError) as e:
+            job_env({"OPENAI_BASE_URL": url})
+        msg = e.value.message
+        assert msg.startswith("OPENAI_BASE_URL cannot go to the Ray cluster: ") and "ray start" in msg, msg
+        assert "Kf8Zq2Lm" not in msg and KEY not in msg and "s3cret" not in msg  # the message repeats no secret
 
+
+def test_a_base_url_with_a_key_in_it_stops_the_eval_before_the_cluster_is_asked(project, api):
+    """`moss eval --executor ray` with OPENAI_BASE_URL holding a key in its query: one line
+    saying why and what to do, exit 2, before any job is submitted or the cluster asked (there
+    is none at that address)."""
+    fleet_project(project, tasks=("count-functions",))
+    r = project.moss("eval", "suite", "--executor", "ray", "--ray-address", "http://127.0.0.1:9",
+                     env={**api.env(), "OPENAI_BASE_URL": f"https://gw.example.com/v1?key={KEY}"})
+    assert r.returncode == 2, r.stderr
+    assert "OPENAI_BASE_URL cannot go to the Ray cluster: it has a query" in r.stderr, r.stderr
+    assert KEY not in r.stderr and "cannot reach the Ray cluster" not in r.stderr

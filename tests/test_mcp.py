@@ -13,6 +13,7 @@ from moss.api.session import read_checkpoint  # noqa: E402
 import http.client
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -410,6 +411,7 @@ def test_lua_script_calls_a_stdio_server(project):
         print("key", moss.mcp.call("t", "env", {name = "ANTHROPIC_API_KEY"}).text)
         print("token", moss.mcp.call("t", "env", {name = "GH_TOKEN"}).text)
         print("cwd", moss.mcp.call("t", "cwd").text)
+        print("root", moss.mcp.call("t", "env", {name = "MOSS_PROJECT_ROOT"}).text)
         local f = moss.mcp.call("t", "fail", {message = "no such page"})
         print("fail", f.is_error, f.text)
         local ok, e = pcall(moss.mcp.call, "t", "nosuch", {})
@@ -427,7 +429,9 @@ def test_lua_script_calls_a_stdio_server(project):
     assert out["add"] == "42"
     assert out["value"] == "from-config"  # the server's own env
     assert out["key"] == "<unset>" and out["token"] == "<unset>"  # moss's secrets do not pass
-    assert out["cwd"] == str(project.root.resolve())
+    # it runs in moss's folder of the user's data folder, never the project, and is told the project
+    assert out["cwd"] == str(project.home / ".local/share/moss/mcp")
+    assert out["root"] == str(project.root.resolve())
     assert out["fail"] == "true\tError executing tool fail: no such page"
     assert out["unknown"].startswith("not_found\t") and "its tools: " in out["unknown"]
     assert out["noserver"] == "not_found"
@@ -439,7 +443,7 @@ def test_lua_script_calls_a_stdio_server(project):
 
 def test_servers_stop_when_moss_exits(project):
     user_server(project)
-    project.script("m", 'print(moss.mcp.call("t", "cwd").text)')
+    project.script("m", 'print(moss.mcp.call("t", "env", {name = "MOSS_PROJECT_ROOT"}).text)')
     pids_before = _server_pids()
     r = project.moss("@m")
     assert r.returncode == 0 and r.stdout.strip() == str(project.root.resolve()), r.stderr
@@ -459,6 +463,37 @@ def _server_pids() -> set[int]:
             except OSError:
                 pass
     return out
+
+
+def test_the_users_own_server_never_imports_the_repositorys_modules(project, api, tmp_path):
+    """A repository with no `.moss/` at all, only an `anyio.py` and a `json.py` at its root (each
+    leaves a mark when imported), and the user's own server `python -m usermcp` (a module in the
+    user's folder, on its PYTHONPATH), which `moss @agent` starts to offer its tools. Started in
+    the project, `python -m` would import the repository's modules before the SDK's. It starts in
+    moss's folder of the user's data folder instead: no mark, and it still works and knows the
+    project's root (MOSS_PROJECT_ROOT)."""
+    from test_eval import PLANTED
+
+    marker = tmp_path / "pwned"
+    for name in ("anyio.py", "json.py"):
+        (project.root / name).write_text(PLANTED.format(marker=str(marker)))
+    shutil.rmtree(project.root / ".moss")
+    mods = project.home / "mcpmods"
+    mods.mkdir()
+    (mods / "usermcp.py").write_text(f"import runpy\nrunpy.run_path({SERVER!r}, run_name='__main__')\n")
+    project.user_file("config.toml", f"""
+        [mcp.servers.u]
+        command = {json.dumps([sys.executable, "-m", "usermcp"])}
+        env = {{ PYTHONPATH = {json.dumps(str(mods))} }}
+        access = "read-only"
+    """)
+    root = str(project.root.resolve())
+    api.push('$(mcp u env {"name": "MOSS_PROJECT_ROOT"})',
+             lambda body: "$(answer " + ("told the root" if root in last_user_text(body) else "no root") + ")")
+    r = project.moss("@agent", "--v1", "-n", "--output-format", "json", "what is here", env=api.env())
+    assert not marker.exists(), marker.read_text()
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["answer"] == "told the root"
 
 
 @pytest.mark.slow

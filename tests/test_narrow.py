@@ -452,3 +452,55 @@ def test_every_declared_key_waits_for_trust_with_a_widening_value(cloned):
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         assert node in (None, 2), key  # absent, or the user's own value
+
+
+def test_a_limit_its_consumer_reads_as_no_limit_is_widening_and_a_negative_one_is_refused(cloned):
+    """Every "at most" key: a project's 0 (which its consumer reads as no limit) under the user's
+    2 waits for trust. A negative limit, which the consumers read as no limit or nonsense, is
+    refused wherever it is written, naming the file, line, column and key: the round-3 attack,
+    `[runs] max_parallel = -1` and `[agent.wild] max_time_s = -1` under the user's 2 and 600,
+    which `moss trust --status` called nothing to trust, now stops every command, running nothing."""
+    import math
+
+    import tomli_w
+
+    from moss.config import read_toml
+    from moss.errors import ConfigError
+    from moss.trust import limit_keys
+
+    user: dict = {}
+    project: dict = {}
+    at_most = [path for path, rule in limit_keys() if rule.test == "at-most"]
+    for path in at_most:
+        for tree, value in ((user, 2), (project, 0)):
+            node = tree
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+            node[path[-1]] = value
+    cloned.user_file("config.toml", tomli_w.dumps(user))
+    cloned.write(".moss/config.toml", tomli_w.dumps(project))
+    code, out = status(cloned)
+    assert code == 1
+    for path in at_most:
+        assert waiting(out, ".".join(path)), path
+    # the rules alone, whatever reaches them: nothing at or below 0 (or not a number) narrows 2
+    for path, rule in limit_keys():
+        if rule.test == "at-most":
+            assert rule.narrows(1, 2) and not any(rule.narrows(v, 2) for v in (0, -1, -0.5, -math.inf, math.nan)), path
+        else:
+            assert rule.narrows(300, 200) and not any(rule.narrows(v, 200) for v in (-1, -math.inf, math.nan)), path
+
+    cloned.user_file("config.toml", '[runs]\nmax_parallel = 2\n[agent.wild]\nmax_time_s = 600\n')
+    cloned.write(".moss/config.toml", '[runs]\nmax_parallel = -1\n[agent.wild]\nmax_time_s = -1\n')
+    for words in (("trust", "--status"), ("@agent", "-n", "what is here")):
+        r = cloned.moss(*words)
+        assert r.returncode == 2 and r.stderr.strip() == \
+            "error: .moss/config.toml:2:1: runs.max_parallel must be a number, 0 or more, not -1", r.stderr
+        assert not (cloned.root / ".moss/agent/logs").exists()  # no session started
+    # every limit key, in either file, as the file's reader sees it
+    for path, _rule in limit_keys():
+        for bad in (-1, -0.5, "-inf", "inf", "nan"):
+            f = cloned.home / "limit.toml"
+            f.write_text(f"[{'.'.join(path[:-1])}]\n{path[-1]} = {bad}\n")
+            with pytest.raises(ConfigError, match=rf"limit.toml:2:1: {re.escape('.'.join(path))} must be a number"):
+                read_toml(f)

@@ -141,13 +141,36 @@ def test_fifos_and_dev_zero_links_among_locks_and_running_markers_are_skipped(re
     r = agent(repo, api, "$(run echo hi > out.txt)", "$(answer done)", timeout=120)
     assert r.returncode == 0, r.stderr
     assert (repo.root / "out.txt").read_text() == "hi\n"
-    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: skipped .moss/agent/")]
-    assert any("locks/4242-1.json" in w and "named pipe" in w for w in warnings), r.stderr
-    assert any("locks/4243-1.json" in w and "symlink" in w for w in warnings), r.stderr
-    assert len(warnings) == len(set(warnings))  # once each, not once per poll
+    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: skipped ")]
+    [locks] = [w for w in warnings if ".moss/agent/locks/" in w]  # one line for the folder, not one per poll
+    assert "2 entries" in locks and "1 named pipe" in locks and "1 symlink" in locks, locks
+    assert "4242-1.json" in locks and "4243-1.json" in locks, locks
+    assert len(warnings) == len(set(warnings))
     listing = repo.moss("sessions", "list", timeout=60)
     assert "Traceback" not in listing.stderr
-    assert any("running/4242-1.json" in ln for ln in listing.stderr.splitlines())
+    assert any(".moss/agent/running/" in ln and "4242-1.json" in ln for ln in listing.stderr.splitlines())
+
+
+def test_a_flood_of_planted_links_is_one_warning_line_per_folder(repo, api, tmp_path):
+    """2,100 links planted among the lock files and 300 among the running markers (in round 3
+    they gave 2,110 warning lines): one line for each folder, with the count, what they are and
+    the first names; the session works as usual."""
+    agent_dir = repo.root / ".moss" / "agent"
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    for sub, n in (("locks", 2100), ("running", 300)):
+        (agent_dir / sub).mkdir(parents=True)
+        for i in range(n):
+            os.symlink(outside, agent_dir / sub / f"{4000 + i}-1.json")
+    r = agent(repo, api, "$(run echo hi > out.txt)", "$(answer done)", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (repo.root / "out.txt").read_text() == "hi\n"
+    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("warning: ")]
+    [locks] = [w for w in warnings if ".moss/agent/locks/" in w]
+    assert locks.startswith("warning: skipped 2,100 entries in .moss/agent/locks/") and "(2,100 symlinks)" in locks
+    assert "4000-1.json, 4001-1.json, 4002-1.json and 2,097 more" in locks and len(locks) < 300, locks
+    assert len(warnings) <= 2, warnings  # and at most one for the running markers
+    assert [w for w in warnings if ".moss/agent/running/" in w] in ([], [w for w in warnings if "300 entries" in w])
 
 
 def _dead_pid() -> int:

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from agentmodel import Model
+from conftest import needs_bwrap
 
 EVIL_AGENT = 'print("PROJECT AGENT RAN")\n'
 
@@ -243,3 +244,40 @@ def test_a_trusted_projects_role_gets_no_more_access_than_the_user_allows(crate,
                    "How many variants does Provider have?", env=api.env())
     assert r.returncode == 0 and r.stdout.strip() == "13", r.stderr
     assert "role: refactorer (--refactor)" in r.stderr
+
+
+MY_ROLE = """
+local base = require("roles.explorer")
+return { name = "myrole", description = "my own role", access = "edit", commands = { "view", "run" },
+         prompts = base.prompts }
+"""
+
+
+@needs_bwrap
+def test_a_project_file_that_replaces_a_users_role_gets_no_more_access_than_the_user_allows(project, api):
+    """The user caps projects at read-shell and has a role of their own at edit. A trusted
+    project ships `roles/myrole.lua` = `{ extends = "myrole" }` (which lays the user's role
+    under it), and a new role that extends "myrole" and so loads the project's file: either way
+    the session runs the project's code in place of the user's, and is refused edit before any
+    model call, so `$(run touch pwned)` never runs. Without the project's file the user's own
+    role runs at edit (the control)."""
+    project.user_file("config.toml", '[trust]\nmax_access = "read-shell"\n')
+    project.user_file("scripts/roles/myrole.lua", MY_ROLE)
+    project.write(".moss/scripts/roles/myrole.lua", 'return { extends = "myrole" }\n')
+    project.write(".moss/scripts/roles/helper.lua", 'return { extends = "myrole", name = "helper" }\n')
+    for role in ("myrole", "helper"):
+        api.replies.clear()
+        api.push("$(run touch pwned)", "$(answer done)")
+        r = project.moss("@agent", "--provider", "anthropic", "--v1", "-n", "--role", role, "--auto-approve", "high",
+                         "tidy up", env=api.env())
+        assert r.returncode == 2, r.stderr
+        assert "above your [trust] max_access read-shell" in r.stderr and "roles/myrole.lua" in r.stderr, r.stderr
+        assert not (project.root / "pwned").exists() and api.requests == []
+    (project.root / ".moss/scripts/roles/myrole.lua").unlink()
+    (project.root / ".moss/scripts/roles/helper.lua").unlink()
+    api.replies.clear()
+    api.push("$(run touch pwned)", "$(answer done)")
+    r = project.moss("@agent", "--provider", "anthropic", "--v1", "-n", "--role", "myrole", "--auto-approve", "high",
+                     "tidy up", env=api.env())
+    assert r.returncode == 0, r.stderr
+    assert (project.root / "pwned").exists()

@@ -6,7 +6,8 @@ refuses `full` unless the user allowed it (--allow-full or [agent] allow_full = 
 The user's [trust] max_access holds what a trusted project chose, here, whatever its Lua does:
 a level above it is refused when the caller says a config key chose it and that key came from
 the project's .moss/config.toml (`opts.chosen_by`, checked against the trust record), and in any
-session where a project file replaces one of moss's own scripts or modules (Context.project_code).
+session where a project file replaces one of moss's or the user's own scripts or modules
+(Context.project_code).
 """
 
 from __future__ import annotations
@@ -60,5 +61,5 @@ def _within_trust(ctx, level: str, opts: dict) -> None:
                         f"in your user config", kind="config")
     if ctx.project_code:
         raise MossError(f"access level {level} is above your [trust] max_access {limit}: this session runs the "
-                        f"project's own {ctx.project_code} in place of moss's; raise max_access in your user "
+                        f"project's own {ctx.project_code} in place of moss's or yours; raise max_access in your user "
                         f"config (~/.config/moss/config.toml) to allow it", kind="denied")

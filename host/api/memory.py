@@ -45,14 +45,15 @@ def kinds(root: Path) -> list[str]:
 
     d = memory_dir(root)
     out = []
-    for name in storage.listed(d):
-        if not name.endswith(".md") or not KIND_RE.match(name[:-3]):
-            continue
-        st = storage.lstat(d / name)
-        if st is not None and stat.S_ISREG(st.st_mode):
-            out.append(name[:-3])
-        elif st is not None and not stat.S_ISDIR(st.st_mode):
-            storage.skipped(d / name, "not a regular file (a link, a fifo or a device); moss does not read it")
+    with storage.Skips(d) as skip:
+        for name in storage.listed(d):
+            if not name.endswith(".md") or not KIND_RE.match(name[:-3]):
+                continue
+            st = storage.lstat(d / name)
+            if st is not None and stat.S_ISREG(st.st_mode):
+                out.append(name[:-3])
+            elif st is not None and not stat.S_ISDIR(st.st_mode):
+                skip(d / name, "not a regular file (a link, a fifo or a device); moss does not read it")
     return out
 
 

@@ -588,20 +588,21 @@ def functions(ctx):
     def logs():
         out: list[dict] = []
         folder = agent_dir(ctx.root) / "logs"
-        for name in storage.listed(folder):
-            if not name.endswith(".jsonl"):
-                continue
-            p = folder / name
-            try:
-                with storage.open_read(p) as f:
-                    mtime = os.fstat(f.fileno()).st_mtime
-                    lines = sum(1 for _ in f)
-            except FileNotFoundError:
-                continue
-            except UnsafePath as e:
-                storage.skipped(p, e)  # a link, a folder or a pipe where a log should be
-                continue
-            out.append({"id": p.stem, "path": str(p), "events": lines, "mtime": mtime})
+        with storage.Skips(folder) as skip:
+            for name in storage.listed(folder):
+                if not name.endswith(".jsonl"):
+                    continue
+                p = folder / name
+                try:
+                    with storage.open_read(p) as f:
+                        mtime = os.fstat(f.fileno()).st_mtime
+                        lines = sum(1 for _ in f)
+                except FileNotFoundError:
+                    continue
+                except UnsafePath as e:
+                    skip(p, e)  # a link, a folder or a pipe where a log should be
+                    continue
+                out.append({"id": p.stem, "path": str(p), "events": lines, "mtime": mtime})
         out.sort(key=lambda d: d["mtime"])
         return out
 

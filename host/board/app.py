@@ -290,8 +290,8 @@ def _can_open_browser() -> bool:
 
 
 def serve(root: Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True) -> None:
-    """Bind, print the URL (with its token), open a browser when there is one, serve until
-    Ctrl-C."""
+    """Bind, print the URL (with its token), open a browser when there is one (with a one-time
+    code: security.Guard), serve until Ctrl-C."""
     import uvicorn
 
     if host in ("0.0.0.0", "::", ""):
@@ -320,8 +320,12 @@ def serve(root: Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: b
     print(f"moss ui: {url}", flush=True)
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
     if open_browser and _can_open_browser():
+        # The browser's command line is every local user's to read (ps): it gets a one-time code,
+        # never the token. Opened beside the server: webbrowser waits for a $BROWSER to exit.
+        import threading
         import webbrowser
 
-        webbrowser.open(url)
+        opened = f"http://{shown}:{port}/?code={app.one_time_code()}"
+        threading.Thread(target=webbrowser.open, args=(opened,), daemon=True, name="moss-ui-browser").start()
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="off")
     uvicorn.Server(config).run(sockets=[sock])

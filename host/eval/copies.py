@@ -10,7 +10,9 @@ repository brought is dropped; the copy's ``.moss/`` holds exactly:
    the user's own config);
 2. the cell's variant folder laid over it: its ``config.toml`` merged key by key over the
    project's, every other file put at the same path under ``.moss/`` (so ``scripts/roles/x.lua``
-   replaces that role). The user named the variant on the command line: it is theirs.
+   replaces that role). The user named the variant on the command line: it is theirs, but a
+   link in it is copied as a link only when it stays inside the variant folder; one that leaves
+   it is refused (variant_entries), never followed to copy what it points at.
 """
 
 from __future__ import annotations
@@ -77,19 +79,48 @@ def remove(home: Path | None) -> None:
 def _overlay(variant: Path, moss_dir: Path, config: dict) -> dict:
     from ..config import deep_merge
 
+    for rel, link in variant_entries(variant):
+        if rel == Path("config.toml"):
+            config = deep_merge(config, _toml(variant.resolve() / link if link is not None else variant / rel))
+            continue
+        target = moss_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_file():  # the project's file (or link) there: replaced, not written through
+            target.unlink()
+        if link is not None:  # a link that stays inside the variant: the same link, inside the copy
+            os.symlink(os.path.relpath(moss_dir / link, target.parent), target)
+        else:
+            shutil.copyfile(variant / rel, target, follow_symlinks=False)
+    return config
+
+
+def variant_entries(variant: Path) -> list[tuple[Path, Path | None]]:
+    """(path in `variant`, None) for each regular file, (path, its target's path in `variant`)
+    for each link, whose target must lie in the variant folder: a link that leaves it (a
+    `scripts/notes.md` pointing at ~/.ssh/id_ed25519) would put a file from elsewhere into the
+    attempt's `.moss/`, where the agent reads it. That, and anything that is neither a file, a
+    folder nor a link (a fifo, a device), is refused, naming it."""
     if not variant.is_dir():
         raise MossError(f"--variant: {variant} is not a folder", kind="usage")
-    for dirpath, _dirs, files in os.walk(variant):
-        for name in files:
-            src = Path(dirpath) / name
-            rel = src.relative_to(variant)
-            if rel == Path("config.toml"):
-                config = deep_merge(config, _toml(src))
-                continue
-            target = moss_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, target)
-    return config
+    real = variant.resolve()
+    out: list[tuple[Path, Path | None]] = []
+    for dirpath, dirs, files in os.walk(variant):
+        for name in sorted(dirs + files):
+            path = Path(dirpath) / name
+            rel = path.relative_to(variant)
+            if path.is_symlink():
+                to = Path(os.path.realpath(path))
+                if to != real and not to.is_relative_to(real):
+                    raise MossError(f"--variant {variant}: {rel} is a link to {os.readlink(path)}, outside the "
+                                    f"variant folder; moss copies nothing from outside it into an attempt (copy "
+                                    f"the file into the variant, or remove the link)", kind="usage")
+                out.append((rel, to.relative_to(real)))
+            elif name in files and not path.is_file():
+                raise MossError(f"--variant {variant}: {rel} is not a regular file, a folder or a link",
+                                kind="usage")
+            elif name in files:
+                out.append((rel, None))
+    return out
 
 
 def _toml(path: Path) -> dict:

@@ -27,8 +27,9 @@ attempt). A job the eval stopped itself (the budget, Ctrl-C) is listed in ``ray.
 counted as a failed try.
 
 No credential travels: the job's ``env_vars`` carry only ``*_BASE_URL`` variables (where the
-model is, not how to sign in) and the entrypoint only the attempt; the job reads its key from
-the node (host/eval/remote.py).
+model is, not how to sign in: scheme, host, port and a plain path; one that holds more is
+refused, job_env) and the entrypoint only the attempt; the job reads its key from the node
+(host/eval/remote.py).
 """
 
 from __future__ import annotations
@@ -67,17 +68,60 @@ _TRAVELS = re.compile(r"^[A-Z][A-Z0-9_]*_BASE_URL$")  # not secret: where a prov
 
 def travels(name: str, value: str) -> bool:
     """Whether the driver's variable `name` may go in a job's `env_vars`, which anyone who can
-    read the cluster's job list sees: only `*_BASE_URL` (where a provider is), and only when
-    its value holds nothing secret-looking and no `user:password@` part."""
-    if not _TRAVELS.match(name) or redact.text(value) != value:
-        return False
+    read the cluster's job list sees: only `*_BASE_URL` (where a provider is), and only a plain
+    one (base_url_problem)."""
+    return bool(_TRAVELS.match(name)) and base_url_problem(value) is None
+
+
+_PLAIN_PATH = re.compile(r"^[A-Za-z0-9._~/-]*$")
+_KEYLIKE = re.compile(r"^(?=[A-Za-z0-9]*[A-Za-z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,}$")
+
+
+def base_url_problem(value: str) -> str | None:
+    """Why `value` is more than where a provider is (so it must not reach the job list), or
+    None for scheme://host[:port][/path] alone. Gateways take keys in a query (`?key=`,
+    `?code=`, `?subscription-key=`), a user:password part or the path; a run of 20 or more
+    letters and digits, mixed, between the path's `/`, `-`, `_` and `.` counts as a key (a
+    model's name, `gpt-4o-mini-2024-07-18`, or a UUID has none)."""
     from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(value)
+        parts.port  # noqa: B018 - a port that is not a number raises here
     except ValueError:
-        return False
-    return parts.username is None and parts.password is None
+        return "it is not a URL moss can read"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "it is not an http(s) URL with a host"
+    if parts.username is not None or parts.password is not None:
+        return "it holds a user name or password (user:password@)"
+    if parts.query or "?" in value:
+        return "it has a query (?...), where gateways take keys"
+    if parts.fragment or "#" in value:
+        return "it has a fragment (#...)"
+    if not _PLAIN_PATH.match(parts.path):
+        return "its path holds characters a plain path does not (only letters, digits and . _ ~ - /)"
+    if redact.text(value) != value or any(_KEYLIKE.match(w) for w in re.split(r"[/_.-]", parts.path)):
+        return "its path holds a part that looks like a key"
+    return None
+
+
+def job_env(env) -> dict[str, str]:
+    """The variables a job's `env_vars` carry from the driver's environment `env`: each plain
+    `*_BASE_URL` and PYTHONUNBUFFERED. A `*_BASE_URL` that holds more is refused, saying why:
+    left out, the job would send the node's key to the provider's default endpoint instead."""
+    out = {}
+    for name, value in sorted(env.items()):
+        if not _TRAVELS.match(name):
+            continue
+        problem = base_url_problem(value)
+        if problem:
+            raise MossError(f"{name} cannot go to the Ray cluster: {problem}, and a job's environment is shown "
+                            f"to anyone who can reach the cluster's dashboard. Set {name} in the environment "
+                            f"`ray start` runs with on each node (as its key is) and unset it here, or use a "
+                            f"base URL of only scheme://host:port/path", kind="usage")
+        out[name] = value
+    out["PYTHONUNBUFFERED"] = "1"
+    return out
 
 
 def _zip(entries: list[tuple[str, bytes, int]]) -> tuple[str, bytes]:
@@ -211,6 +255,7 @@ class RayAttempts(AttemptExecutor):
         if isinstance(retries, bool) or not isinstance(retries, (int, float)) or retries != int(retries) \
                 or not 0 <= retries <= 100:
             raise MossError(f"--retries must be a whole number from 0 to 100, got {retries!r}", kind="usage")
+        job_env(self.env)  # a base URL that cannot travel: said before the cluster is asked
         self.address = ray_jobs.resolve_address(opts.get("ray_address") or state.get("address"), self.env)
         self.client = ray_jobs.RayJobs(self.address)
         self.client.version()  # unreachable: one clear line before any attempt
@@ -305,9 +350,7 @@ class RayAttempts(AttemptExecutor):
             mods.append(f"gcs://{name}")
             text = "@" + name
         entry = f"{PYTHON} -P -m moss.eval.remote {shlex.quote(text)}"  # -P: never a module from the job's folder
-        env = {k: v for k, v in self.env.items() if travels(k, v)}
-        env["PYTHONUNBUFFERED"] = "1"
-        return entry, {"py_modules": mods, "env_vars": env}
+        return entry, {"py_modules": mods, "env_vars": job_env(self.env)}
 
     # ---- one attempt -------------------------------------------------------------------------
     def run(self, spec: att.Spec, control: att.Control) -> dict:

@@ -77,6 +77,8 @@ class EvalRun:
                                   max_cost=_number(a, "max_cost", float), max_tokens=_number(a, "max_tokens", int),
                                   record=cassettes.file_for(self.record_dir, a["key"]) if self.record_dir else None,
                                   replay=self._recording(a) if self.replay_dir else None))
+        for variant in sorted({str(sp.variant) for sp in specs if sp.variant is not None}):
+            copies.variant_entries(Path(variant))  # a link out of a variant folder: refused before any attempt
         self.total = len(seen)
         self.skipped = self.total - len(specs)
         counted = [r for r in done.values() if r["key"] in seen]

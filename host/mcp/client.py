@@ -13,8 +13,10 @@ A server started here runs as the user, outside the sandbox, so using its tools 
 
 One `Client` per server through an anyio blocking portal, so synchronous Lua primitives can
 call it; `close()` (run at exit through ctx.services) stops every server. A stdio server gets
-a scrubbed environment (host/tools/sandbox.command_env) plus its own `env`, and its stderr
-goes to `.moss/agent/mcp/NAME.log`. What a server sends is untrusted: tool names that are not
+a scrubbed environment (host/tools/sandbox.command_env) plus its own `env`, PYTHONSAFEPATH=1
+and MOSS_PROJECT_ROOT (the project's root); it starts in a folder of moss's own in the user's
+data folder (neutral_folder), never in the project; its stderr goes to
+`.moss/agent/mcp/NAME.log`. What a server sends is untrusted: tool names that are not
 plain identifiers are left out, descriptions and schemas are sanitised and capped, results are
 sanitised like the model's text (ui.sanitize) and capped like every tool output, and every
 call has a deadline.
@@ -27,6 +29,7 @@ import re
 import threading
 import time
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 from ..errors import MossError
@@ -43,6 +46,23 @@ MAX_DESCRIPTION = 1_000
 MAX_SCHEMA = 8_000
 MAX_TOOLS = 200
 LEVELS = ACCESS_LEVELS  # weakest first, declared once in tools/sandbox.py
+
+
+def neutral_folder() -> Path:
+    """Where stdio servers start: moss's folder in the user's data folder, never the project.
+
+    `python -m x` and `python -c` put their working folder first on sys.path, `npx` and
+    `uv run` look for a local node_modules or pyproject.toml from it upwards: started in the
+    project, the user's own server would import a repository's `json.py` or run its
+    `node_modules/.bin`. The project's root reaches the server as MOSS_PROJECT_ROOT."""
+    from ..roots import user_data_dir
+
+    folder = user_data_dir() / "mcp"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return Path("/")  # a home that cannot be written: the root folder is as neutral
+    return folder
 
 
 def clean(text: Any, limit: int = MAX_DESCRIPTION) -> str:
@@ -212,9 +232,11 @@ class Servers:
         extra = spec.get("env") or {}
         if not isinstance(extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
             raise MossError(f"[mcp.servers.{name}] env must be a table of strings", kind="config")
+        # PYTHONSAFEPATH: a Python 3.11+ server, and every Python it starts, puts neither its working
+        # folder nor its script's folder first on sys.path; the server's own `env` may set it to "".
+        extra = {"PYTHONSAFEPATH": "1", **extra, "MOSS_PROJECT_ROOT": str(self.ctx.root)}
         env = command_env(extra, setup_from_config(self.ctx.user_config, self.ctx.config), sandboxed=False)
-        cwd = self.ctx.root
-        return StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env, cwd=str(cwd))
+        return StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env, cwd=str(neutral_folder()))
 
     def _log_file(self, name: str):
         from ..storage import agent_dir, open_append

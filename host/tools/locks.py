@@ -309,19 +309,20 @@ class LockManager:
         except storage.UnsafePath as e:
             storage.skipped(self.dir, e)
             return
-        for name in names:
-            if not name.endswith(".json"):
-                continue
-            path = self.dir / name
-            try:
-                data = json.loads(t.read_bytes(f"{self._rel}/{name}", MAX_LOCK_FILE))
-            except storage.UnsafePath as e:
-                storage.skipped(path, e)
-                continue
-            except (OSError, ValueError, MossError):
-                continue
-            if isinstance(data, dict):
-                yield path, data
+        with storage.Skips(self.dir) as skip:  # planted links and fifos: one line for the folder
+            for name in names:
+                if not name.endswith(".json"):
+                    continue
+                path = self.dir / name
+                try:
+                    data = json.loads(t.read_bytes(f"{self._rel}/{name}", MAX_LOCK_FILE))
+                except storage.UnsafePath as e:
+                    skip(path, e)
+                    continue
+                except (OSError, ValueError, MossError):
+                    continue
+                if isinstance(data, dict):
+                    yield path, data
 
     def _claim_files(self, waiter: _Waiter, role: str, log) -> Held | dict:
         """Under the cross-process mutex: another process's conflicting lock, or ours, written."""

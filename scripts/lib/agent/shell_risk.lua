@@ -10,35 +10,32 @@
 -- read too. A redirection that writes a file is at least medium. The command's level is the
 -- highest of its parts, and its reason the first part at that level.
 --
+-- Low is an allow-list, not the absence of a match: a part is low only when its program is
+-- one known to read without writing (READERS, in lib/agent/shell_programs.lua), with no flag
+-- that makes it write (`sort -o`, `uniq IN OUT`, `git diff --output`, a sed script's `w`), or
+-- one of the known builds and test runners (BUILDS: `cargo test`, `pytest`, `make check`),
+-- which run the project's own code and write build output, bounded by the sandbox as any
+-- command is. Every other program is at least medium, however harmless its name looks; the
+-- deny-list below (COMMANDS, SUBCOMMANDS, GIT, …) still makes deleting, moving, network use
+-- and installs high.
+--
 -- Anything this reading cannot follow (an unclosed quote, a program named by a variable,
 -- eval, a case statement, nesting too deep) is high: unknown is not safe. It is still a
--- best-effort reading of words: a program that deletes by itself (`python x.py`) is rated by
--- what it shows, and the sandbox (the access level) is the boundary against that.
+-- best-effort reading of words: what a build or test runs (`make check`, `cargo test`) and
+-- what a program unknown to it does (`python3 tidy.py`, medium) are bounded by the sandbox
+-- (the access level), not by this rating.
 --
 -- Linear in the command's length: every character is read once per level of `sh -c '…'`,
 -- backticks or `env -S` it sits in, and those levels are capped (MAX_DEPTH).
 local M = {}
 
-local LEVELS = { low = 1, medium = 2, high = 3 }
+local programs = require("lib.agent.shell_programs") -- what readers, builds and sed/awk scripts do
+local note, short, unknown = programs.note, programs.short, programs.unknown
+local READERS, BUILDS, AWKS = programs.READERS, programs.BUILDS, programs.AWKS
 local MAX_DEPTH = 6
-M.LOW_REASON = "no delete, move, overwrite, network use or install recognised"
+M.LOW_REASON = "only programs known to read, build or test; no write, delete, move, network use or install seen"
 
 -- ---- reading the text ------------------------------------------------------------------
-
--- A rating in progress: the best (level, reason) so far.
-local function note(st, level, reason)
-  if not st.level or LEVELS[level] > LEVELS[st.level] then st.level, st.reason = level, reason end
-end
-
--- A word as a reason shows it: at most 60 bytes, cut at a character boundary.
-local function short(t)
-  if #t <= 60 then return t end
-  local cut = 57
-  while cut > 0 and (t:byte(cut + 1) or 0) >= 128 and t:byte(cut + 1) < 192 do cut = cut - 1 end
-  return t:sub(1, cut) .. "…"
-end
-
-local function unknown(st, why) note(st, "high", "cannot be read safely: " .. why) end
 
 local parse_list -- (st, closer) reads commands until `closer` (")") or the end
 local rate_string -- (st, text, how) rates a string run as a shell command
@@ -219,6 +216,10 @@ local COMMANDS = {
   vim = { "medium", "edits files" }, nvim = { "medium", "edits files" }, nano = { "medium", "edits files" },
   emacs = { "medium", "edits files" },
   coproc = { "high", "runs a coprocess, which this rating does not read" },
+  touch = { "medium", "creates files or changes their times" }, mkdir = { "medium", "creates directories" },
+  chattr = { "medium", "changes file attributes" }, setfacl = { "medium", "changes permissions" },
+  dos2unix = { "medium", "rewrites files in place" }, unix2dos = { "medium", "rewrites files in place" },
+  sponge = { "medium", "overwrites files" }, rename = { "high", "renames files" },
 }
 -- tools whose subcommand decides: "tool sub" -> level, what it does
 local SUBCOMMANDS = {
@@ -268,6 +269,11 @@ local GIT = {
   remote = { "low", "lists remotes" }, branch = { "low", "lists or creates branches" },
   bisect = { "medium", "changes files" }, sparse = { "medium", "changes files" },
 }
+-- `git branch` with one of these only lists; these take the next word as their value
+local GIT_BRANCH_LISTS = { ["-l"] = true, ["--list"] = true, ["-a"] = true, ["--all"] = true, ["-r"] = true,
+  ["--remotes"] = true, ["--contains"] = true, ["--no-contains"] = true, ["--merged"] = true,
+  ["--no-merged"] = true, ["--points-at"] = true, ["--show-current"] = true }
+local GIT_BRANCH_VALUES = { ["--sort"] = true, ["--format"] = true }
 local GIT_LOW = {}
 for sub in ("status log diff show grep blame ls-files ls-tree cat-file rev-parse rev-list describe shortlog "
   .. "whatchanged help version merge-base for-each-ref show-ref name-rev count-objects fsck "
@@ -320,11 +326,46 @@ local function rate_git(st, w, i, shown)
   local args = {}
   for a = k + 1, #w do args[#args + 1] = w[a].text end
   local function say(level, what, extra) note(st, level, what .. " (`" .. shown .. " " .. sub .. (extra or "") .. "`)") end
+  for a = 1, #args do -- diff, log, show and their kin write their output to a file with --output
+    local out = args[a] == "--output" and (args[a + 1] or "") or args[a]:match("^%-%-output=(.*)$")
+    if out then return say("medium", "writes to " .. short(out), " --output") end
+  end
   if sub == "branch" then
     local f = has(args, 1, { ["-D"] = true, ["-d"] = true, ["--delete"] = true, ["-M"] = true, ["-m"] = true,
       ["--move"] = true, ["-f"] = true, ["--force"] = true, ["-C"] = true, ["--copy"] = true })
     if f then return say("high", "deletes, moves or overwrites a branch", " " .. f) end
+    if has(args, 1, GIT_BRANCH_LISTS) then return end
+    for a = 1, #args do
+      local t = args[a]
+      if t == "-u" or t == "--unset-upstream" or t == "--edit-description" or t:match("^%-%-set%-upstream%-to") then
+        return say("medium", "changes a branch's settings", " " .. short(t))
+      end
+      if not t:match("^%-") and not GIT_BRANCH_VALUES[args[a - 1] or ""] then
+        return say("medium", "creates a branch", " " .. short(t))
+      end
+    end
     return
+  elseif sub == "archive" then
+    for a = 1, #args do
+      local t = args[a]
+      if t:match("^%-%-remote") then return say("high", "uses the network", " --remote") end
+      if t == "-o" or t:match("^%-o.") then return say("medium", "writes to " .. short(t:sub(3) ~= "" and t:sub(3)
+        or args[a + 1] or ""), " -o") end
+    end
+  elseif sub == "grep" then
+    for a = 1, #args do
+      if args[a]:match("^%-O") or args[a]:match("^%-%-open%-files%-in%-pager") then
+        return say("medium", "runs a pager on the files it finds", " -O")
+      end
+    end
+  elseif sub == "bundle" and args[1] ~= "verify" and args[1] ~= "list-heads" then
+    return say("medium", "writes a bundle or objects", args[1] and " " .. short(args[1]) or nil)
+  elseif sub == "fsck" and has(args, 1, { ["--lost-found"] = true }) then
+    return say("medium", "writes what it finds to .git/lost-found", " --lost-found")
+  elseif sub == "worktree" and args[1] == "list" then
+    return
+  elseif sub == "remote" and args[1] == "show" and not has(args, 2, { ["-n"] = true }) then
+    return say("high", "uses the network", " show")
   elseif sub == "stash" then
     local a = args[1]
     if a == "drop" or a == "clear" then return say("high", "discards stashed changes", " " .. a) end
@@ -364,28 +405,13 @@ local function rate_git(st, w, i, shown)
   end
 end
 
--- sed: -i, -i.bak, -ni (in a bundle), --in-place[=SUF]
-local function rate_sed(st, w, i, shown)
-  for k = i + 1, #w do
-    local t = w[k].text
-    if t == "--" then break end
-    if t == "--in-place" or t:match("^%-%-in%-place=") then
-      return note(st, "medium", "edits files in place (`" .. shown .. " " .. short(t) .. "`)")
-    elseif t:match("^%-[^-]") then
-      for c = 2, #t do
-        local ch = t:sub(c, c)
-        if ch == "i" then return note(st, "medium", "edits files in place (`" .. shown .. " " .. short(t) .. "`)") end
-        if ch == "e" or ch == "f" or ch == "l" then break end -- the rest is that option's value
-      end
-    end
-  end
-end
-
--- perl: -i (also -pi, -i.bak) edits in place; -e/-E run inline code
+-- perl: -i (also -pi, -i.bak) edits in place; -e/-E run inline code; a program (a file, or its
+-- input) is code this rating does not read
 local function rate_perl(st, w, i, shown)
   local k = i + 1
   while w[k] do
     local t = w[k].text
+    if t == "-v" or t == "-V" or t == "--version" or t == "-h" or t == "--help" then return end
     if t == "--" or not t:match("^%-.") then break end
     local c = 2
     while c <= #t do
@@ -404,6 +430,7 @@ local function rate_perl(st, w, i, shown)
     end
     k = k + 1
   end
+  note(st, "medium", "runs a perl program (`" .. shown .. "`)")
 end
 
 -- compressors replace a file with its (de)compressed form unless they only write to stdout,
@@ -424,17 +451,6 @@ rate_archiver = function(st, w, i, name, suffix)
     if kind == "unzip" and (t == "-l" or t == "-t" or t == "-p" or t == "-Z" or t == "-v") then return end
   end
   note(st, "medium", "writes files (`" .. name .. "`" .. suffix .. ")")
-end
-
--- awk: a program that calls system() or pipes to or from a command runs that command, unread
-local AWKS = { awk = true, gawk = true, mawk = true, nawk = true }
-local function rate_awk(st, w, i, shown)
-  for k = i + 1, #w do
-    local t = w[k].text
-    if t:find("system%s*%(") or t:gsub("||", ""):find("|", 1, true) then
-      return note(st, "high", "runs a command from its program (`" .. shown .. "` with system() or |)")
-    end
-  end
 end
 
 -- find: -delete is high; -exec/-ok runs its command per file, rated as a command
@@ -461,7 +477,9 @@ local function rate_find(st, w, i, shown)
 end
 
 -- Wrappers run the rest of their words as a command. Each: options that take a value, and
--- how many plain words it takes before the command (timeout's duration, chroot's directory).
+-- how many plain words it takes before the command (timeout's duration, chroot's directory);
+-- `writes`, its options whose value is a file it writes; `floor`, what makes the wrapper itself
+-- at least medium (another user, another root, a lock file, a proxy).
 local WRAPPERS = {
   timeout = { value = { "-s", "--signal", "-k", "--kill-after" }, before = 1 },
   nice = { value = { "-n", "--adjustment" } },
@@ -472,37 +490,47 @@ local WRAPPERS = {
     "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var" } },
   sudo = { value = { "-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
     "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user" },
-    assignments = true },
-  doas = { value = { "-u", "-C" } },
+    assignments = true, floor = "runs as another user" },
+  doas = { value = { "-u", "-C" }, floor = "runs as another user" },
   command = {}, exec = { value = { "-a" } },
   stdbuf = { value = { "-i", "--input", "-o", "--output", "-e", "--error" } },
-  time = { value = { "-o", "--output", "-f", "--format" } },
-  chroot = { value = { "--userspec", "--groups" }, before = 1 },
+  time = { value = { "-o", "--output", "-f", "--format" }, writes = { "-o", "--output" } },
+  chroot = { value = { "--userspec", "--groups" }, before = 1, floor = "runs in another root directory" },
   -- less common ones: tracing, scheduling, namespaces, locks
-  strace = { value = { "-o", "-e", "-p", "-s", "-u", "-a", "-b", "-E", "-I", "-O", "-P", "-S", "-X" } },
-  ltrace = { value = { "-o", "-e", "-p", "-s", "-u", "-a", "-n", "-A", "-D", "-F", "-l", "-w", "-x" } },
+  strace = { value = { "-o", "-e", "-p", "-s", "-u", "-a", "-b", "-E", "-I", "-O", "-P", "-S", "-X" },
+    writes = { "-o", "--output" } },
+  ltrace = { value = { "-o", "-e", "-p", "-s", "-u", "-a", "-n", "-A", "-D", "-F", "-l", "-w", "-x" },
+    writes = { "-o", "--output" } },
   taskset = { before = 1 }, chrt = { value = { "-T", "-P", "-D" }, before = 1 }, faketime = { before = 1 },
-  unshare = { value = { "-S", "-G", "-R", "-w", "--setuid", "--setgid", "--root", "--wd" } },
-  nsenter = { value = { "-t", "--target", "-S", "-G", "-r", "-w", "--setuid", "--setgid" } },
+  unshare = { value = { "-S", "-G", "-R", "-w", "--setuid", "--setgid", "--root", "--wd" },
+    floor = "runs in new namespaces" },
+  nsenter = { value = { "-t", "--target", "-S", "-G", "-r", "-w", "--setuid", "--setgid" },
+    floor = "runs in another process's namespaces" },
   setpriv = { value = { "--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps",
-    "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig" } },
-  prlimit = {}, pkexec = { value = { "--user" } }, valgrind = {}, firejail = {}, catchsegv = {},
-  ["dbus-run-session"] = {}, torsocks = {}, proxychains = { value = { "-f" } }, proxychains4 = { value = { "-f" } },
+    "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig" }, floor = "changes privileges" },
+  prlimit = {}, pkexec = { value = { "--user" }, floor = "runs as another user" },
+  valgrind = { writes = { "--log-file", "--xml-file" } }, firejail = { floor = "runs in another sandbox" },
+  catchsegv = {}, eatmydata = {}, ["dbus-run-session"] = { floor = "starts a message bus" },
+  torsocks = { floor = "sends its traffic through a proxy" },
+  proxychains = { value = { "-f" }, floor = "sends its traffic through a proxy" },
+  proxychains4 = { value = { "-f" }, floor = "sends its traffic through a proxy" },
   ["systemd-run"] = { value = { "-p", "--property", "-E", "--setenv", "-u", "--unit", "--uid", "--gid",
-    "--working-directory", "-M", "--machine", "--slice", "--description" } },
+    "--working-directory", "-M", "--machine", "--slice", "--description" },
+    floor = "starts a service that may outlive the command" },
   parallel = { value = { "-j", "--jobs", "-S", "--sshlogin", "-a", "--arg-file", "-d", "--delimiter", "-I",
-    "-n", "-N", "-C", "--colsep", "--joblog", "--results" } },
+    "-n", "-N", "-C", "--colsep", "--joblog", "--results" }, writes = { "--joblog", "--results" } },
   -- flock FILE CMD, or flock FILE -c 'STRING'
   flock = { value = { "-w", "--wait", "--timeout", "-E", "--conflict-exit-code" }, before = 1,
-    strings = { "-c", "--command" } },
+    strings = { "-c", "--command" }, floor = "creates its lock file" },
   -- runs its words joined as one `sh -c` string
   watch = { value = { "-n", "--interval", "-q", "--equexit" }, join = true },
 }
 for _, spec in pairs(WRAPPERS) do
-  local set, strs = {}, {}
+  local set, strs, writes = {}, {}, {}
   for _, o in ipairs(spec.value or {}) do set[o] = true end
   for _, o in ipairs(spec.strings or {}) do strs[o] = true end
-  spec.value, spec.strings = set, strs
+  for _, o in ipairs(spec.writes or {}) do writes[o] = true end
+  spec.value, spec.strings, spec.writes = set, strs, writes
 end
 -- programs whose -c STRING is a shell command, and that start a shell without one
 local STRING_RUNNERS = { su = "--command", runuser = "--command", script = "--command" }
@@ -529,6 +557,14 @@ local function unwrap(st, w, i, name)
       end
       rate_string(st, str, "env -S", "`env -S`")
       return nil
+    end
+    local long, attached = t:match("^(%-%-[%w-]+)=(.*)$")
+    local short_opt = not long and t:match("^%-%a") and t:sub(1, 2) or nil
+    if spec.writes[long or t] or (short_opt and #t > 2 and spec.writes[short_opt]) then
+      local f = attached or (short_opt and #t > 2 and t:sub(3)) or (w[k + 1] and w[k + 1].text) or ""
+      if f ~= "/dev/null" then
+        note(st, "medium", "writes to " .. short(f) .. " (`" .. name .. " " .. short(long or short_opt or t) .. "`)")
+      end
     end
     if spec.value[t] then k = k + 1 end -- its value is the next word (not --opt=value, -n5)
     k = k + 1
@@ -590,13 +626,16 @@ rate_words = function(st, w, i, via)
         if t == "-c" or t == STRING_RUNNERS[name] or t == "--session-command" then
           local str = w[k + 1]
           if not str or str.dynamic then return unknown(st, "`" .. name .. " -c` of a string only known when it runs") end
-          if name == "script" then note(st, "medium", "writes a typescript file (`script`)") end
+          if name == "script" then note(st, "medium", "writes a typescript file (`script`)")
+          else note(st, "medium", "runs as another user (`" .. name .. "`" .. suffix .. ")") end
           return rate_string(st, str.text, name .. " -c", "`" .. name .. " -c`")
         end
       end
       return note(st, "high", "starts a shell that reads commands from its input (`" .. name .. "`" .. suffix .. ")")
     end
     if WRAPPERS[name] then
+      local floor = WRAPPERS[name].floor
+      if floor then note(st, "medium", floor .. " (`" .. name .. "`" .. suffix .. ")") end
       hops = hops + 1
       if hops > 20 then return unknown(st, "too many wrappers") end
       local k = unwrap(st, w, i, name)
@@ -627,10 +666,10 @@ rate_words = function(st, w, i, via)
       local c = COMMANDS[name]
       if c then note(st, c[1], c[2] .. " (`" .. name .. "`" .. suffix .. ")") end
       if name == "git" then return rate_git(st, w, i, name)
-      elseif name == "sed" then return rate_sed(st, w, i, name)
+      elseif name == "sed" then return programs.rate_sed(st, w, i, name)
       elseif name == "perl" then return rate_perl(st, w, i, name)
       elseif name == "find" then return rate_find(st, w, i, name)
-      elseif AWKS[name] then return rate_awk(st, w, i, name)
+      elseif AWKS[name] then return programs.rate_awk(st, w, i, name)
       elseif name == "trap" then -- trap 'STRING' SIGNALS: STRING runs later
         local a = w[i + 1]
         if a and a.text ~= "-l" and a.text ~= "-p" and a.text ~= "--" and w[i + 2] then
@@ -646,11 +685,16 @@ rate_words = function(st, w, i, via)
             or (name == "node" and (t == "--eval" or t == "-p" or t == "--print")) then
             return note(st, "medium", "runs inline code (`" .. name .. " " .. short(t) .. "`" .. suffix .. ")")
           end
-          if name == "python" and t == "-m" then -- python -m pip install …
-            if w[k + 1] and w[k + 1].text == "pip" then return rate_words(st, w, k + 1, via) end
+          if name == "python" and t == "-m" then -- python -m pip install …, python -m pytest
+            local mod = w[k + 1]
+            if mod and mod.text == "pip" then return rate_words(st, w, k + 1, via) end
+            if mod and not mod.dynamic and BUILDS[mod.text] then return programs.rate_build(st, w, k + 1, mod.text, suffix) end
+            return note(st, "medium", "runs the module `" .. short(mod and mod.text or "") .. "` (`" .. name
+              .. " -m`" .. suffix .. ")")
+          end
+          if t == "--version" or t == "-V" or t == "--help" or t == "-h" or (name == "node" and t == "--test") then
             return
           end
-          if t == "--version" or t == "-V" or t == "--help" or t == "-h" then return end
           if t == "-" or not t:match("^%-") then break end
           if name == "python" and (t == "-W" or t == "-X") then k = k + 1 end
           k = k + 1
@@ -658,6 +702,7 @@ rate_words = function(st, w, i, via)
         if not w[k] or w[k].text == "-" then -- `… | python3`: the code comes from its input
           return note(st, "medium", "runs code from its input (`" .. name .. "`" .. suffix .. ")")
         end
+        return note(st, "medium", "runs a program (`" .. name .. " " .. short(w[k].text) .. "`" .. suffix .. ")")
       else
         -- the first two words that are not options (an option may take the first as its value)
         local seen = 0
@@ -670,6 +715,13 @@ rate_words = function(st, w, i, via)
             if seen == 2 or k == i + 1 then break end
           end
         end
+        if c or name == "for" or name == "select" then return end -- rated above; a loop's header
+        if READERS[name] then return programs.rate_reader(st, w, i, name, suffix) end
+        if name == "make" or name == "gmake" then return programs.rate_make(st, w, i, name, suffix) end
+        if name == "cmake" then return programs.rate_cmake(st, w, i, suffix) end
+        if programs.build_of(w, i, name) then return programs.rate_build(st, w, i, name, suffix) end
+        return note(st, "medium", "runs `" .. shown .. "`" .. (via and (" (run by " .. via .. ")") or "")
+          .. ", which this rating does not know to only read")
       end
       return
     end
@@ -789,6 +841,20 @@ rate_string = function(st, text, how, via)
   parse_list(sub, nil)
   if sub.level then note(st, sub.level, sub.reason) end
 end
+
+-- Every program name a part can be rated low with (the readers, the builds' tools, the wrappers,
+-- the programs read above flag by flag); any other is at least medium (tests/test_risk.py checks
+-- random names against it).
+M.MAY_BE_LOW = {}
+for name in pairs(READERS) do M.MAY_BE_LOW[name] = true end
+for key in pairs(BUILDS) do M.MAY_BE_LOW[key:match("^%S+")] = true end
+for name in pairs(WRAPPERS) do M.MAY_BE_LOW[name] = true end
+for name in pairs(ARCHIVERS) do M.MAY_BE_LOW[name] = true end
+for name in pairs(AWKS) do M.MAY_BE_LOW[name] = true end
+for name in pairs(INLINE) do M.MAY_BE_LOW[name] = true end
+for name in pairs(SHELLS) do M.MAY_BE_LOW[name] = true end -- sh -c 'ls'
+for name in pairs(KEYWORDS) do M.MAY_BE_LOW[name] = true end -- `if`, `done`: no program
+for name in ("git sed perl find trap make gmake cmake for select function"):gmatch("%S+") do M.MAY_BE_LOW[name] = true end
 
 --- (level, reason) for a shell command: the riskiest thing any part of it does.
 function M.assess(cmd)
