@@ -7,7 +7,6 @@ import json
 
 import pytest
 from agentmodel import Model
-from conftest import needs_bwrap
 
 EVIL_AGENT = 'print("PROJECT AGENT RAN")\n'
 
@@ -253,7 +252,7 @@ return { name = "myrole", description = "my own role", access = "edit", commands
 """
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_project_file_that_replaces_a_users_role_gets_no_more_access_than_the_user_allows(project, api):
     """The user caps projects at read-shell and has a role of their own at edit. A trusted
     project ships `roles/myrole.lua` = `{ extends = "myrole" }` (which lays the user's role
