@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, needs_bwrap
 
 from moss.errors import MossError
 from moss.eval.exercises import is_exercise_dir, load_exercises
@@ -354,37 +354,53 @@ def test_a_commit_on_a_folder_that_is_no_git_repository_is_refused(tmp_path):
 EXERCISES = FIXTURES / "exercises"
 
 
+@needs_bwrap
 def test_exercises_load_as_change_tasks(tmp_path):
-    """The exercise layout becomes one change task per exercise: instructions (and their
-    append) as the prompt, the unittest command as the check, the example as the reference;
-    the copy leaves out .meta/ (the example and its config)."""
+    """The exercise layout becomes one change task per exercise: its instructions (introduction,
+    instructions, append) and file names for the policy's prompt, its language's test command as
+    the check (sandboxed, as the eval runs it: it fails on the stub and passes with the example),
+    the files to put back as given before each check (the tests, not the solution), the example
+    as the reference; the copy leaves out .meta/ (the example and its config)."""
+    from moss.eval import attempt
+
     assert is_exercise_dir(EXERCISES) and not is_exercise_dir(EXERCISES / "leap")
     suite = load_exercises(EXERCISES)
     assert [t.id for t in suite.tasks] == ["hello-world", "leap"]
     leap = suite.tasks[1]
     assert "leap year" in leap.prompt and "Name the function `leap_year`" in leap.prompt
-    assert "leap.py" in leap.prompt
-    assert leap.check.run == ("python3 -m unittest -q leap_test",) and leap.check.fail_before
+    assert leap.exercise["solution"] == ["leap.py"] and leap.exercise["test"] == ["leap_test.py"]
+    assert leap.check.language == "python" and leap.check.fail_before and "unittest" in leap.check.run[0]
+    assert leap.check.restore == ("leap_test.py",) and "leap.py" not in leap.check.restore
     for task in suite.tasks:
         copy = copy_repo(task, tmp_path / task.id)
         assert not (copy / ".meta").exists() and (copy / ".docs" / "instructions.md").is_file()
-        assert any(rc != 0 for rc in run_checks(task, copy, tmp_path)), task.id
+        assert not attempt.run_check(task.check, copy)["passed"], task.id
         apply_solution(task, copy)
-        assert run_checks(task, copy, tmp_path) == [0], task.id
+        assert attempt.run_check(task.check, copy)["passed"], task.id
 
 
-def test_a_broken_exercise_config_is_named_with_line_and_column(tmp_path):
-    """Malformed JSON in .meta/config.json is an error at its line and column; an exercise in a
-    language without a test command says which languages there are."""
+def test_an_exercise_that_cannot_be_read_is_a_task_with_its_problem_and_the_rest_load(tmp_path):
+    """Malformed JSON in .meta/config.json is named at its line and column, a config naming a
+    file that is not there names it, and a language moss has no check for says which it has:
+    each such exercise is a task whose `problem` says so (the eval reports it as a suite error),
+    and the folder's other exercises load as usual."""
+    import shutil
+
+    shutil.copytree(EXERCISES / "leap", tmp_path / "leap")
     ex = tmp_path / "broken"
     (ex / ".meta").mkdir(parents=True)
     (ex / ".meta" / "config.json").write_text('{\n  "files": {\n    "solution": [oops]\n}\n')
-    with pytest.raises(MossError) as e:
-        load_exercises(tmp_path)
-    assert re.search(r"broken/\.meta/config\.json:3:18: ", str(e.value)), str(e.value)
-    (ex / ".meta" / "config.json").write_text('{"files": {"solution": ["a.go"], "test": ["a_test.go"]}}')
-    (ex / "a.go").write_text("package a\n")
-    (ex / "a_test.go").write_text("package a\n")
-    with pytest.raises(MossError) as e:
-        load_exercises(tmp_path)
-    assert "no test command for .go tests (known: .py)" in str(e.value)
+    missing = tmp_path / "missing"
+    (missing / ".meta").mkdir(parents=True)
+    (missing / ".meta" / "config.json").write_text('{"files": {"solution": ["a.py"], "test": ["a_test.py"]}}')
+    (missing / "a_test.py").write_text("")
+    kotlin = tmp_path / "kotlin"
+    (kotlin / ".meta").mkdir(parents=True)
+    (kotlin / ".meta" / "config.json").write_text('{"files": {"solution": ["A.kt"], "test": ["ATest.kt"]}}')
+    (kotlin / "A.kt").write_text("")
+    (kotlin / "ATest.kt").write_text("")
+    tasks = {t.id: t for t in load_exercises(tmp_path).tasks}
+    assert set(tasks) == {"broken", "kotlin", "leap", "missing"} and tasks["leap"].problem is None
+    assert re.search(r"broken/\.meta/config\.json:3:18: ", tasks["broken"].problem), tasks["broken"].problem
+    assert "files.solution: a.py does not exist" in tasks["missing"].problem
+    assert "no check for .kt tests (moss knows .py (Python), .rs (Rust), .go (Go)" in tasks["kotlin"].problem

@@ -31,6 +31,61 @@ def _inside(p: Path, d: Path) -> bool:
         return False
 
 
+def _task(t, kind: str) -> dict:
+    """A suite task as the policy sees it (an exercise's facts for its prompt; a task that could
+    not be read, its `problem`)."""
+    out = {"id": t.id, "kind": kind, "prompt": t.prompt, "tags": list(t.tags),
+           "commands": bool(t.check.run or t.setup), "tries": t.tries}
+    if t.exercise:
+        out["exercise"] = dict(t.exercise)
+    if t.problem:
+        out["problem"] = t.problem
+    return out
+
+
+def prepare(path: str, log) -> list[dict]:
+    """`moss eval --prepare DIR`: what the checks of DIR's exercises need made once (see
+    host/eval/languages.py): JavaScript's packages from the npm registry (the one step that
+    reaches the network), Go's warm build cache, the C++ Catch main. One entry per language."""
+    from ..eval import exercises, languages
+
+    s = exercises.load_exercises(Path(path).expanduser())
+    by: dict[str, list] = {}
+    for t in s.tasks:
+        if t.exercise:
+            by.setdefault(t.exercise["language"], []).append(t)
+    out = []
+    for name, tasks in sorted(by.items()):
+        lang = languages.LANGUAGES[name]
+        problem = languages.toolchain_problem(lang)
+        if problem:
+            out.append({"language": name, "ready": False, "detail": problem})
+            continue
+        if name == "javascript":
+            done = {json_key(languages.js_packages(Path(t.repo))): languages.js_packages(Path(t.repo)) for t in tasks}
+            for packages in done.values():
+                where = languages.prepare_javascript(packages, log=log)
+            out.append({"language": name, "ready": True, "detail": f"jest and babel in {where}"})
+        elif name == "go":
+            warm = languages.prepare_go()
+            out.append({"language": name, "ready": warm is not None,
+                        "detail": f"warm build cache {warm}" if warm else "could not build Go's testing package"})
+        elif name == "cpp":
+            mains = {languages.prepare_catch_main(Path(t.repo)) for t in tasks}
+            made = sorted(str(m) for m in mains if m is not None)
+            out.append({"language": name, "ready": True,
+                        "detail": f"Catch main built once: {', '.join(made)}" if made else "nothing to prepare"})
+        else:
+            out.append({"language": name, "ready": True, "detail": "nothing to prepare"})
+    return out
+
+
+def json_key(value) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
 def functions(ctx):
     # host/eval/ is imported by the functions that use it, not here: every script's start
     # builds this table, and importing it (with moss.llm, which it reaches) cost ~45 ms of
@@ -69,8 +124,7 @@ def functions(ctx):
         project = origin == "project" or (origin == "" and _inside(path, Path(ctx.root)))
         suites[str(path)] = (s, project)
         return {"name": s.name, "path": str(path), "project": project, "origin": origin or ("project" if project else "path"),
-                "tasks": [{"id": t.id, "kind": kind_of(t), "prompt": t.prompt, "tags": list(t.tags),
-                           "commands": bool(t.check.run or t.setup)} for t in s.tasks]}
+                "tasks": [_task(t, kind_of(t)) for t in s.tasks]}
 
     def batch(path):
         from ..eval.batch import load_batch
@@ -137,6 +191,16 @@ def functions(ctx):
 
         return results.mcnemar_exact(int(b), int(c))
 
+    def prepare_(path):
+        if not isinstance(path, str) or not path:
+            raise MossError("eval.prepare: give the folder of exercises", kind="usage")
+        return prepare(path, lambda text: ctx_print(text))
+
+    def ctx_print(text: str) -> None:
+        import sys
+
+        print(text, file=sys.stderr, flush=True)
+
     def cpus():
         return os.cpu_count() or 1
 
@@ -149,4 +213,4 @@ def functions(ctx):
 
     return {"eval.suite": suite, "eval.batch": batch, "eval.start": start, "eval.next": next_, "eval.record": record,
             "eval.finish": finish, "eval.summary": summary, "eval.read": read, "eval.mcnemar": mcnemar,
-            "eval.cpus": cpus, "eval.html": html}
+            "eval.cpus": cpus, "eval.html": html, "eval.prepare": prepare_}
