@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,98 @@ def test_six_languages_the_oracle_passes_all_on_try_one_and_doing_nothing_none_i
     assert oracle_line.count("100% (6/6)") == 2, table.stdout
     page = (project.root / "report.html").read_text()
     assert "pass@1" in page and "pass@2" in page and "0% (0/6)" in page
+
+
+@needs_bwrap
+def test_a_model_that_fixes_its_code_after_seeing_the_failing_tests_passes_on_try_two(project, api):
+    """--tries 2: the model first writes a wrong solution; the check fails, and the same session
+    is resumed with the failing tests' output, from which the model writes the right one. The
+    row passed on try 2, its two checks say so, and the table shows pass@1 0% and pass@2 100%."""
+    task = next(t for t in TASKS if t.id == "run-length")
+    shutil.copytree(task.repo, project.root / "ex" / "run-length")
+    wrong = "def encode(text):\n    return text\n"
+
+    def fixer(body) -> str:
+        if state_of(body) == "planner":
+            return PLAN
+        if "FAIL: test_a_run_is_counted" in json.dumps(body):  # the output of its first try's tests
+            return write_example(task)
+        return f"$(edit run_length.py replace {quoted(wrong)}) $(answer done)"
+
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "fixer"\n')
+    api.push(*[fixer] * 20)
+    r = project.moss("eval", "ex", "--tries", "2", "--json", env=api.env(), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    [row] = rows_of(r.stdout)
+    assert row["passed"] is True and row["passed_on"] == 2 and row["max_tries"] == 2, row
+    assert [c["passed"] for c in row["checks"]] == [False, True]
+    assert "test_a_run_is_counted" in row["checks"][0]["detail"] or "FAILED" in row["checks"][0]["detail"]
+    second = [q.body for q in api.requests if "FAIL: test_a_run_is_counted" in json.dumps(q.body)]
+    # the same session: its request still carries the task as first given
+    assert second and "Run-length encoding shortens text made of long runs" in json.dumps(second[0])
+    [cell] = json.loads(r.stdout)["cells"]
+    assert [(p["k"], p["passed"]) for p in cell["pass_at"]] == [(1, 0), (2, 1)]
+    table = project.moss("eval", "report", json.loads(r.stdout)["out"]).stdout
+    line = next(x for x in table.splitlines() if x.startswith("default"))
+    assert line.index("0% (0/1)") < line.index("100% (1/1)"), table
+
+
+def python_exercise(root: Path, name: str, test_body: str, stub: str = "def solve():\n    return None\n") -> None:
+    """A Python exercise written on the spot: `solve()` in solve.py, its test in solve_test.py."""
+    ex = root / name
+    (ex / ".meta").mkdir(parents=True)
+    (ex / ".docs").mkdir()
+    (ex / ".docs" / "instructions.md").write_text(f"# {name}\n\nWrite solve().\n")
+    (ex / "solve.py").write_text(stub)
+    (ex / ".meta" / "example.py").write_text(stub)
+    (ex / "solve_test.py").write_text("import unittest\n\nfrom solve import solve\n\n\n"
+                                      "class SolveTest(unittest.TestCase):\n    def test_solve(self):\n"
+                                      + textwrap.indent(textwrap.dedent(test_body), " " * 8) + "\n")
+    (ex / ".meta" / "config.json").write_text(json.dumps({"files": {
+        "solution": ["solve.py"], "test": ["solve_test.py"], "example": [".meta/example.py"]}}))
+
+
+@needs_bwrap
+def test_broken_exercises_a_missing_toolchain_a_hanging_and_a_flooding_test_each_say_why(project, api, tmp_path):
+    """One eval (a model that does nothing, --tries 2, --check-timeout 3) over: an exercise whose
+    config names a file that is not there (a suite error), a Rust one with no cargo on PATH and
+    a JavaScript one whose packages were never prepared (not run, with what would make them
+    run), a test that hangs (stopped after 3 s, each try) and one that prints 20 MB (its output
+    kept and sent back only as its capped tail). Each is a clear line on stderr or in its row,
+    none a crash, and the eval exits 1 (not every attempt could run)."""
+    ex = project.root / "ex"
+    python_exercise(ex, "hang", "import time\ntime.sleep(600)\nself.assertEqual(solve(), 1)")
+    python_exercise(ex, "flood", 'print("x" * 99 + "\\n", end="", flush=True) ; import sys\n'
+                                 'sys.stdout.write(("flood line " + "y" * 88 + "\\n") * 200000)\n'
+                                 'self.assertEqual(solve(), "the end of the flood")')
+    python_exercise(ex, "missing", "self.assertEqual(solve(), 1)")
+    config = ex / "missing" / ".meta" / "config.json"
+    config.write_text(config.read_text().replace('"solve.py"', '"solution.py"'))
+    shutil.copytree(POLYGLOT / "triangle-kind", ex / "triangle-kind")
+    shutil.copytree(POLYGLOT / "fizz-buzz", ex / "fizz-buzz")
+    path = os.pathsep.join(p for p in project.env["PATH"].split(os.pathsep) if not (Path(p) / "cargo").exists())
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "nothing"\n')
+    api.push(*["$(answer done)"] * 40)
+    empty = tmp_path / "no-cache"
+    r = project.moss("eval", "ex", "--tries", "2", "--check-timeout", "3", "-j", "2", "--json",
+                     env={**api.env(), "PATH": path, "MOSS_EVAL_CACHE": str(empty)}, timeout=300)
+    assert r.returncode == 1, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    rows = {row["task"]: row for row in rows_of(r.stdout)}
+    assert set(rows) == {"hang", "flood", "missing", "triangle-kind", "fizz-buzz"}
+    assert "suite error: task missing: " in r.stderr and "files.solution: solution.py does not exist" in r.stderr
+    assert rows["missing"]["reason"] == "suite_error" and rows["missing"]["passed"] is None
+    assert "not run: task triangle-kind: cargo not found on PATH (Rust: rustup" in r.stderr
+    assert "not run: task fizz-buzz: jest and babel are not installed for moss eval: run `moss eval --prepare DIR`" \
+        in r.stderr
+    assert rows["triangle-kind"]["reason"] == rows["fizz-buzz"]["reason"] == "not_run"
+    assert rows["triangle-kind"]["passed"] is None and "turns" not in rows["triangle-kind"]  # no agent ran
+    hang = rows["hang"]
+    assert hang["passed"] is False and len(hang["checks"]) == 2, hang
+    assert all("timed out after 3 s" in c["detail"] for c in hang["checks"])
+    assert "timed out after 3 s" in r.stderr  # the attempt's line says why it failed
+    flood = rows["flood"]
+    assert flood["passed"] is False and len(flood["check"]["output"]) <= 4000
+    assert "AssertionError" in flood["check"]["output"] or "FAILED" in flood["check"]["output"]
+    retried = [json.dumps(q.body) for q in api.requests if "flood line" in json.dumps(q.body)]
+    assert retried and all(len(b) < 20_000 for b in retried), [len(b) for b in retried]
