@@ -369,7 +369,7 @@ def test_exercises_load_as_change_tasks(tmp_path):
     leap = suite.tasks[1]
     assert "leap year" in leap.prompt and "Name the function `leap_year`" in leap.prompt
     assert leap.exercise["solution"] == ["leap.py"] and leap.exercise["test"] == ["leap_test.py"]
-    assert leap.check.language == "python" and leap.check.fail_before and "unittest" in leap.check.run[0]
+    assert leap.check.language == "python" and not leap.check.fail_before and "unittest" in leap.check.run[0]
     assert leap.check.restore == ("leap_test.py",) and "leap.py" not in leap.check.restore
     for task in suite.tasks:
         copy = copy_repo(task, tmp_path / task.id)

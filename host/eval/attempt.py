@@ -105,8 +105,6 @@ def _run(cmds: list[str], copy: Path, setup, *, timeout: float, env: dict, label
             output = "\n".join(s for s in (r["stdout"].rstrip(), r["stderr"].rstrip()) if s)
             tail = output.strip().splitlines()[-3:]
             why = f"timed out after {timeout:g} s" if r["timed_out"] else f"exit {r['code']}"
-            if r["timed_out"]:
-                output = (output + "\n" if output else "") + f"[moss: the tests were stopped after {timeout:g} s]"
             return {"passed": False, "detail": f"{shown}: {why}" + (f" ({' / '.join(tail)})" if tail else ""),
                     "output": output}
     return {"passed": True, "detail": "", "output": ""}
@@ -114,8 +112,9 @@ def _run(cmds: list[str], copy: Path, setup, *, timeout: float, env: dict, label
 
 def run_check(check, copy: Path, setup=None, *, timeout: float | None = None) -> dict:
     """A change's check commands in the copy, sandboxed at ``edit``: {passed, detail, output}, and
-    ``not_run`` (why) when an exercise's language cannot run here. An exercise's check gets its
-    language's toolchain and caches (host/eval/languages.py) and its own timeout, unless the
+    ``not_run`` (why) when the output says this machine, not the solution, failed it (an
+    exercise's tests that need a newer library than this machine has). An exercise's check gets
+    its language's toolchain and caches (host/eval/languages.py) and its own timeout, unless the
     eval gives one (`timeout`)."""
     from ..tools.sandbox import Setup
 
@@ -124,8 +123,8 @@ def run_check(check, copy: Path, setup=None, *, timeout: float | None = None) ->
         from . import languages
 
         cs = languages.check_setup(check.language, copy, setup)
-        if cs.problem:
-            return {"passed": False, "detail": f"not run: {cs.problem}", "output": "", "not_run": cs.problem}
+        if cs.problem:  # the exercise as given could run (executors checked): the copy's change is the cause
+            return {"passed": False, "detail": f"cannot run the tests: {cs.problem}", "output": ""}
         env = cs.env
         if cs.expose:
             base = setup or Setup()
@@ -133,9 +132,12 @@ def run_check(check, copy: Path, setup=None, *, timeout: float | None = None) ->
     limit = timeout or check.timeout or CHECK_TIMEOUT
     out = _run(list(check.run), copy, setup, timeout=limit, env=env, label=check.label)
     if check.language:  # the check's private copy, as paths relative to the exercise
-        from .languages import SCRATCH
+        from .languages import SCRATCH, environment_problem
 
         out["output"] = re.sub(re.escape(SCRATCH) + r"/[^/\s]+/", "", out["output"])
+        why = None if out["passed"] else environment_problem(check.language, out["output"])
+        if why:
+            out.update(detail=f"not run: {why}", not_run=why)
     return out
 
 

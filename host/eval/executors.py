@@ -218,9 +218,6 @@ class LocalAttempts(AttemptExecutor):
                 return
         if task.check.run and task.check.fail_before:
             before = att.run_check(task.check, copy, self.setup, timeout=spec.check_timeout)
-            if before.get("not_run"):  # the check's toolchain went missing since the attempt started
-                row.update(reason="not_run", detail=before["detail"])
-                return
             if before["passed"]:
                 row.update(reason="suite_error",
                            detail="the check already passes before the agent ran (fail_before)")
@@ -245,6 +242,9 @@ class LocalAttempts(AttemptExecutor):
             c = att.check(task, copy, result.get("answer"), self.setup, timeout=spec.check_timeout)
             if "output" in c:
                 c["output"] = c["output"][-OUTPUT_KEPT:]
+            if c.get("not_run"):  # this machine, not the agent, failed the check (host/eval/languages.py)
+                row.update(reason="not_run", detail=c["detail"], check=c)
+                break
             checks.append(c)
             row["check"] = c
             if c["passed"] or n == tries or row.get("exit") == 2 or row.get("reason") == "diverged":
