@@ -9,7 +9,8 @@ of exercises runs as users run it:
 after `moss eval --prepare` of the same folder (JavaScript's jest and babel from the npm
 registry, Go's build cache, the C++ Catch main). The model is a fake API server in a process of
 its own (tests/fakeapi.py): `oracle` writes each exercise's example over its stub (through the
-agent's shell, base64 so any file survives the reply), `nothing` answers without touching a file.
+agent's shell, gzip and base64 so any file survives the reply), `nothing` answers without
+touching a file.
 
 Per language: exercises, the oracle's passes over its counted attempts (every exercise that can
 run here must pass: anything else is a bug in moss), the idle model's (none may pass), the
@@ -38,7 +39,7 @@ LANGUAGES = ("cpp", "go", "java", "javascript", "python", "rust")
 JOBS = 3
 
 SERVER = r"""
-import base64, json, posixpath, sys
+import base64, gzip, json, posixpath, sys
 sys.path.insert(0, sys.argv[1])
 from fakeapi import FakeAPI, state_of
 from moss.eval.exercises import load_exercises
@@ -61,10 +62,10 @@ def model(body):
         return "$(answer no exercise found in the request)"
     out = []
     for r in task.solution:
-        data = base64.b64encode(r.new.encode("utf-8")).decode("ascii")
+        data = base64.b64encode(gzip.compress(r.new.encode("utf-8"), mtime=0)).decode("ascii")
         folder = posixpath.dirname(r.path)
         mkdir = f"mkdir -p {folder} && " if folder else ""
-        out.append(f"$(run {mkdir}printf %s {data} | base64 -d > {r.path})")
+        out.append(f"$(run {mkdir}printf %s {data} | base64 -d | gzip -dc > {r.path})")
     return " ".join(out) + " $(answer wrote the example)"
 
 api = FakeAPI().start()
@@ -99,7 +100,9 @@ def run(s: Settings) -> dict:
     for name in ("oracle", "nothing"):
         v = work / "variants" / name
         v.mkdir(parents=True, exist_ok=True)
-        (v / "config.toml").write_text(f'[llm]\nprovider = "openai"\nmodel = "{name}"\n')
+        # a local server's replies are capped at 1,024 tokens unless the config says more: the
+        # oracle's largest reply (Java's connect: four files) is ~5,000 characters
+        (v / "config.toml").write_text(f'[llm]\nprovider = "openai"\nmodel = "{name}"\nmax_output_tokens = 4096\n')
         variants[name] = v
     cache = os.environ.get("MOSS_EVAL_CACHE") or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                                                        / "moss" / "eval")
@@ -143,6 +146,7 @@ def one_language(s: Settings, lang: str, folder: Path, work: Path, variants: dic
 
 
 _CRATES = re.compile(r"its Cargo\.toml needs the crates? (.+?), not available offline")
+_GOROOT = re.compile(r"package (\S+) is not in GOROOT \(\S*?go-?([\d.]+)/src")
 
 
 def derive(lang: str, rows: list[dict], wall: float, cpu: float, code: int, prep, stderr: str) -> dict:
@@ -154,9 +158,13 @@ def derive(lang: str, rows: list[dict], wall: float, cpu: float, code: int, prep
             not_run[task] = str(row.get("detail") or row.get("reason"))
         elif row.get("passed") is False:
             detail = str((row.get("check") or {}).get("detail") or row.get("verdict") or row.get("reason"))
-            m = _CRATES.search(detail)
+            output = str((row.get("check") or {}).get("output") or "")
+            m, g = _CRATES.search(detail), _GOROOT.search(output)
             if m:
                 not_moss[task] = f"its example's Cargo.toml needs {m.group(1)}, not available offline"
+            elif g:
+                not_moss[task] = (f"its example imports Go's standard package {g.group(1)!r}, which this "
+                                  f"machine's Go ({g.group(2)}) does not have")
             else:
                 bugs[task] = detail[:300]
     counted_o = [r for r in oracle.values() if r.get("passed") is not None]
