@@ -30,6 +30,9 @@ from . import cassettes, copies, patch, results
 
 KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
 OUTPUT_KEPT = 4000  # characters of a failed check's output kept in its row (the tail)
+# an agent that ended so gets no further try: its budget is spent, it was stopped, its model or
+# script failed, or its replay left the recording
+NO_RETRY = ("budget", "interrupted", "error", "diverged")
 
 __all__ = ["AttemptExecutor", "LocalAttempts", "executor", "names", "register"]
 
@@ -247,7 +250,7 @@ class LocalAttempts(AttemptExecutor):
                 break
             checks.append(c)
             row["check"] = c
-            if c["passed"] or n == tries or row.get("exit") == 2 or row.get("reason") == "diverged":
+            if c["passed"] or n == tries or row.get("exit") == 2 or row.get("reason") in NO_RETRY:
                 break
             prompt = att.retry_prompt(spec.retry, c)
         if tries > 1:
@@ -320,6 +323,8 @@ class LocalAttempts(AttemptExecutor):
             control.on_stop(None)
         row["exit"] = code
         row["stderr"] = str(stderr_path)
+        for k in ("detail", "error_kind"):  # an earlier try's
+            row.pop(k, None)
         if result is None:
             row.update(reason="infra_error", detail=f"the agent ended (exit {code}) without a result")
             return None
