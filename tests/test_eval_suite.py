@@ -8,6 +8,7 @@ the eval command's job.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -352,6 +353,7 @@ def test_a_commit_on_a_folder_that_is_no_git_repository_is_refused(tmp_path):
 # ------------------------------------------------------------------------- exercises
 
 EXERCISES = FIXTURES / "exercises"
+POLYGLOT = FIXTURES / "polyglot"
 
 
 @needs_bwrap
@@ -404,3 +406,40 @@ def test_an_exercise_that_cannot_be_read_is_a_task_with_its_problem_and_the_rest
     assert re.search(r"broken/\.meta/config\.json:3:18: ", tasks["broken"].problem), tasks["broken"].problem
     assert "files.solution: a.py does not exist" in tasks["missing"].problem
     assert "no check for .kt tests (moss knows .py (Python), .rs (Rust), .go (Go)" in tasks["kotlin"].problem
+
+
+@needs_bwrap
+def test_an_agent_cannot_pass_an_exercise_by_changing_its_tests(tmp_path):
+    """Before an exercise's check, its given files other than the solution are put back as the
+    exercise has them: a test rewritten to pass, or replaced by a link to a file outside the
+    copy, is put back (the link replaced, never written through), and the stub fails again."""
+    from moss.eval import attempt
+
+    task = next(t for t in load_exercises(POLYGLOT).tasks if t.id == "run-length")
+    copy = copy_repo(task, tmp_path / "copy")
+    (copy / "run_length_test.py").write_text("import unittest\n\n\nclass T(unittest.TestCase):\n"
+                                             "    def test_nothing(self):\n        pass\n")
+    assert attempt.run_check(task.check, copy)["passed"]  # the rewritten test passes on the stub...
+    result = attempt.check(task, copy, None)
+    assert not result["passed"] and "test_mixed_runs" in result["output"]  # ...but is put back first
+    outside = tmp_path / "outside.py"
+    outside.write_text("precious\n")
+    (copy / "run_length_test.py").unlink()
+    (copy / "run_length_test.py").symlink_to(outside)
+    assert not attempt.check(task, copy, None)["passed"]
+    assert outside.read_text() == "precious\n" and not (copy / "run_length_test.py").is_symlink()
+
+
+def test_a_javascript_exercise_names_versions_never_where_npm_fetches_from(tmp_path):
+    """--prepare installs the exercises' test packages at the versions their package.json names,
+    but only plain version ranges: a URL, a path or a git repository in their place is not
+    fetched (the default version is), whatever a cloned benchmark says."""
+    from moss.eval.languages import JS_PACKAGES, js_packages
+
+    (tmp_path / "package.json").write_text(json.dumps({"devDependencies": {
+        "jest": "^29.6.0", "babel-jest": "https://example.invalid/evil.tgz", "@babel/core": "file:../../x",
+        "core-js": "git+ssh://git@example.invalid/x.git"}}))
+    got = js_packages(tmp_path)
+    assert got["jest"] == "^29.6.0"
+    for name in ("babel-jest", "@babel/core", "core-js", "@exercism/babel-preset-javascript"):
+        assert got[name] == JS_PACKAGES[name]

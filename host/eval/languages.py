@@ -316,15 +316,26 @@ def environment_problem(lang_name: str, output: str) -> str | None:
     return None
 
 
+# a version range of the registry's own (^7.25.2, ~3.37.1, >=29 <30): never a URL, a path or a
+# git repository, which `npm install` would fetch from wherever an exercise folder says
+_RANGE = re.compile(r"[\^~<>=]*\s*\d+(\.(\d+|x|\*)){0,2}([-+][\w.]+)?(\s*(\|\||-)?\s*[\^~<>=]*\s*\d+(\.(\d+|x|\*)){0,2}"
+                    r"([-+][\w.]+)?)*")
+
+
 def js_packages(copy: Path) -> dict[str, str]:
-    """What the tests need, at the versions the exercise's package.json names."""
+    """What the tests need, at the versions the exercise's package.json names (a version that is
+    not a plain range of the registry's is not taken: the default is)."""
     try:
         pkg = json.loads((copy / "package.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         pkg = {}
     dev = pkg.get("devDependencies") if isinstance(pkg, dict) else None
     dev = dev if isinstance(dev, dict) else {}
-    return {name: str(dev.get(name) or default) for name, default in JS_PACKAGES.items()}
+    out = {}
+    for name, default in JS_PACKAGES.items():
+        given = dev.get(name)
+        out[name] = given.strip() if isinstance(given, str) and _RANGE.fullmatch(given.strip()) else default
+    return out
 
 
 def js_cache(packages: dict[str, str], env=None) -> Path:
