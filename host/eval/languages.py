@@ -104,17 +104,17 @@ def cache_root(env=None) -> Path:
 
 # ----------------------------------------------------------------------------- the scripts
 
-def script(lang: Language, folder: str, tests: list[str], solution: list[str]) -> str:
+def script(lang: Language, folder: str, tests: list[str]) -> str:
     """The check's shell script for an exercise (run in the copy, at edit, in the sandbox)."""
     w = f"{SCRATCH}/{folder}"
     head = ["exec 2>&1", "set -e", f"rm -rf {SCRATCH}", f"mkdir -p {shlex.quote(w)}",
             f"cp -a . {shlex.quote(w)}", f"cd {shlex.quote(w)}", "rm -rf .moss"]
     quoted = " ".join(shlex.quote(t) for t in tests)
-    body = _BODIES[lang.name](quoted, tests, solution)
+    body = _BODIES[lang.name](quoted, tests)
     return "\n".join(head + body) + "\n"
 
 
-def _python(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
+def _python(quoted: str, tests: list[str]) -> list[str]:
     # PYTHONDONTWRITEBYTECODE: nothing to keep; a test that imports pytest runs under pytest
     modules = " ".join(shlex.quote(str(PurePosixPath(t).with_suffix("")).replace("/", "."))
                        for t in tests if PurePosixPath(t).suffix == ".py")
@@ -123,17 +123,17 @@ def _python(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
             f"else python3 -m unittest {modules}; fi"]
 
 
-def _rust(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
+def _rust(quoted: str, tests: list[str]) -> list[str]:
     return [f"export CARGO_TARGET_DIR={SCRATCH}-target", "cargo test --offline -- --include-ignored"]
 
 
-def _go(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
+def _go(quoted: str, tests: list[str]) -> list[str]:
     return [f"export GOCACHE={SCRATCH}-gocache GOPATH={SCRATCH}-gopath GOPROXY=off GOTOOLCHAIN=local",
             'if [ -n "$MOSS_GO_CACHE" ]; then cp -a "$MOSS_GO_CACHE" "$GOCACHE"; fi',
             "go test ./..."]
 
 
-def _javascript(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
+def _javascript(quoted: str, tests: list[str]) -> list[str]:
     return ["rm -rf node_modules", 'ln -s "$MOSS_NODE_MODULES" node_modules',
             f"sed -i -E 's/\\bx(test|it|describe)\\(/\\1(/g' {quoted}",
             # jest's own 5 s per test is meant for one run on a quiet machine; checks run side by
@@ -141,7 +141,7 @@ def _javascript(quoted: str, tests: list[str], solution: list[str]) -> list[str]
             "node node_modules/jest/bin/jest.js --ci --watchman=false --testTimeout=20000"]
 
 
-def _cpp(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
+def _cpp(quoted: str, tests: list[str]) -> list[str]:
     # the prepared Catch main (when this exercise's test/ is the one it was built from) is linked
     # instead of compiling test/tests-main.cpp again: an archive at the end of the link line, so
     # only a program without a main of its own takes it (not CMake's compiler check)
@@ -153,7 +153,7 @@ def _cpp(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
             f"make -s --no-print-directory -C {SCRATCH}-build"]
 
 
-def _java(quoted: str, tests: list[str], solution: list[str]) -> list[str]:
+def _java(quoted: str, tests: list[str]) -> list[str]:
     flags = " ".join(f"-J{f}" for f in JAVAC_FLAGS.split())
     return [f"sed -i -E 's/@Disabled(\\([^)]*\\))?//g' {quoted}",
             f"find src -name '*.java' > {SCRATCH}-sources",
@@ -188,6 +188,26 @@ def toolchain_problem(lang: Language, env=None) -> str | None:
             return (f"{', '.join(str(JAVA_LIBS / j) for j in jars)} not found (Java's checks need JUnit 5's "
                     f"console launcher and AssertJ: apt-get install junit5 libassertj-core-java)")
     return None
+
+
+def uses_pytest(copy: Path) -> bool:
+    """Whether a Python exercise's tests import pytest (then pytest runs them)."""
+    for test in copy.glob("*test*.py"):
+        try:
+            if re.search(r"^\s*(import|from) pytest", test.read_text(encoding="utf-8"), re.M):
+                return True
+        except (OSError, UnicodeDecodeError):
+            continue
+    return False
+
+
+@lru_cache(maxsize=4)
+def _has_pytest(path: str) -> bool:
+    try:
+        return subprocess.run(["python3", "-c", "import pytest"], capture_output=True, timeout=60,
+                              env={"PATH": path}).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def rustup_home(env=None) -> str | None:
@@ -355,13 +375,15 @@ class CheckSetup:
 def unavailable(lang_name: str, copy: Path, env=None) -> str | None:
     """Why an exercise of `lang_name` cannot run here, judged on its repository folder (or copy)
     before any attempt: the toolchain, a library or crate not available offline, JavaScript's
-    packages not prepared. None when it can."""
+    packages not prepared, pytest for tests that import it. None when it can."""
     lang = LANGUAGES.get(lang_name)
     if lang is None:
         return f"moss has no check for {lang_name} exercises"
     problem = toolchain_problem(lang, env)
     if problem:
         return problem
+    if lang.name == "python" and uses_pytest(copy) and not _has_pytest((env or os.environ).get("PATH", os.defpath)):
+        return "its tests import pytest, which the python3 on PATH does not have: pip install pytest"
     if lang.name == "rust":
         crates = missing_crates(copy, env)
         if crates:
