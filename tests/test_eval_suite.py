@@ -443,3 +443,33 @@ def test_a_javascript_exercise_names_versions_never_where_npm_fetches_from(tmp_p
     assert got["jest"] == "^29.6.0"
     for name in ("babel-jest", "@babel/core", "core-js", "@exercism/babel-preset-javascript"):
         assert got[name] == JS_PACKAGES[name]
+
+
+CHANGE_TASK = '''
+[[task]]
+id = "c1"
+repo = "repo"
+prompt = "Fix it."
+tries = TRIES
+[task.check]
+run = ["true"]
+'''
+
+
+def test_a_change_task_may_give_its_agent_more_tries_and_the_policy_takes_them(tmp_path):
+    """`tries = 2` in a change task's table is its number of tries, which the policy's attempts
+    carry unless --tries overrides it; 0, a fraction or tries on a question are named errors."""
+    from conftest import builtin_lua
+
+    assert load_suite(write_suite(tmp_path, CHANGE_TASK.replace("TRIES", "2"))).tasks[0].tries == 2
+    assert "tries: must be a whole number from 1 to 10, not 0" in str(suite_error(tmp_path, CHANGE_TASK.replace(
+        "TRIES", "0")))
+    assert "tries: must be a whole number" in str(suite_error(tmp_path, CHANGE_TASK.replace("TRIES", "1.5")))
+    e = suite_error(tmp_path, GOOD_TASK.replace('prompt = "How many?"', 'prompt = "How many?"\ntries = 2'))
+    assert "tries: is for a change" in str(e)
+    with builtin_lua() as (rt, _root):
+        got = rt.to_py(rt.execute('''local p = require("eval").policy
+            local suite = {tasks = {{id = "a", kind = "change", tries = 2}, {id = "q", kind = "question", tries = 1}}}
+            local own, given = p.attempts(suite, {{name = "default"}}, 1), p.attempts(suite, {{name = "default"}}, 1, 3)
+            return {own[1].tries, own[2].tries, given[1].tries, given[2].tries}'''))
+    assert got == [2, 1, 3, 1]
