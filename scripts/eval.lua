@@ -42,7 +42,7 @@ running:
                           agent's own failures are never retried
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
   --check-timeout S       seconds each check command may take (default: the task's; an
-                          exercise's is its language's, 60-180 s)
+                          exercise's 180 s, as the benchmark's own harness allows)
   --prepare DIR           make once what DIR's exercises need, then exit: JavaScript's jest
                           and babel from the npm registry (the only network an eval uses),
                           Go's build cache, the C++ Catch main (docs/eval.md)
