@@ -172,6 +172,8 @@ def check(task, copy: Path, answer: str | None, setup=None, *, timeout: float | 
             return {"passed": False, "detail": why, "output": ""}
         out = run_check(c, copy, setup, timeout=timeout)
         out["passed"] = bool(out["passed"])
+        if out["passed"]:
+            out.pop("output", None)  # a failed check's output is what a row keeps
         return out
     ok, why = judge_answer(c, answer)
     return {"passed": bool(ok), "detail": why}
