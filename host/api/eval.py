@@ -43,49 +43,6 @@ def _task(t, kind: str) -> dict:
     return out
 
 
-def prepare(path: str, log) -> list[dict]:
-    """`moss eval --prepare DIR`: what the checks of DIR's exercises need made once (see
-    host/eval/languages.py): JavaScript's packages from the npm registry (the one step that
-    reaches the network), Go's warm build cache, the C++ Catch main. One entry per language."""
-    from ..eval import exercises, languages
-
-    s = exercises.load_exercises(Path(path).expanduser())
-    by: dict[str, list] = {}
-    for t in s.tasks:
-        if t.exercise:
-            by.setdefault(t.exercise["language"], []).append(t)
-    out = []
-    for name, tasks in sorted(by.items()):
-        lang = languages.LANGUAGES[name]
-        problem = languages.toolchain_problem(lang)
-        if problem:
-            out.append({"language": name, "ready": False, "detail": problem})
-            continue
-        if name == "javascript":
-            done = {json_key(languages.js_packages(Path(t.repo))): languages.js_packages(Path(t.repo)) for t in tasks}
-            for packages in done.values():
-                where = languages.prepare_javascript(packages, log=log)
-            out.append({"language": name, "ready": True, "detail": f"jest and babel in {where}"})
-        elif name == "go":
-            warm = languages.prepare_go()
-            out.append({"language": name, "ready": warm is not None,
-                        "detail": f"warm build cache {warm}" if warm else "could not build Go's testing package"})
-        elif name == "cpp":
-            mains = {languages.prepare_catch_main(Path(t.repo)) for t in tasks}
-            made = sorted(str(m) for m in mains if m is not None)
-            out.append({"language": name, "ready": True,
-                        "detail": f"Catch main built once: {', '.join(made)}" if made else "nothing to prepare"})
-        else:
-            out.append({"language": name, "ready": True, "detail": "nothing to prepare"})
-    return out
-
-
-def json_key(value) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True)
-
-
 def functions(ctx):
     # host/eval/ is imported by the functions that use it, not here: every script's start
     # builds this table, and importing it (with moss.llm, which it reaches) cost ~45 ms of
@@ -191,15 +148,14 @@ def functions(ctx):
 
         return results.mcnemar_exact(int(b), int(c))
 
-    def prepare_(path):
-        if not isinstance(path, str) or not path:
-            raise MossError("eval.prepare: give the folder of exercises", kind="usage")
-        return prepare(path, lambda text: ctx_print(text))
-
-    def ctx_print(text: str) -> None:
+    def prepare(path):
         import sys
 
-        print(text, file=sys.stderr, flush=True)
+        from ..eval.languages import prepare_folder
+
+        if not isinstance(path, str) or not path:
+            raise MossError("eval.prepare: give the folder of exercises", kind="usage")
+        return prepare_folder(Path(path).expanduser(), log=lambda text: print(text, file=sys.stderr, flush=True))
 
     def cpus():
         return os.cpu_count() or 1
@@ -213,4 +169,4 @@ def functions(ctx):
 
     return {"eval.suite": suite, "eval.batch": batch, "eval.start": start, "eval.next": next_, "eval.record": record,
             "eval.finish": finish, "eval.summary": summary, "eval.read": read, "eval.mcnemar": mcnemar,
-            "eval.cpus": cpus, "eval.html": html, "eval.prepare": prepare_}
+            "eval.cpus": cpus, "eval.html": html, "eval.prepare": prepare}

@@ -582,3 +582,42 @@ def prepare_javascript(packages: dict[str, str], env=None, log=print) -> Path:
         return final
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def prepare_folder(folder: Path, log=print) -> list[dict]:
+    """`moss eval --prepare DIR`: what the checks of DIR's exercises need made once, one entry
+    per language ({language, ready, detail}): JavaScript's packages from the npm registry (the
+    one step of an eval that reaches the network), Go's warm build cache, the C++ Catch main."""
+    from ..errors import MossError
+    from .exercises import load_exercises
+
+    by: dict[str, list] = {}
+    for t in load_exercises(folder).tasks:
+        if t.exercise:
+            by.setdefault(t.exercise["language"], []).append(Path(t.repo))
+    out = []
+    for name, repos in sorted(by.items()):
+        problem = toolchain_problem(LANGUAGES[name])
+        if problem:
+            out.append({"language": name, "ready": False, "detail": problem})
+            continue
+        try:
+            ready, detail = _prepare(name, repos, log)
+        except MossError as e:
+            ready, detail = False, e.message
+        out.append({"language": name, "ready": ready, "detail": detail})
+    return out
+
+
+def _prepare(name: str, repos: list[Path], log) -> tuple[bool, str]:
+    if name == "javascript":
+        sets = {json.dumps(p, sort_keys=True): p for p in (js_packages(r) for r in repos)}
+        where = [prepare_javascript(p, log=log) for p in sets.values()]
+        return True, f"jest and babel in {', '.join(str(w) for w in where)}"
+    if name == "go":
+        warm = prepare_go()
+        return warm is not None, f"warm build cache {warm}" if warm else "could not build Go's testing package"
+    if name == "cpp":
+        made = sorted({str(m) for m in (prepare_catch_main(r) for r in repos) if m is not None})
+        return True, f"Catch main built once: {', '.join(made)}" if made else "nothing to prepare"
+    return True, "nothing to prepare"
