@@ -190,7 +190,8 @@ def retry_prompt(retry: dict | None, check: dict) -> str:
     if len(tail) > chars:
         tail = "[...]\n" + tail[-chars:].split("\n", 1)[-1]
     message = str(retry.get("message") or "The check failed:\n{output}")
-    return message.replace("{output}", tail or "(no output)").replace("{detail}", str(check.get("detail") or ""))
+    # {detail} first: the output is the tests', and may hold any text
+    return message.replace("{detail}", str(check.get("detail") or "")).replace("{output}", tail or "(no output)")
 
 
 def has_check(task) -> bool:
