@@ -32,6 +32,7 @@ class Settings:
     peer_python: Path | None = None  # a venv with mini-swe-agent (bench/requirements.txt)
     moss_python: Path = Path(sys.executable)
     baseline_moss: Path | None = None  # another install's `moss`, timed in the same rounds (tools)
+    polyglot: Path | None = None  # a checkout of the polyglot benchmark (--polyglot, $MOSS_BENCH_POLYGLOT)
     notes: list[str] = field(default_factory=list)  # warnings collected during the run
 
     @property

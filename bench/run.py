@@ -4,6 +4,7 @@
     python bench/run.py                 # everything (about 8 minutes on 2 cores)
     python bench/run.py --quick         # a smoke run (under a minute)
     python bench/run.py --only context,bridge
+    python bench/run.py --only polyglot --polyglot CHECKOUT   # the polyglot benchmark, whole (~1 h)
     python bench/run.py --markdown out.md
 
 Run it with the python of moss's environment (the one whose `moss` command is measured).
@@ -32,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats  # noqa: E402
 
 MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "runs", "eval",
-                "fleet", "startup", "fork", "grammar"]
+                "fleet", "startup", "fork", "grammar", "polyglot"]
 MODULES = {name: f"m_{name}" for name in MEASUREMENTS}
 
 
@@ -108,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="another install's moss command (e.g. main's), whose text-search the tools "
                          "measurement times in the same rounds: before and after side by side")
     ap.add_argument("--work", metavar="DIR", default=None, help="scratch directory (default: $TMPDIR/moss-bench)")
+    ap.add_argument("--polyglot", metavar="DIR", help="polyglot: a checkout of the polyglot benchmark "
+                                                     "(default $MOSS_BENCH_POLYGLOT; without it, polyglot is skipped)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
     args = ap.parse_args(argv)
@@ -124,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     s = Settings(quick=args.quick, peer_python=find_peer_python(args.peer_python))
     if args.work:
         s.work = Path(args.work).resolve()
+    if args.polyglot:
+        s.polyglot = Path(args.polyglot).resolve()
     if args.baseline_moss:
         s.baseline_moss = Path(args.baseline_moss).resolve()
         if not s.baseline_moss.is_file():

@@ -1,7 +1,9 @@
 """`moss doctor`: what moss needs, and whether it works here.
 
 One row per need: Python, lupa's Lua 5.4, bubblewrap (can it really build the sandbox on
-this kernel: the same probe the shell uses), ripgrep, the tree-sitter grammars, the config
+this kernel: the same probe the shell uses), ripgrep, the tree-sitter grammars, each language
+`moss eval` runs the polyglot benchmark's exercises in (its toolchain, and for JavaScript the
+prepared jest and babel), the config
 files (do they parse), the LLM provider that would be used (does it answer: its model list,
 no tokens spent) and this project's .moss/ (trusted or not). A failing row carries the
 command that fixes it.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+import shutil
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -196,6 +199,31 @@ def check_project(state) -> Row:
                "moss trust")
 
 
+def check_eval_languages(env) -> list[Row]:
+    """A row per language of the polyglot benchmark's exercises: whether `moss eval` can run its
+    checks here, and what makes it (host/eval/languages.py). Warn, not fail: the agent runs
+    without them."""
+    from .eval import languages
+
+    out = []
+    for lang in languages.LANGUAGES.values():
+        check = f"eval {lang.name}"
+        problem = languages.toolchain_problem(lang, env)
+        if problem:
+            out.append(Row(check, WARN, f"{lang.title} exercises are not run: {problem}", lang.install))
+            continue
+        found = ", ".join(shutil.which(t, path=env.get("PATH", os.defpath)) or t for t in lang.tools)
+        if lang.name == "javascript":
+            where = languages.js_cache(dict(languages.JS_PACKAGES), env)
+            if not (where / "node_modules" / "jest").is_dir():
+                out.append(Row(check, WARN, f"{found}; jest and babel are not prepared ({where})",
+                               "moss eval --prepare DIR   (npm install from the registry, once)"))
+                continue
+            found += f"; jest and babel in {where}"
+        out.append(Row(check, OK, f"{lang.how}: {found}"))
+    return out
+
+
 def rows(root: Path, options: dict | None = None, env=os.environ, timeout: float = 5.0) -> list[Row]:
     from . import trust
     from .config import read_toml, user_config_file
@@ -206,7 +234,7 @@ def rows(root: Path, options: dict | None = None, env=os.environ, timeout: float
         user_config = read_toml(user_config_file(env))
     except MossError:
         user_config = {}
-    out += [check_sandbox(user_config), check_ripgrep(), check_grammars()]
+    out += [check_sandbox(user_config), check_ripgrep(), check_grammars(), *check_eval_languages(env)]
     config_rows, parses = check_configs(root, env)
     out += config_rows
     if parses:

@@ -16,8 +16,10 @@ usage: moss eval [SUITE] [--suite SUITE] [matrix] [running] [record and replay] 
        moss eval compare A B --cell NAME  (two evals of several cells: that cell of each)
        moss eval report RESULTS [--html FILE] [--json]   (the table of an eval that ran)
 
-Run every task of SUITE (a folder with suite.toml, a .toml file, or a suite name such as
-builtin) in every cell of the matrix, each attempt in a fresh copy of the task's repository.
+Run every task of SUITE (a folder with suite.toml, a .toml file, a suite name such as
+builtin, or a folder of exercises in the polyglot benchmark's layout: C++, Go, Java,
+JavaScript, Python, Rust) in every cell of the matrix, each attempt in a fresh copy of the
+task's repository.
 
 matrix (comma lists; every combination is a cell):
   --machine v1,v2         the agent's machine
@@ -27,6 +29,9 @@ matrix (comma lists; every combination is a cell):
   --variant NAME=PATH     a folder laid over the project's .moss/ (config.toml merged, other
                           files replaced); repeatable; `--variant base=` for none
   --trials N              attempts per task and cell (default 1)
+  --tries N               tries per attempt of a change (default: the task's, else 1): when
+                          the check fails, the same session gets its output and goes on; the
+                          table shows pass@1 .. pass@N (the benchmark's leaderboard: --tries 2)
 
 running:
   -j N                    attempts at once (default min(4, CPUs), capped by [llm] max_parallel
@@ -37,6 +42,11 @@ running:
                           (its copy, the agent's process, the executor; default 0); the
                           agent's own failures are never retried
   --keep                  keep every attempt's copy; --keep-failed only the failed ones'
+  --check-timeout S       seconds each check command may take (default: the task's; an
+                          exercise's 180 s, as the benchmark's own harness allows)
+  --prepare DIR           make once what DIR's exercises need, then exit: JavaScript's jest
+                          and babel from the npm registry (the only network an eval uses),
+                          Go's build cache, the C++ Catch main (docs/eval.md)
   --executor local|ray    where attempts run (default [eval] executor, else local); ray: each
                           attempt one Ray job on a cluster (docs/fleet.md)
   --ray-address URL       the cluster's dashboard (default [eval] ray_address, $RAY_ADDRESS)
@@ -58,12 +68,13 @@ results:
                           the table, pass rate (95% interval) against cost per cell, tasks
 
 A pass is the agent's outcome `answered` AND the task's check passing. An attempt the eval
-stopped (budget, Ctrl-C) or that could not run (setup or infrastructure error) counts neither
-way; a task whose check passes before the agent ran is a suite error.
+stopped (budget, Ctrl-C) or that could not run (setup or infrastructure error, an exercise
+whose toolchain or library is not here: not run) counts neither way; a task whose check
+passes before the agent ran, or an exercise that cannot be read, is a suite error.
 
-Exit status: 0 every attempt ran, 1 the budget stopped the eval, the suite has errors, or a
-replayed attempt diverged or had no recording, 2 usage, 130 interrupted (re-run with
---resume DIR to go on).]]
+Exit status: 0 every attempt ran, 1 the budget stopped the eval, the suite has errors, an
+attempt could not run here, or a replayed attempt diverged or had no recording, 2 usage,
+130 interrupted (re-run with --resume DIR to go on).]]
 
 M.FLAGS = {
   { "--suite", metavar = "SUITE", help = "the suite (or give it as the first word)" },
@@ -71,6 +82,9 @@ M.FLAGS = {
   { "--role", metavar = "A,B", help = "roles" },
   { "--variant", metavar = "NAME=PATH", multiple = true, help = "a .moss/ overlay (repeatable)" },
   { "--trials", type = "number", help = "attempts per task and cell" },
+  { "--tries", type = "number", help = "tries per attempt of a change (pass@1 .. pass@N)" },
+  { "--check-timeout", type = "number", key = "check_timeout", help = "seconds a check command may take" },
+  { "--prepare", metavar = "DIR", help = "prepare DIR's exercises' toolchains, then exit" },
   { "-j", "--jobs", type = "number", key = "jobs", help = "attempts at once" },
   { "--out", metavar = "DIR", help = "results folder" },
   { "--resume", metavar = "DIR", help = "go on with this results folder" },
@@ -90,14 +104,18 @@ M.FLAGS = {
 
 -- outcomes that say nothing about the agent: the eval stopped it, or it never really ran
 -- (replaying: an attempt that left its recording, or had none, says nothing about the agent either)
+-- (an exercise whose toolchain, library or packages this machine lacks was not run: not the agent's doing)
 M.NOT_COUNTED = { budget = true, interrupted = true, infra_error = true, setup_error = true, suite_error = true,
-                  diverged = true, not_recorded = true }
+                  diverged = true, not_recorded = true, not_run = true }
 -- a model or server that could not be reached is the infrastructure, not the agent
 M.INFRA_ERROR_KINDS = { llm = true, io = true }
 
---- The verdict on an ended attempt: true (pass), false (fail) or nil (not counted), and why.
+--- The verdict on an ended attempt: true (pass), false (fail) or nil (not counted), and why;
+--- with tries, a pass's third value is the try it passed on.
 function M.score(r)
-  if r.reason == "diverged" or r.reason == "not_recorded" then return nil, r.detail or r.reason end
+  if r.reason == "diverged" or r.reason == "not_recorded" or r.reason == "not_run" or r.reason == "suite_error" then
+    return nil, r.detail or r.reason
+  end
   if M.NOT_COUNTED[r.reason] then return nil, r.reason end
   -- exit 2: the session could not start (a bad flag, no model configured): the eval's setup
   if r.exit == 2 then return nil, "could not start: " .. tostring(r.detail or r.error_kind or "usage") end
@@ -105,7 +123,38 @@ function M.score(r)
   local check = r.check or {}
   if r.reason ~= "answered" then return false, "agent: " .. tostring(r.reason) end
   if not check.passed then return false, "check: " .. tostring(check.detail or "failed") end
-  return true, "answered and the check passed"
+  local on = type(r.checks) == "table" and #r.checks or 1
+  return true, on > 1 and ("answered and the check passed on try " .. on) or "answered and the check passed", on
+end
+
+--- The prompt an attempt's agent gets: the task's, or for an exercise of the polyglot benchmark
+--- its instructions and what to change (as the benchmark's harness words it, for an agent that
+--- can also read and run the tests).
+function M.prompt(task)
+  local ex = task.exercise
+  if not ex then return task.prompt end
+  return ex.instructions .. "\n\n" .. ("Use the instructions above to change %s (%s). Keep the names of the " ..
+    "functions, classes and types they declare: the tests (%s) use them. Use only the standard library; " ..
+    "do not change the tests."):format(table.concat(ex.solution, ", "), ex.title, table.concat(ex.test, ", "))
+end
+
+--- The config an attempt's agent runs with, merged over its copy's (nil: none of its own). An
+--- exercise's agent does not validate on its own: the benchmark's first try has no test results
+--- (and a detected validator, such as package.json's `npm test`, cannot run in the sandbox
+--- without the check's prepared packages); it gets the failing tests' output on its next try.
+function M.agent_config(task, cell)
+  if task.exercise then return { agent = { validate_on = "never" } } end
+  return nil
+end
+
+--- After a failed check, the same session gets this and one more try (--tries): {output} is
+--- the check's output, cut to its last `lines` lines and at most `chars` characters.
+M.RETRY = { lines = 50, chars = 4000 }
+function M.retry(task)
+  local files = task.exercise and table.concat(task.exercise.solution, ", ") or "the code"
+  return { lines = M.RETRY.lines, chars = M.RETRY.chars,
+           message = "The tests failed:\n\n```\n{output}\n```\n\nThe tests are correct: do not change them. Fix " ..
+             files .. " so that they pass." }
 end
 
 local function split(s)
@@ -170,10 +219,12 @@ function M.agent_args(task, cell)
   if cell.machine then args[#args + 1] = "--machine"; args[#args + 1] = cell.machine end
   local role = cell.role or (task.kind == "change" and "refactorer" or nil)
   if role then args[#args + 1] = "--role"; args[#args + 1] = role end
-  -- nobody approves an attempt's edits: a change gets medium; one that asks for a change of public
-  -- API (tag "public-api": a rename, a new signature), which the edit rating calls high, gets high
+  -- nobody approves an attempt's edits: a change gets medium. One that asks for a change of public
+  -- API (tag "public-api": a rename, a new signature), which the edit rating calls high, gets high;
+  -- so does an exercise: solving it may reshape the API its tests call (a stub's `_x` parameters,
+  -- a type the instructions ask for), and its copy is thrown away after the check
   if task.kind == "change" then
-    local public = false
+    local public = task.exercise and true or false
     for _, tag in ipairs(task.tags or {}) do public = public or tag == "public-api" end
     args[#args + 1] = "--auto-approve"; args[#args + 1] = public and "high" or "medium"
   end
@@ -182,8 +233,9 @@ function M.agent_args(task, cell)
   return args
 end
 
---- Suite x cells x trials -> attempts, trial-major (every task once before any twice).
-function M.attempts(suite, cells, trials)
+--- Suite x cells x trials -> attempts, trial-major (every task once before any twice). `tries`
+--- (--tries) overrides each change task's own.
+function M.attempts(suite, cells, trials, tries)
   local out = {}
   for trial = 1, trials do
     for _, task in ipairs(suite.tasks) do
@@ -196,7 +248,9 @@ function M.attempts(suite, cells, trials)
         out[#out + 1] = {
           key = task.id .. "|" .. cell.name .. "|" .. trial, task = task.id, cell = cell.name, trial = trial,
           recordings = recordings,
-          args = M.agent_args(task, cell), variant = cell.variant_path,
+          args = M.agent_args(task, cell), variant = cell.variant_path, prompt = M.prompt(task),
+          config = M.agent_config(task, cell),
+          tries = task.kind == "change" and (tries or task.tries or 1) or 1, retry = M.retry(task),
           info = { machine = cell.machine, role = cell.role, provider = cell.provider, model = cell.model,
                    variant = cell.variant, cell_index = ci }, -- ci: the cell's place in the matrix (compare's A, B)
         }
@@ -215,9 +269,10 @@ end
 --- terminal table and the HTML report show the same).
 function M.rows(cells, how)
   how = how or {}
-  local rows = {}
+  local rows, tries = {}, 1
+  for _, c in ipairs(cells) do tries = math.max(tries, c.tries or 1) end
   for _, c in ipairs(cells) do
-    rows[#rows + 1] = {
+    local row = {
       cell = c.cell,
       passed = ("%d/%d"):format(c.passed, c.n),
       rate = c.rate and ("%.0f%%"):format(100 * c.rate) or "-",
@@ -226,8 +281,22 @@ function M.rows(cells, how)
       ["p50 s"] = fmt(c.p50_wall, "%.1f"), ["p90 s"] = fmt(c.p90_wall, "%.1f"),
       ["not counted"] = tostring(c.not_counted), diverged = tostring(c.diverged or 0),
     }
+    for k = 1, tries do  -- pass@k: passed on try k or earlier, as the benchmark's leaderboard scores
+      local p = (c.pass_at or {})[k]
+      row["pass@" .. k] = (p and c.n > 0) and ("%.0f%% (%d/%d)"):format(100 * p.rate, p.passed, c.n) or "-"
+      row["pass@" .. k .. " CI"] = (p and c.n > 0) and ("%.0f-%.0f%%"):format(100 * p.ci_low, 100 * p.ci_high) or "-"
+    end
+    rows[#rows + 1] = row
   end
-  local columns = { "cell", "passed", "rate", "95% CI", "turns", "tokens", "cost", "p50 s", "p90 s", "not counted" }
+  local columns = { "cell", "passed", "rate", "95% CI" }
+  if tries > 1 then
+    columns = { "cell", "passed" }
+    for k = 1, tries do
+      columns[#columns + 1] = "pass@" .. k
+      columns[#columns + 1] = "pass@" .. k .. " CI"
+    end
+  end
+  for _, name in ipairs({ "turns", "tokens", "cost", "p50 s", "p90 s", "not counted" }) do columns[#columns + 1] = name end
   if how.replay then columns[#columns + 1] = "diverged" end
   return columns, rows
 end
@@ -323,7 +392,22 @@ function M.default_jobs(cells)
   return jobs
 end
 
+--- --prepare DIR: what DIR's exercises' checks need made once, one line per language.
+function M.prepare(dir)
+  local ready = true
+  for _, p in ipairs(moss.eval.prepare(dir)) do
+    moss.ui.print(("%-10s %s  %s"):format(p.language, p.ready and "ready" or "NOT READY", p.detail),
+      { style = p.ready and "green" or "red" })
+    ready = ready and p.ready
+  end
+  return ready and 0 or 1
+end
+
 function M.run(opts, rest)
+  if opts.prepare then
+    if rest[1] or opts.suite then moss.error("usage", "--prepare DIR prepares and exits: give no suite with it", 0) end
+    return M.prepare(opts.prepare)
+  end
   local spec = opts.suite or rest[1]
   if not spec then moss.error("usage", "which suite? moss eval SUITE (a folder, a .toml file, or builtin)", 0) end
   if opts.suite and rest[1] then moss.error("usage", "give the suite once: --suite or the first word", 0) end
@@ -333,6 +417,10 @@ function M.run(opts, rest)
   if opts.jobs and (opts.jobs < 1 or opts.jobs ~= math.floor(opts.jobs)) then
     moss.error("usage", "-j must be a whole number >= 1", 0)
   end
+  if opts.tries and (opts.tries < 1 or opts.tries > 10 or opts.tries ~= math.floor(opts.tries)) then
+    moss.error("usage", "--tries must be a whole number from 1 to 10", 0)
+  end
+  if opts.check_timeout and opts.check_timeout <= 0 then moss.error("usage", "--check-timeout must be > 0", 0) end
   if opts.retries and (opts.retries < 0 or opts.retries ~= math.floor(opts.retries)) then
     moss.error("usage", "--retries must be a whole number >= 0", 0)
   end
@@ -353,7 +441,8 @@ function M.run(opts, rest)
   end
   local out = opts.resume or opts.out or (moss.root .. "/.moss/eval/" .. run_id())
   local started = moss.eval.start({
-    suite = suite.path, attempts = M.attempts(suite, cells, trials), out = out, jobs = jobs,
+    suite = suite.path, attempts = M.attempts(suite, cells, trials, opts.tries), out = out, jobs = jobs,
+    check_timeout = opts.check_timeout,
     max_cost = moss.options.max_cost, max_tokens = moss.options.max_tokens, resume = opts.resume ~= nil,
     keep = opts.keep, keep_failed = opts.keep_failed, executor = opts.executor or ecfg.executor,
     ray_address = opts.ray_address or ecfg.ray_address, num_cpus = opts.num_cpus or ecfg.ray_num_cpus,
@@ -368,13 +457,14 @@ function M.run(opts, rest)
   while true do
     local r = moss.eval.next()
     if not r then break end
-    local passed, why = M.score(r)
-    moss.eval.record(r.key, { passed = passed, verdict = why })
+    local passed, why, on = M.score(r)
+    moss.eval.record(r.key, { passed = passed, verdict = why, passed_on = on })
   end
   local done = moss.eval.finish()
   local summary = moss.eval.summary(done.rows)
-  local suite_errors, diverged, not_recorded = {}, {}, 0
+  local suite_errors, diverged, not_recorded, not_run = {}, {}, 0, {}
   for _, row in ipairs(done.rows) do
+    if row.reason == "not_run" then not_run[row.task] = row.detail end
     if row.reason == "suite_error" then suite_errors[row.task] = row.detail end
     if row.reason == "diverged" and row.diverged then
       local d = row.diverged
@@ -388,15 +478,14 @@ function M.run(opts, rest)
   if opts.json then
     print(moss.json.encode({ out = done.out, file = done.file, cells = summary, stopped = done.stopped or moss.json.null,
                              not_run = done.not_run, suite_errors = moss.dict(suite_errors), jobs = jobs,
+                             could_not_run = moss.dict(not_run),
                              peak = done.peak,
                              diverged = replaying and diverged or nil,
                              not_recorded = replaying and not_recorded or nil }))
   else
     M.table(summary, { replay = replaying })
   end
-  for task, why in pairs(suite_errors) do
-    moss.ui.print(("suite error: task %s: %s"):format(task, why), { style = "red" })
-  end
+  M.report_problems(suite_errors, not_run)
   if replaying then M.report_replay(diverged, not_recorded, #done.rows, moss.options.replay) end
   if opts.html then
     M.html(opts.html, summary, { title = "moss eval: " .. suite.name, replay = replaying,
@@ -408,8 +497,24 @@ function M.run(opts, rest)
       "`moss eval ... --resume %s` to go on"):format(done.not_run, done.budget_cut, done.out), { style = "yellow" })
   end
   moss.ui.print("results: " .. done.file, { style = "dim" })
-  if done.stopped or next(suite_errors) or #diverged > 0 or not_recorded > 0 then return 1 end
+  if done.stopped or next(suite_errors) or next(not_run) or #diverged > 0 or not_recorded > 0 then return 1 end
   return 0
+end
+
+--- One line per task that could not be read (a suite error) or not run here, task by task.
+function M.report_problems(suite_errors, not_run)
+  local function sorted(t)
+    local keys = {}
+    for k in pairs(t) do keys[#keys + 1] = k end
+    table.sort(keys)
+    return keys
+  end
+  for _, task in ipairs(sorted(suite_errors)) do
+    moss.ui.print(("suite error: task %s: %s"):format(task, suite_errors[task]), { style = "red" })
+  end
+  for _, task in ipairs(sorted(not_run)) do
+    moss.ui.print(("not run: task %s: %s"):format(task, (not_run[task]:gsub("^not run: ", ""))), { style = "yellow" })
+  end
 end
 
 --- Replaying: each attempt that left its recording, at its first differing request, then one line.

@@ -16,6 +16,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# Where `moss eval --prepare` put what the exercises' checks share (JavaScript's jest and babel:
+# .ci/run prepares tests/fixtures/polyglot before the tests), as moss finds it for the user who
+# runs the tests; read before _user_cache_dir points XDG_CACHE_HOME elsewhere. A project's own
+# HOME has none: tests that run exercises pass it as MOSS_EVAL_CACHE.
+EVAL_CACHE = os.environ.get("MOSS_EVAL_CACHE") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "moss" / "eval")
 # The provider of the agents in the stories of `moss eval` and `moss batch` (here and on Ray)
 # and of the sessions `moss mcp serve` starts. Each such agent starts from a new interpreter (a
 # zygote, the agent itself when one attempt runs, a Ray job's agent, an MCP tool's session),

@@ -8,13 +8,14 @@ the eval command's job.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, needs_bwrap
 
 from moss.errors import MossError
 from moss.eval.exercises import is_exercise_dir, load_exercises
@@ -352,39 +353,123 @@ def test_a_commit_on_a_folder_that_is_no_git_repository_is_refused(tmp_path):
 # ------------------------------------------------------------------------- exercises
 
 EXERCISES = FIXTURES / "exercises"
+POLYGLOT = FIXTURES / "polyglot"
 
 
+@needs_bwrap
 def test_exercises_load_as_change_tasks(tmp_path):
-    """The exercise layout becomes one change task per exercise: instructions (and their
-    append) as the prompt, the unittest command as the check, the example as the reference;
-    the copy leaves out .meta/ (the example and its config)."""
+    """The exercise layout becomes one change task per exercise: its instructions (introduction,
+    instructions, append) and file names for the policy's prompt, its language's test command as
+    the check (sandboxed, as the eval runs it: it fails on the stub and passes with the example),
+    the files to put back as given before each check (the tests, not the solution), the example
+    as the reference; the copy leaves out .meta/ (the example and its config)."""
+    from moss.eval import attempt
+
     assert is_exercise_dir(EXERCISES) and not is_exercise_dir(EXERCISES / "leap")
     suite = load_exercises(EXERCISES)
     assert [t.id for t in suite.tasks] == ["hello-world", "leap"]
     leap = suite.tasks[1]
     assert "leap year" in leap.prompt and "Name the function `leap_year`" in leap.prompt
-    assert "leap.py" in leap.prompt
-    assert leap.check.run == ("python3 -m unittest -q leap_test",) and leap.check.fail_before
+    assert leap.exercise["solution"] == ["leap.py"] and leap.exercise["test"] == ["leap_test.py"]
+    assert leap.check.language == "python" and not leap.check.fail_before and "unittest" in leap.check.run[0]
+    assert leap.check.restore == ("leap_test.py",) and "leap.py" not in leap.check.restore
     for task in suite.tasks:
         copy = copy_repo(task, tmp_path / task.id)
         assert not (copy / ".meta").exists() and (copy / ".docs" / "instructions.md").is_file()
-        assert any(rc != 0 for rc in run_checks(task, copy, tmp_path)), task.id
+        assert not attempt.run_check(task.check, copy)["passed"], task.id
         apply_solution(task, copy)
-        assert run_checks(task, copy, tmp_path) == [0], task.id
+        assert attempt.run_check(task.check, copy)["passed"], task.id
 
 
-def test_a_broken_exercise_config_is_named_with_line_and_column(tmp_path):
-    """Malformed JSON in .meta/config.json is an error at its line and column; an exercise in a
-    language without a test command says which languages there are."""
+def test_an_exercise_that_cannot_be_read_is_a_task_with_its_problem_and_the_rest_load(tmp_path):
+    """Malformed JSON in .meta/config.json is named at its line and column, a config naming a
+    file that is not there names it, and a language moss has no check for says which it has:
+    each such exercise is a task whose `problem` says so (the eval reports it as a suite error),
+    and the folder's other exercises load as usual."""
+    import shutil
+
+    shutil.copytree(EXERCISES / "leap", tmp_path / "leap")
     ex = tmp_path / "broken"
     (ex / ".meta").mkdir(parents=True)
     (ex / ".meta" / "config.json").write_text('{\n  "files": {\n    "solution": [oops]\n}\n')
-    with pytest.raises(MossError) as e:
-        load_exercises(tmp_path)
-    assert re.search(r"broken/\.meta/config\.json:3:18: ", str(e.value)), str(e.value)
-    (ex / ".meta" / "config.json").write_text('{"files": {"solution": ["a.go"], "test": ["a_test.go"]}}')
-    (ex / "a.go").write_text("package a\n")
-    (ex / "a_test.go").write_text("package a\n")
-    with pytest.raises(MossError) as e:
-        load_exercises(tmp_path)
-    assert "no test command for .go tests (known: .py)" in str(e.value)
+    missing = tmp_path / "missing"
+    (missing / ".meta").mkdir(parents=True)
+    (missing / ".meta" / "config.json").write_text('{"files": {"solution": ["a.py"], "test": ["a_test.py"]}}')
+    (missing / "a_test.py").write_text("")
+    kotlin = tmp_path / "kotlin"
+    (kotlin / ".meta").mkdir(parents=True)
+    (kotlin / ".meta" / "config.json").write_text('{"files": {"solution": ["A.kt"], "test": ["ATest.kt"]}}')
+    (kotlin / "A.kt").write_text("")
+    (kotlin / "ATest.kt").write_text("")
+    tasks = {t.id: t for t in load_exercises(tmp_path).tasks}
+    assert set(tasks) == {"broken", "kotlin", "leap", "missing"} and tasks["leap"].problem is None
+    assert re.search(r"broken/\.meta/config\.json:3:18: ", tasks["broken"].problem), tasks["broken"].problem
+    assert "files.solution: a.py does not exist" in tasks["missing"].problem
+    assert "no check for .kt tests (moss knows .py (Python), .rs (Rust), .go (Go)" in tasks["kotlin"].problem
+
+
+@needs_bwrap
+def test_an_agent_cannot_pass_an_exercise_by_changing_its_tests(tmp_path):
+    """Before an exercise's check, its given files other than the solution are put back as the
+    exercise has them: a test rewritten to pass, or replaced by a link to a file outside the
+    copy, is put back (the link replaced, never written through), and the stub fails again."""
+    from moss.eval import attempt
+
+    task = next(t for t in load_exercises(POLYGLOT).tasks if t.id == "run-length")
+    copy = copy_repo(task, tmp_path / "copy")
+    (copy / "run_length_test.py").write_text("import unittest\n\n\nclass T(unittest.TestCase):\n"
+                                             "    def test_nothing(self):\n        pass\n")
+    assert attempt.run_check(task.check, copy)["passed"]  # the rewritten test passes on the stub...
+    result = attempt.check(task, copy, None)
+    assert not result["passed"] and "test_mixed_runs" in result["output"]  # ...but is put back first
+    outside = tmp_path / "outside.py"
+    outside.write_text("precious\n")
+    (copy / "run_length_test.py").unlink()
+    (copy / "run_length_test.py").symlink_to(outside)
+    assert not attempt.check(task, copy, None)["passed"]
+    assert outside.read_text() == "precious\n" and not (copy / "run_length_test.py").is_symlink()
+
+
+def test_a_javascript_exercise_names_versions_never_where_npm_fetches_from(tmp_path):
+    """--prepare installs the exercises' test packages at the versions their package.json names,
+    but only plain version ranges: a URL, a path or a git repository in their place is not
+    fetched (the default version is), whatever a cloned benchmark says."""
+    from moss.eval.languages import JS_PACKAGES, js_packages
+
+    (tmp_path / "package.json").write_text(json.dumps({"devDependencies": {
+        "jest": "^29.6.0", "babel-jest": "https://example.invalid/evil.tgz", "@babel/core": "file:../../x",
+        "core-js": "git+ssh://git@example.invalid/x.git"}}))
+    got = js_packages(tmp_path)
+    assert got["jest"] == "^29.6.0"
+    for name in ("babel-jest", "@babel/core", "core-js", "@exercism/babel-preset-javascript"):
+        assert got[name] == JS_PACKAGES[name]
+
+
+CHANGE_TASK = '''
+[[task]]
+id = "c1"
+repo = "repo"
+prompt = "Fix it."
+tries = TRIES
+[task.check]
+run = ["true"]
+'''
+
+
+def test_a_change_task_may_give_its_agent_more_tries_and_the_policy_takes_them(tmp_path):
+    """`tries = 2` in a change task's table is its number of tries, which the policy's attempts
+    carry unless --tries overrides it; 0, a fraction or tries on a question are named errors."""
+    from conftest import builtin_lua
+
+    assert load_suite(write_suite(tmp_path, CHANGE_TASK.replace("TRIES", "2"))).tasks[0].tries == 2
+    assert "tries: must be a whole number from 1 to 10, not 0" in str(suite_error(tmp_path, CHANGE_TASK.replace(
+        "TRIES", "0")))
+    assert "tries: must be a whole number" in str(suite_error(tmp_path, CHANGE_TASK.replace("TRIES", "1.5")))
+    e = suite_error(tmp_path, GOOD_TASK.replace('prompt = "How many?"', 'prompt = "How many?"\ntries = 2'))
+    assert "tries: is for a change" in str(e)
+    with builtin_lua() as (rt, _root):
+        got = rt.to_py(rt.execute('''local p = require("eval").policy
+            local suite = {tasks = {{id = "a", kind = "change", tries = 2}, {id = "q", kind = "question", tries = 1}}}
+            local own, given = p.attempts(suite, {{name = "default"}}, 1), p.attempts(suite, {{name = "default"}}, 1, 3)
+            return {own[1].tries, own[2].tries, given[1].tries, given[2].tries}'''))
+    assert got == [2, 1, 3, 1]

@@ -31,6 +31,18 @@ def _inside(p: Path, d: Path) -> bool:
         return False
 
 
+def _task(t, kind: str) -> dict:
+    """A suite task as the policy sees it (an exercise's facts for its prompt; a task that could
+    not be read, its `problem`)."""
+    out = {"id": t.id, "kind": kind, "prompt": t.prompt, "tags": list(t.tags),
+           "commands": bool(t.check.run or t.setup), "tries": t.tries}
+    if t.exercise:
+        out["exercise"] = dict(t.exercise)
+    if t.problem:
+        out["problem"] = t.problem
+    return out
+
+
 def functions(ctx):
     # host/eval/ is imported by the functions that use it, not here: every script's start
     # builds this table, and importing it (with moss.llm, which it reaches) cost ~45 ms of
@@ -69,8 +81,7 @@ def functions(ctx):
         project = origin == "project" or (origin == "" and _inside(path, Path(ctx.root)))
         suites[str(path)] = (s, project)
         return {"name": s.name, "path": str(path), "project": project, "origin": origin or ("project" if project else "path"),
-                "tasks": [{"id": t.id, "kind": kind_of(t), "prompt": t.prompt, "tags": list(t.tags),
-                           "commands": bool(t.check.run or t.setup)} for t in s.tasks]}
+                "tasks": [_task(t, kind_of(t)) for t in s.tasks]}
 
     def batch(path):
         from ..eval.batch import load_batch
@@ -137,6 +148,15 @@ def functions(ctx):
 
         return results.mcnemar_exact(int(b), int(c))
 
+    def prepare(path):
+        import sys
+
+        from ..eval.languages import prepare_folder
+
+        if not isinstance(path, str) or not path:
+            raise MossError("eval.prepare: give the folder of exercises", kind="usage")
+        return prepare_folder(Path(path).expanduser(), log=lambda text: print(text, file=sys.stderr, flush=True))
+
     def cpus():
         return os.cpu_count() or 1
 
@@ -149,4 +169,4 @@ def functions(ctx):
 
     return {"eval.suite": suite, "eval.batch": batch, "eval.start": start, "eval.next": next_, "eval.record": record,
             "eval.finish": finish, "eval.summary": summary, "eval.read": read, "eval.mcnemar": mcnemar,
-            "eval.cpus": cpus, "eval.html": html}
+            "eval.cpus": cpus, "eval.html": html, "eval.prepare": prepare}

@@ -23,6 +23,7 @@ whether it passed:
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any, Callable
 from ..errors import MossError
 
 CHECK_TIMEOUT = 60.0
+OUTPUT_CHARS = 20000  # of a check's output read (head and tail, shell.run); rows keep its tail
 
 
 @dataclass
@@ -46,6 +48,11 @@ class Spec:
     max_tokens: int | None = None
     record: Path | None = None      # --record DIR: the agent's LLM cassette is written here
     replay: Path | None = None      # --replay DIR: the agent answers from this cassette
+    prompt: str | None = None       # the policy's prompt for the task (default: the task's own)
+    tries: int = 1                  # tries the agent gets: after a failed check, its session is resumed
+    retry: dict | None = None       # with the policy's message {message ({output}, {detail}), lines, chars}
+    check_timeout: float | None = None  # seconds each check command may take (default: the task's)
+    config: dict | None = None      # the policy's config for the attempt, merged over the copy's
 
 
 class Control:
@@ -78,31 +85,113 @@ class Control:
 
 
 def run_commands(cmds: list[str], copy: Path, setup=None) -> tuple[bool, str]:
-    """Run check or setup commands in the copy, sandboxed at ``edit``: (all exited 0, what failed)."""
+    """Run setup commands in the copy, sandboxed at ``edit``: (all exited 0, what failed)."""
+    out = _run(cmds, copy, setup, timeout=CHECK_TIMEOUT, env={}, label="")
+    return out["passed"], out["detail"]
+
+
+def _run(cmds: list[str], copy: Path, setup, *, timeout: float, env: dict, label: str) -> dict:
+    """{passed, detail, output}: `output` the failed command's output (its tail when long)."""
     from ..tools import shell
 
     for cmd in cmds:
+        shown = label or cmd
         try:
-            r = shell.run(cmd, root=copy, access="edit", timeout=CHECK_TIMEOUT, max_chars=2000, setup=setup)
+            r = shell.run(cmd, root=copy, access="edit", timeout=timeout, max_chars=OUTPUT_CHARS, setup=setup,
+                          env=env)
         except MossError as e:
-            return False, f"{cmd}: {e.message}"
+            return {"passed": False, "detail": f"{shown}: {e.message}", "output": ""}
         if r["code"] != 0:
-            tail = (r["stderr"] or r["stdout"]).strip().splitlines()[-3:]
-            why = "timed out" if r["timed_out"] else f"exit {r['code']}"
-            return False, f"{cmd}: {why}" + (f" ({' / '.join(tail)})" if tail else "")
-    return True, ""
+            output = "\n".join(s for s in (r["stdout"].rstrip(), r["stderr"].rstrip()) if s)
+            tail = output.strip().splitlines()[-3:]
+            why = f"timed out after {timeout:g} s" if r["timed_out"] else f"exit {r['code']}"
+            return {"passed": False, "detail": f"{shown}: {why}" + (f" ({' / '.join(tail)})" if tail else ""),
+                    "output": output}
+    return {"passed": True, "detail": "", "output": ""}
 
 
-def check(task, copy: Path, answer: str | None, setup=None) -> dict:
-    """The task's check after the agent: {passed, detail}."""
+def run_check(check, copy: Path, setup=None, *, timeout: float | None = None) -> dict:
+    """A change's check commands in the copy, sandboxed at ``edit``: {passed, detail, output}, and
+    ``not_run`` (why) when the output says this machine, not the solution, failed it (an
+    exercise's tests that need a newer library than this machine has). An exercise's check gets
+    its language's toolchain and caches (host/eval/languages.py) and its own timeout, unless the
+    eval gives one (`timeout`)."""
+    from ..tools.sandbox import Setup
+
+    env: dict = {}
+    if check.language:
+        from . import languages
+
+        cs = languages.check_setup(check.language, copy, setup)
+        if cs.problem:  # the exercise as given could run (executors checked): the copy's change is the cause
+            return {"passed": False, "detail": f"cannot run the tests: {cs.problem}", "output": ""}
+        env = cs.env
+        if cs.expose:
+            base = setup or Setup()
+            setup = Setup(env=base.env, expose=tuple(base.expose) + tuple(cs.expose), deny=base.deny)
+    limit = timeout or check.timeout or CHECK_TIMEOUT
+    out = _run(list(check.run), copy, setup, timeout=limit, env=env, label=check.label)
+    if check.language:  # the check's private copy, as paths relative to the exercise
+        from .languages import SCRATCH, environment_problem
+
+        out["output"] = re.sub(re.escape(SCRATCH) + r"/[^/\s]+/", "", out["output"])
+        why = None if out["passed"] else environment_problem(check.language, out["output"])
+        if why:
+            out.update(detail=f"not run: {why}", not_run=why)
+    return out
+
+
+def restore(task, copy: Path) -> str:
+    """Put the task's given files (``check.restore``: an exercise's tests and build files) back
+    into the copy as the suite has them, never writing through a link the agent left; "" or
+    what could not be put back."""
+    from ..tools import safefs
+
+    names = getattr(task.check, "restore", ()) or ()
+    if not names:
+        return ""
+    rel = names[0]
+    try:
+        with safefs.Tree(copy) as tree:
+            for rel in names:
+                src = Path(task.repo) / rel
+                tree.write_atomic(rel, src.read_bytes(), mode=src.stat().st_mode & 0o777, sync=False)
+    except (MossError, OSError) as e:
+        return f"could not put the exercise's {rel} back as given: {getattr(e, 'message', e)}"
+    return ""
+
+
+def check(task, copy: Path, answer: str | None, setup=None, *, timeout: float | None = None) -> dict:
+    """The task's check after the agent: {passed, detail} (and `output` when commands failed)."""
     from .suite import judge_answer
 
     c = task.check
     if c.run:
-        ok, why = run_commands(list(c.run), copy, setup)
-    else:
-        ok, why = judge_answer(c, answer)
+        why = restore(task, copy)
+        if why:
+            return {"passed": False, "detail": why, "output": ""}
+        out = run_check(c, copy, setup, timeout=timeout)
+        out["passed"] = bool(out["passed"])
+        if out["passed"]:
+            out.pop("output", None)  # a failed check's output is what a row keeps
+        return out
+    ok, why = judge_answer(c, answer)
     return {"passed": bool(ok), "detail": why}
+
+
+def retry_prompt(retry: dict | None, check: dict) -> str:
+    """The message a failed try's session gets: the policy's `message` with {output} the tail of
+    the check's output (its last `lines` lines, at most `chars` characters) and {detail} its one
+    line."""
+    retry = retry or {}
+    lines = max(1, int(retry.get("lines") or 50))
+    chars = max(100, int(retry.get("chars") or 4000))
+    tail = "\n".join(str(check.get("output") or "").rstrip().splitlines()[-lines:])
+    if len(tail) > chars:
+        tail = "[...]\n" + tail[-chars:].split("\n", 1)[-1]
+    message = str(retry.get("message") or "The check failed:\n{output}")
+    # {detail} first: the output is the tests', and may hold any text
+    return message.replace("{detail}", str(check.get("detail") or "")).replace("{output}", tail or "(no output)")
 
 
 def has_check(task) -> bool:
@@ -126,8 +215,11 @@ def safe_name(key: str) -> str:
 
 
 def base_row(spec: Spec) -> dict:
-    return {"key": spec.key, "task": spec.task.id, "cell": spec.cell, "trial": spec.trial,
-            "kind": kind_of(spec.task), **{k: v for k, v in spec.info.items() if k not in ("key",)}}
+    row = {"key": spec.key, "task": spec.task.id, "cell": spec.cell, "trial": spec.trial,
+           "kind": kind_of(spec.task), **{k: v for k, v in spec.info.items() if k not in ("key",)}}
+    if spec.tries > 1 and row["kind"] == "change":
+        row["max_tries"] = spec.tries  # the tries it was given (pass@1 .. pass@N, results.summary)
+    return row
 
 
 def spec_to_json(spec: Spec) -> dict:
@@ -140,12 +232,16 @@ def spec_to_json(spec: Spec) -> dict:
          "setup": list(task.setup), "tags": list(task.tags),
          "check": {**dataclasses.asdict(task.check), "run": list(task.check.run)},
          "solution": [dataclasses.asdict(r) for r in task.solution], "solution_answer": task.solution_answer,
-         "exclude": list(getattr(task, "exclude", []) or [])}
+         "exclude": list(getattr(task, "exclude", []) or []), "tries": task.tries, "problem": task.problem,
+         "exercise": task.exercise}
+    t["check"]["restore"] = list(task.check.restore)
     return {"key": spec.key, "task": t, "cell": spec.cell, "trial": spec.trial, "args": list(spec.args),
             "variant": str(spec.variant) if spec.variant is not None else None, "info": dict(spec.info),
             "max_cost": spec.max_cost, "max_tokens": spec.max_tokens,
             "record": str(spec.record) if spec.record is not None else None,
-            "replay": str(spec.replay) if spec.replay is not None else None}
+            "replay": str(spec.replay) if spec.replay is not None else None,
+            "prompt": spec.prompt, "tries": spec.tries, "retry": spec.retry, "check_timeout": spec.check_timeout,
+            "config": spec.config}
 
 
 def spec_from_json(data: dict) -> Spec:
@@ -153,11 +249,12 @@ def spec_from_json(data: dict) -> Spec:
 
     t = data["task"]
     c = dict(t.get("check") or {})
-    check = Check(**{**c, "run": tuple(c.get("run") or ())})
+    check = Check(**{**c, "run": tuple(c.get("run") or ()), "restore": tuple(c.get("restore") or ())})
     task = Task(id=t["id"], repo=Path(t["repo"]), commit=t.get("commit") or "", prompt=t["prompt"],
                 setup=list(t.get("setup") or []), tags=list(t.get("tags") or []), check=check,
                 solution=[Replacement(**r) for r in t.get("solution") or []],
-                solution_answer=t.get("solution_answer"), exclude=list(t.get("exclude") or []))
+                solution_answer=t.get("solution_answer"), exclude=list(t.get("exclude") or []),
+                tries=int(t.get("tries") or 1), problem=t.get("problem"), exercise=t.get("exercise"))
 
     def path(v):
         return Path(v) if v else None
@@ -165,4 +262,6 @@ def spec_from_json(data: dict) -> Spec:
     return Spec(key=data["key"], task=task, cell=data["cell"], trial=int(data["trial"]), args=list(data["args"]),
                 variant=path(data.get("variant")), info=dict(data.get("info") or {}),
                 max_cost=data.get("max_cost"), max_tokens=data.get("max_tokens"),
-                record=path(data.get("record")), replay=path(data.get("replay")))
+                record=path(data.get("record")), replay=path(data.get("replay")), prompt=data.get("prompt"),
+                tries=int(data.get("tries") or 1), retry=data.get("retry"), check_timeout=data.get("check_timeout"),
+                config=data.get("config"))

@@ -12,7 +12,9 @@ repository brought is dropped; the copy's ``.moss/`` holds exactly:
    project's, every other file put at the same path under ``.moss/`` (so ``scripts/roles/x.lua``
    replaces that role). The user named the variant on the command line: it is theirs, but a
    link in it is copied as a link only when it stays inside the variant folder; one that leaves
-   it is refused (variant_entries), never followed to copy what it points at.
+   it is refused (variant_entries), never followed to copy what it points at;
+3. the policy's own config for the attempt, merged last (an exercise's agent runs with
+   ``validate_on = "never"``: scripts/eval.lua ``M.agent_config``).
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ def new_home(key: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"moss-eval-{safe}-"))
 
 
-def make(task, home: Path, *, project_root: Path, project_trusted: bool, variant: Path | None) -> Path:
-    """Make the copy of `task`'s repository in `home` and return its path."""
+def make(task, home: Path, *, project_root: Path, project_trusted: bool, variant: Path | None,
+         overlay: dict | None = None) -> Path:
+    """Make the copy of `task`'s repository in `home` and return its path. `overlay`: the policy's
+    config for this attempt, merged over everything else (scripts/eval.lua M.agent_config)."""
     from .suite import copy_repo
 
     dest = home / "repo"
@@ -62,6 +66,10 @@ def make(task, home: Path, *, project_root: Path, project_trusted: bool, variant
                                 symlinks=True)
     if variant is not None:
         config = _overlay(Path(variant), moss_dir, config)
+    if overlay:
+        from ..config import deep_merge
+
+        config = deep_merge(config, overlay)
     if config:
         import tomli_w
 

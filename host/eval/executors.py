@@ -29,6 +29,10 @@ from . import attempt as att
 from . import cassettes, copies, patch, results
 
 KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
+OUTPUT_KEPT = 4000  # characters of a failed check's output kept in its row (the tail)
+# an agent that ended so gets no further try: its budget is spent, it was stopped, its model or
+# script failed, or its replay left the recording
+NO_RETRY = ("budget", "interrupted", "error", "diverged")
 
 __all__ = ["AttemptExecutor", "LocalAttempts", "executor", "names", "register"]
 
@@ -53,6 +57,21 @@ class AttemptExecutor:
 
     def run(self, spec: att.Spec, control: att.Control) -> dict:
         raise NotImplementedError
+
+    def cannot_run(self, task) -> dict | None:
+        """{reason, detail} when the task cannot run at all here (nothing is copied, no agent
+        starts): its exercise could not be read (a suite error), or its language's toolchain,
+        a library it needs or JavaScript's prepared packages are not on this machine (not run)."""
+        if getattr(task, "problem", None):
+            return {"reason": "suite_error", "detail": task.problem}
+        language = getattr(task.check, "language", "")
+        if language:
+            from . import languages
+
+            why = languages.unavailable(language, Path(task.repo), self.env)
+            if why:
+                return {"reason": "not_run", "detail": f"not run: {why}"}
+        return None
 
     def discard(self, row: dict) -> None:
         """A try the runner runs again (an infrastructure error): remove what it left (its copy)."""
@@ -169,12 +188,16 @@ class LocalAttempts(AttemptExecutor):
             row.update(reason="not_recorded", wall=0.0,
                        detail=f"not run: no recording of this attempt ({spec.replay} does not exist)")
             return row
+        why = self.cannot_run(spec.task)
+        if why is not None:
+            row.update(wall=0.0, **why)
+            return row
         start = time.monotonic()
         home = copies.new_home(spec.key)
         row["home"] = str(home)
         try:
             copy = copies.make(spec.task, home, project_root=self.project_root,
-                               project_trusted=self.project_trusted, variant=spec.variant)
+                               project_trusted=self.project_trusted, variant=spec.variant, overlay=spec.config)
             row["copy"] = str(copy)
             try:  # the repository as given, before setup: what the patch is taken against
                 base: Path | None = patch.snapshot(copy, home)
@@ -197,40 +220,70 @@ class LocalAttempts(AttemptExecutor):
                 row.update(reason="setup_error", detail=f"setup failed: {why}")
                 return
         if task.check.run and task.check.fail_before:
-            ok, _ = att.run_commands(list(task.check.run), copy, self.setup)
-            if ok:
+            before = att.run_check(task.check, copy, self.setup, timeout=spec.check_timeout)
+            if before["passed"]:
                 row.update(reason="suite_error",
                            detail="the check already passes before the agent ran (fail_before)")
                 return
         if control.stopped:
             row.update(reason=control.reason or "interrupted")
             return
-        result = self._agent(spec, control, copy, row)
-        if base is not None:  # what the agent did, taken before the check runs
-            try:
-                row.update(patch.diff(copy, base))
-            except (patch.PatchError, OSError) as e:
-                row["patch_error"] = str(e)
-        if control.stopped:
-            row.update(reason=control.reason or "interrupted")
-            return
-        if result is None or not att.has_check(task):
-            return
-        row["check"] = att.check(task, copy, result.get("answer"), self.setup)
+        prompt, checks = spec.prompt or task.prompt, []
+        tries = max(1, int(spec.tries or 1)) if att.kind_of(task) == "change" else 1
+        for n in range(1, tries + 1):
+            result = self._agent(spec, control, copy, row, prompt, resume=row.get("session_id") if n > 1 else None)
+            if base is not None:  # what the agent did, taken before the check runs
+                try:
+                    row.update(patch.diff(copy, base))
+                except (patch.PatchError, OSError) as e:
+                    row["patch_error"] = str(e)
+            if control.stopped:
+                row.update(reason=control.reason or "interrupted")
+                return
+            if result is None or not att.has_check(task):
+                break
+            c = att.check(task, copy, result.get("answer"), self.setup, timeout=spec.check_timeout)
+            if "output" in c:
+                c["output"] = c["output"][-OUTPUT_KEPT:]
+            if c.get("not_run"):  # this machine, not the agent, failed the check (host/eval/languages.py)
+                row.update(reason="not_run", detail=c["detail"], check=c)
+                break
+            checks.append(c)
+            row["check"] = c
+            if c["passed"] or n == tries or row.get("exit") == 2 or row.get("reason") in NO_RETRY:
+                break
+            prompt = att.retry_prompt(spec.retry, c)
+        if tries > 1:
+            row["checks"] = [{k: v for k, v in c.items() if k != "output"} for c in checks]
+        if spec.replay is not None and row.get("reason") != "diverged":  # as many requests as recorded?
+            calls = (row.get("usage") or {}).get("calls")
+            self._diverged(copy, spec.replay, row, calls if isinstance(calls, int) else None)
 
-    def _agent(self, spec: att.Spec, control: att.Control, copy: Path, row: dict) -> dict | None:
+    @staticmethod
+    def _diverged(copy: Path, cassette: Path, row: dict, calls: int | None) -> None:
+        d = cassettes.divergence(copy, cassette, calls)
+        if d is not None:
+            row.update(reason="diverged", diverged=d, detail="replay diverged: " + cassettes.describe(d))
+
+    def _agent(self, spec: att.Spec, control: att.Control, copy: Path, row: dict, prompt: str,
+               resume: str | None = None) -> dict | None:
+        """Run the agent in the copy (`resume`: a later try, the same session given `prompt`)."""
         argv = procs.moss_command("@agent", "--output-format", "stream-json", "-n", "--trust", *spec.args)
+        # a budget is per invocation: a later try gets what the earlier ones left
         if spec.max_cost is not None:
-            argv += ["--max-cost", f"{spec.max_cost:.6f}"]
+            argv += ["--max-cost", f"{max(spec.max_cost - float(row.get('cost') or 0.0), 0.0):.6f}"]
         if spec.max_tokens is not None:
-            argv += ["--max-tokens", str(int(spec.max_tokens))]
+            argv += ["--max-tokens", str(max(int(spec.max_tokens) - int(row.get("tokens") or 0), 1))]
         if spec.record is not None:
-            spec.record.unlink(missing_ok=True)  # an attempt run again (--resume) records afresh
-            argv += ["--record", str(spec.record)]
+            if resume is None:
+                spec.record.unlink(missing_ok=True)  # an attempt run again (--resume) records afresh
+            argv += ["--record", str(spec.record)]  # a later try's requests are appended
         if spec.replay is not None:  # after the policy's words: the last --provider is the one used
             argv += ["--provider", "replay", "--replay", str(spec.replay)]
             row["replayed"] = str(spec.replay)
-        argv += ["--", spec.task.prompt]
+        if resume:
+            argv += ["--resume", resume]
+        argv += ["--", prompt]
         safe = att.safe_name(spec.key)
         stderr_path = self.logs / f"{safe}.stderr"
         env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
@@ -270,6 +323,8 @@ class LocalAttempts(AttemptExecutor):
             control.on_stop(None)
         row["exit"] = code
         row["stderr"] = str(stderr_path)
+        for k in ("detail", "error_kind"):  # an earlier try's
+            row.pop(k, None)
         if result is None:
             row.update(reason="infra_error", detail=f"the agent ended (exit {code}) without a result")
             return None
@@ -282,11 +337,8 @@ class LocalAttempts(AttemptExecutor):
         for k in ("detail", "error_kind"):
             if result.get(k):
                 row[k] = result[k]
-        if spec.replay is not None and not control.stopped:
-            calls = usage.get("calls")
-            d = cassettes.divergence(copy, spec.replay, calls if isinstance(calls, int) else None)
-            if d is not None:
-                row.update(reason="diverged", diverged=d, detail="replay diverged: " + cassettes.describe(d))
+        if spec.replay is not None and not control.stopped:  # a request the recording could not answer
+            self._diverged(copy, spec.replay, row, None)
         if sid:
             log = copy / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
             if log.is_file() and not log.is_symlink():

@@ -1,34 +1,36 @@
-"""The exercise-directory layout of public polyglot coding benchmarks, loaded as a moss Suite.
+"""The exercise-folder layout of the public polyglot coding benchmark, loaded as a moss Suite.
 
-A folder of exercises, each `NAME/.docs/instructions.md` (+ an optional
-`instructions.append.md`), a stub to complete and a test file, named by `.meta/config.json`
-(`files.solution`, `files.test`, `files.example`). Each exercise becomes a change task: the
-instructions are the prompt, the folder without `.meta/` and the example is the repo, the
-language's test command is the check (it must fail on the stub), the example the reference.
+A folder of exercises, each `NAME/.docs/instructions.md` (with an optional `introduction.md`
+before it and `instructions.append.md` after), a stub to complete and test files, named by
+`.meta/config.json` (`files.solution`, `files.test`, `files.example`). Each exercise becomes a
+change task in its language (host/eval/languages.py: C++, Go, Java, JavaScript, Python, Rust,
+chosen by the test file's suffix): the folder without `.meta/`, `.approaches/`, `.articles/`
+and the example is the repo, the language's build and test is the check, the example is the
+reference. Before each check the exercise's own files other than
+the solution (its tests, build files, helpers) are put back as given, so an agent cannot pass
+by changing a test. The prompt is the policy's (scripts/eval.lua ``M.prompt``): this module
+hands it the instructions and the file names (``Task.exercise``).
+
+An exercise that cannot be read (its config names a file that is not there, no test file, a
+language moss has no check for) does not refuse the folder: it becomes a task whose
+``problem`` says why, reported as a suite error, and every other exercise runs.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import shlex
 from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError, MossError
 from ..roots import display_path
+from .languages import BY_SUFFIX, script
 from .suite import Check, Replacement, Suite, Task, _repo
 
 CONFIG = PurePosixPath(".meta/config.json")
-
-
-def _python(tests: list[str]) -> str:
-    # unittest needs nothing but python3 (the benchmarks' Python tests are unittest.TestCase classes)
-    modules = [str(PurePosixPath(t).with_suffix("")).replace("/", ".") for t in tests]
-    return "python3 -m unittest -q " + " ".join(shlex.quote(m) for m in modules)
-
-
-# The test command per language, chosen by the test file's suffix: one entry per language.
-COMMANDS = {".py": ("python", _python)}
+HIDDEN = (".meta", ".approaches", ".articles")  # the example and write-ups of solutions: never copied
+BUILD_OUTPUT = ("node_modules", "target", "build", ".gradle")  # a checkout someone built in: not copied
 
 
 def is_exercise_dir(path: Path | str) -> bool:
@@ -38,8 +40,8 @@ def is_exercise_dir(path: Path | str) -> bool:
 
 
 def load_exercises(path: Path | str) -> Suite:
-    """Every exercise under `path` as a change task; a malformed exercise is
-    MossError(kind="config") naming its file and what is wrong."""
+    """Every exercise under `path` as a change task (one that cannot be read: a task with a
+    `problem`)."""
     path = Path(path)
     if not path.is_dir():
         raise MossError(f"no exercise folder at {display_path(path)}", kind="not_found")
@@ -58,9 +60,16 @@ def load_exercises(path: Path | str) -> Suite:
 
 
 def _exercise(folder: Path, base: Path) -> Task:
-    conf = folder / CONFIG
-    shown = display_path(conf)
     tid = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-") or "exercise"
+    try:
+        return _read(folder, base, tid)
+    except ConfigError as e:
+        return Task(id=tid, repo=folder, commit="", prompt="", setup=[], tags=["exercise"], check=Check(),
+                    solution=[], solution_answer=None, problem=e.message)
+
+
+def _files(folder: Path, conf: Path, tid: str) -> dict[str, list[str]]:
+    shown = display_path(conf)
 
     def err(fld: str, msg: str) -> ConfigError:
         return ConfigError(f"{shown}: {fld}: {msg}", file=shown, task=tid, field=fld)
@@ -89,30 +98,78 @@ def _exercise(folder: Path, base: Path) -> Task:
     if not names["solution"] or not names["test"]:
         raise err("files", "needs at least one solution file and one test file")
     suffix = PurePosixPath(names["test"][0]).suffix
-    if suffix not in COMMANDS:
-        known = ", ".join(COMMANDS)
-        raise err("files.test", f"no test command for {suffix or 'suffix-less'} tests (known: {known})")
-    language, command = COMMANDS[suffix]
+    if suffix not in BY_SUFFIX:
+        known = ", ".join(f"{s} ({lang.title})" for s, lang in BY_SUFFIX.items())
+        raise err("files.test", f"no check for {suffix or 'suffix-less'} tests (moss knows {known})")
+    return names
 
+
+def _read(folder: Path, base: Path, tid: str) -> Task:
+    names = _files(folder, folder / CONFIG, tid)
+    lang = BY_SUFFIX[PurePosixPath(names["test"][0]).suffix]
     docs = folder / ".docs"
     if not (docs / "instructions.md").is_file():
-        raise ConfigError(f"{display_path(docs / 'instructions.md')}: missing (the exercise's instructions)",
-                          file=str(docs / "instructions.md"), task=tid, field="prompt")
-    parts = [(docs / "instructions.md").read_text(encoding="utf-8").strip()]
-    if (docs / "instructions.append.md").is_file():
-        parts.append((docs / "instructions.append.md").read_text(encoding="utf-8").strip())
-    parts.append(f"Write the solution in {', '.join(names['solution'])}; the tests are in "
-                 f"{', '.join(names['test'])}.")
+        shown = display_path(docs / "instructions.md")
+        raise ConfigError(f"{shown}: missing (the exercise's instructions)", file=shown, task=tid, field="prompt")
+    parts = [(docs / n).read_text(encoding="utf-8").strip() for n in
+             ("introduction.md", "instructions.md", "instructions.append.md") if (docs / n).is_file()]
+    instructions = "\n\n".join(p for p in parts if p)
 
     def rel_err(fld: str, msg: str) -> ConfigError:
-        return err("folder" if fld == "repo" else fld, msg)
+        shown = display_path(folder / CONFIG)
+        return ConfigError(f"{shown}: {'folder' if fld == 'repo' else fld}: {msg}", file=shown, task=tid, field=fld)
 
     repo = _repo(str(folder.relative_to(base)), base, rel_err)
-    solution = []
-    if len(names["example"]) == len(names["solution"]):
-        solution = [Replacement(path=s, old=None, new=(folder / e).read_text(encoding="utf-8"))
-                    for s, e in zip(names["solution"], names["example"])]
-    exclude = [".meta"] + [e for e in names["example"] if PurePosixPath(e).parts[0] != ".meta"]
-    return Task(id=tid, repo=repo, commit="", prompt="\n\n".join(parts), setup=[], tags=["exercise", language],
-                check=Check(run=(command(names["test"]),), fail_before=True), solution=solution,
-                solution_answer=None, exclude=exclude)
+    exclude = list(HIDDEN) + [e for e in names["example"] if PurePosixPath(e).parts[0] not in HIDDEN]
+    exclude += [b for b in BUILD_OUTPUT if (folder / b).is_dir()]
+    # no fail_before: as on the benchmark's leaderboard every exercise counts, also the few whose
+    # tests pass as shipped (Go's counter, ledger, markdown), and each attempt builds once less
+    check = Check(run=(script(lang, folder.name, names["test"]),), fail_before=False,
+                  language=lang.name, timeout=lang.timeout, label=lang.how,
+                  restore=tuple(_given(repo, exclude, names["solution"])))
+    return Task(id=tid, repo=repo, commit="", prompt=instructions, setup=[], tags=["exercise", lang.name],
+                check=check, solution=_reference(folder, names), solution_answer=None, exclude=exclude,
+                exercise={"language": lang.name, "title": lang.title, "name": folder.name,
+                          "instructions": instructions, "solution": list(names["solution"]),
+                          "test": list(names["test"])})
+
+
+def _given(repo: Path, exclude: list[str], solution: list[str]) -> list[str]:
+    """The exercise's files an attempt's check puts back as given: every one that is copied
+    and is not a solution file or its instructions (tests, build files, helpers)."""
+    skip = {PurePosixPath(e) for e in exclude} | {PurePosixPath(".docs")}
+    out = []
+    for top, dirs, files in os.walk(repo):
+        rel_top = PurePosixPath(Path(top).relative_to(repo).as_posix())
+        dirs[:] = [d for d in dirs if (rel_top / d) not in skip and not (rel_top == PurePosixPath(".") and
+                                                                       PurePosixPath(d) in skip)]
+        for f in files:
+            rel = PurePosixPath(os.path.normpath(rel_top / f))
+            if rel not in skip and str(rel) not in solution and not os.path.islink(os.path.join(top, f)):
+                out.append(str(rel))
+    return sorted(out)
+
+
+def _reference(folder: Path, names: dict[str, list[str]]) -> list[Replacement]:
+    """The example as whole files at the paths they take in a solved exercise: Java's
+    `.meta/src/reference/java/X.java` at `src/main/java/X.java`; otherwise the solution file of
+    the same suffix (`.meta/example.rs` is `src/lib.rs`; `.meta/example.h` the `.h` one), else of
+    the same name. An example that fits no solution file leaves the task without a reference."""
+    out = []
+    solution = names["solution"]
+    for example in names["example"]:
+        pure = PurePosixPath(example)
+        target = None
+        if pure.parts[:3] == (".meta", "src", "reference"):
+            target = str(PurePosixPath("src", "main", *pure.parts[3:]))
+        else:
+            same = [s for s in solution if PurePosixPath(s).suffix == pure.suffix]
+            named = [s for s in same if PurePosixPath(s).name == pure.name]
+            target = named[0] if named else same[0] if len(same) == 1 else None
+        if target is None:
+            return []
+        out.append(Replacement(path=target, old=None, new=(folder / example).read_text(encoding="utf-8")))
+    manifest = folder / ".meta" / "Cargo-example.toml"  # a Rust example's own manifest (its crates)
+    if out and "Cargo.toml" in solution and manifest.is_file():
+        out.append(Replacement(path="Cargo.toml", old=None, new=manifest.read_text(encoding="utf-8")))
+    return out

@@ -101,8 +101,10 @@ class Progress:
                     f"spent {self._spend()}")
         verdict = {True: "pass", False: "FAIL", None: "not counted"}[row.get("passed")]
         bits = [str(row.get("reason")), f"{row.get('turns') or 0} turns", f"{row.get('wall') or 0:.1f}s"]
+        why = f": {' '.join(str(row['verdict']).split())[:300]}" if row.get("passed") is not True and row.get("verdict") \
+            else ""  # a fail or an attempt not counted says why (the check timed out, a toolchain is missing)
         return (f"[{self.done}/{self.total}] {row.get('task')} · {row.get('cell')} · trial {row.get('trial')}: "
-                f"{verdict} ({', '.join(bits)}) · spent {self._spend()}")
+                f"{verdict} ({', '.join(bits)}) · spent {self._spend()}{why}")
 
     def status(self) -> str:
         """The status line: what ran of what, what runs now, what it cost."""

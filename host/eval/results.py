@@ -153,7 +153,9 @@ def summary(rows: list[dict]) -> list[dict]:
         counted = [r for r in rs if isinstance(r.get("passed"), bool)]
         k, n = sum(1 for r in counted if r["passed"]), len(counted)
         lo, hi = wilson(k, n)
+        tries = max([int(r.get("max_tries") or 1) for r in rs] + [1])
         out.append({
+            "tries": tries, "pass_at": pass_at(counted, tries),
             "cell": cell, "attempts": len(rs), "n": n, "passed": k, "rate": (k / n) if n else None,
             "ci_low": lo, "ci_high": hi, "not_counted": len(rs) - n,
             "diverged": sum(1 for r in rs if r.get("reason") == "diverged"),
@@ -164,6 +166,26 @@ def summary(rows: list[dict]) -> list[dict]:
             "p50_wall": percentile([r.get("wall") for r in counted], 50),
             "p90_wall": percentile([r.get("wall") for r in counted], 90),
         })
+    return out
+
+
+def passed_on(row: dict) -> int | None:
+    """The try a row passed on (1 for a row from before --tries), or None."""
+    if row.get("passed") is not True:
+        return None
+    n = row.get("passed_on")
+    return int(n) if isinstance(n, int) and n >= 1 else 1
+
+
+def pass_at(counted: list[dict], tries: int) -> list[dict]:
+    """pass@k for k = 1..tries, as the benchmark's leaderboard scores: the share of counted
+    attempts whose check passed on try k or earlier, each {k, passed, rate, ci_low, ci_high}."""
+    out = []
+    n = len(counted)
+    for k in range(1, tries + 1):
+        p = sum(1 for r in counted if (passed_on(r) or tries + 1) <= k)
+        lo, hi = wilson(p, n)
+        out.append({"k": k, "passed": p, "rate": (p / n) if n else None, "ci_low": lo, "ci_high": hi})
     return out
 
 

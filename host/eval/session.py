@@ -57,6 +57,7 @@ class EvalRun:
         before = results.read(file) if file.exists() else []
         done = results.finished(before)
         tasks = {t.id: t for t in suite.tasks}
+        check_timeout = _number(opts, "check_timeout", float) or None
         specs, seen = [], set()
         for a in opts.get("attempts") or []:
             if not isinstance(a, dict) or not isinstance(a.get("key"), str):
@@ -76,7 +77,10 @@ class EvalRun:
                                   info=dict(a.get("info") or {}),
                                   max_cost=_number(a, "max_cost", float), max_tokens=_number(a, "max_tokens", int),
                                   record=cassettes.file_for(self.record_dir, a["key"]) if self.record_dir else None,
-                                  replay=self._recording(a) if self.replay_dir else None))
+                                  replay=self._recording(a) if self.replay_dir else None,
+                                  prompt=str(a["prompt"]) if a.get("prompt") else None,
+                                  tries=_tries(a), retry=_retry(a.get("retry")), check_timeout=check_timeout,
+                                  config=_config(a.get("config"))))
         for variant in sorted({str(sp.variant) for sp in specs if sp.variant is not None}):
             copies.variant_entries(Path(variant))  # a link out of a variant folder: refused before any attempt
         self.total = len(seen)
@@ -141,6 +145,9 @@ class EvalRun:
             row["verdict"] = str(verdict["verdict"])
         if verdict.get("outcome"):
             row["outcome"] = str(verdict["outcome"])
+        on = verdict.get("passed_on")
+        if row["passed"] is True and isinstance(on, int | float) and not isinstance(on, bool) and on >= 1:
+            row["passed_on"] = int(on)  # the try it passed on (--tries)
         home = row.pop("home", None)
         copy = row.pop("copy", None)
         if isinstance(row.get("answer"), str) and len(row["answer"]) > 2000:
@@ -203,6 +210,41 @@ def _number(table: dict, key: str, kind):
     if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
         raise MossError(f"eval.start: {key} must be a number >= 0, got {v!r}", kind="usage")
     return kind(v)
+
+
+def _tries(a: dict) -> int:
+    from .suite import MAX_TRIES
+
+    v = a.get("tries", 1)
+    if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v) or not 1 <= v <= MAX_TRIES:
+        raise MossError(f"eval.start: attempt {a.get('key')!r}: tries must be a whole number from 1 to {MAX_TRIES}, "
+                        f"got {v!r}", kind="usage")
+    return int(v)
+
+
+def _config(v) -> dict | None:
+    if v is None or v == {}:
+        return None
+    if not isinstance(v, dict):
+        raise MossError("eval.start: an attempt's config must be a table (merged over its copy's config)",
+                        kind="usage")
+    return v
+
+
+def _retry(v) -> dict | None:
+    """The policy's retry message: {message, lines, chars} (host/eval/attempt.py retry_prompt)."""
+    if v is None:
+        return None
+    if not isinstance(v, dict) or not isinstance(v.get("message"), str):
+        raise MossError("eval.start: an attempt's retry must be a table with a message", kind="usage")
+    out = {"message": v["message"]}
+    for k in ("lines", "chars"):
+        n = v.get(k)
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int | float) or n < 1:
+                raise MossError(f"eval.start: retry.{k} must be a number >= 1, got {n!r}", kind="usage")
+            out[k] = int(n)
+    return out
 
 
 def _folder(value) -> Path | None:

@@ -30,9 +30,10 @@ from ..tools import safefs, saferegex
 SUITE_FILE = "suite.toml"
 BUILTIN = PurePosixPath("eval/suites/builtin")  # the built-in suite, relative to a scripts root
 CHECK_TIMEOUT = 60  # seconds each check command may take (the format's rule)
+MAX_TRIES = 10  # a task's `tries`, and --tries
 
 SUITE_FIELDS = ("name", "description")
-TASK_FIELDS = ("id", "repo", "commit", "prompt", "setup", "tags", "check", "solution", "solution_answer")
+TASK_FIELDS = ("id", "repo", "commit", "prompt", "setup", "tags", "check", "solution", "solution_answer", "tries")
 CHECK_FIELDS = ("answer", "regex", "number", "tolerance", "run", "fail_before")
 SOLUTION_FIELDS = ("path", "old", "new")
 _ID = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -49,6 +50,14 @@ class Check:
     tolerance: float = 0.0
     run: tuple[str, ...] = ()
     fail_before: bool = False
+    # an exercise's check (host/eval/exercises.py): its language's toolchain and caches are set up
+    # for it at check time (host/eval/languages.py), `label` names it in a row's detail instead of
+    # its script, `timeout` is its language's, and `restore` lists the files put back as given
+    # before it runs (the tests: an agent cannot pass by editing them)
+    language: str = ""
+    timeout: float | None = None
+    label: str = ""
+    restore: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -77,6 +86,10 @@ class Task:
     solution: list[Replacement]     # a change's reference solution ([] when the suite has none)
     solution_answer: str | None     # a question's reference answer
     exclude: list[str] = field(default_factory=list)  # paths in `repo` never copied (an exercise's .meta)
+    tries: int = 1                  # how many tries the agent gets (--tries overrides): a failed check's
+                                    # output goes back to the same session for the next
+    problem: str | None = None      # the task cannot be read (an exercise's config): a suite error
+    exercise: dict | None = None    # an exercise's facts for the policy's prompt (host/eval/exercises.py)
 
     @property
     def kind(self) -> str:
@@ -196,8 +209,13 @@ def _task(entry: dict, n: int, base: Path, shown: str) -> Task:
         answer = _string(answer, shown, where + "solution_answer", tid)
         if not check_answer(check, answer):
             raise err("solution_answer", f"{answer!r} does not pass the task's own check")
+    tries = entry.get("tries", 1)
+    if isinstance(tries, bool) or not isinstance(tries, int) or not 1 <= tries <= MAX_TRIES:
+        raise err("tries", f"must be a whole number from 1 to {MAX_TRIES}, not {tries!r}")
+    if tries > 1 and check.kind != "change":
+        raise err("tries", "is for a change: a question's check would tell the agent the answer")
     return Task(id=tid, repo=repo, commit=commit, prompt=prompt, setup=setup, tags=tags, check=check,
-                solution=solution, solution_answer=answer)
+                solution=solution, solution_answer=answer, tries=tries)
 
 
 def _repo(rel: str, base: Path, err, what: str = "suite") -> Path:

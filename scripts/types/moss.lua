@@ -646,6 +646,9 @@ function moss.memory.write(kind, text, opts) end
 ---@field prompt string
 ---@field tags string[]
 ---@field commands boolean   # it has setup or check commands (project content: they need trust)
+---@field tries integer      # the tries its suite gives it (a change; --tries overrides)
+---@field exercise? {language: string, title: string, name: string, instructions: string, solution: string[], test: string[]} # an exercise folder's task: what its prompt is made of
+---@field problem? string    # the task could not be read (an exercise's config): it runs as a suite error
 
 ---@class moss.EvalSuite
 ---@field name string
@@ -665,6 +668,10 @@ function moss.memory.write(kind, text, opts) end
 ---@field recordings? string[] # replaying: the keys whose cassette it may replay, the first found (default: its own key)
 ---@field max_cost? number     # this attempt's own budget (USD); the eval's, when less is left, wins
 ---@field max_tokens? integer  # likewise, in tokens
+---@field prompt? string       # the agent's prompt (default: the task's)
+---@field config? table        # config merged over the copy's .moss/config.toml for this attempt
+---@field tries? integer       # tries the agent gets (a change): after a failed check its session is resumed with `retry`
+---@field retry? {message: string, lines?: integer, chars?: integer} # {output}: the failed check's last `lines` lines (at most `chars`), {detail}: its one line
 
 ---@class moss.BatchTask
 ---@field id string          # unique in the batch (default task-N); the attempt's key
@@ -719,13 +726,18 @@ function moss.eval.batch(path) end
 --- `num_cpus` (docs/fleet.md). Every row carries the `patch` its agent made (host/eval/patch.py).
 --- The live panel on a terminal starts with `title`; `tally` "cells" (default) shows each cell's
 --- pass rate so far, "outcomes" counts the `outcome` each recorded verdict names (a batch's).
----@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, file?: string, jobs?: integer, max_cost?: number, max_tokens?: integer, retries?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, ray_address?: string, num_cpus?: number, title?: string, tally?: "cells"|"outcomes", meta?: table, record?: string, replay?: string}
+--- `check_timeout`: seconds each check command may take (default: the task's; an exercise's is its
+--- language's, host/eval/languages.py). An exercise whose toolchain, library or prepared packages
+--- are not here ends `not_run` (its `detail` says what is missing); one that could not be read
+--- ends `suite_error`.
+---@param opts {suite: string, attempts: moss.EvalAttempt[], out: string, file?: string, jobs?: integer, max_cost?: number, max_tokens?: integer, retries?: integer, resume?: boolean, keep?: boolean, keep_failed?: boolean, executor?: string, ray_address?: string, num_cpus?: number, title?: string, tally?: "cells"|"outcomes", meta?: table, record?: string, replay?: string, check_timeout?: number}
 ---@return {out: string, total: integer, skipped: integer, to_run: integer}
 function moss.eval.start(opts) end
 
 --- wait for the next attempt to end; its raw row (`key, task, cell, trial, kind, reason, exit,
---- success, answer, turns, tokens, cost, wall, session_id, log, check = {passed, detail}, detail`),
---- or nil once all ended (or the budget stopped the rest)
+--- success, answer, turns, tokens, cost, wall, session_id, log, check = {passed, detail, output?},
+--- detail`; with tries, `max_tries` and `checks` (each try's {passed, detail})), or nil once all
+--- ended (or the budget stopped the rest)
 ---
 --- Errors: `usage`.
 ---@return table|nil
@@ -736,7 +748,8 @@ function moss.eval.next() end
 ---
 --- Errors: `usage`, `denied`.
 ---@param key string
----@param verdict {passed?: boolean, verdict?: string, outcome?: string}
+--- `passed_on`: the try it passed on (pass@1 .. pass@N)
+---@param verdict {passed?: boolean, verdict?: string, outcome?: string, passed_on?: integer}
 ---@return table
 function moss.eval.record(key, verdict) end
 
@@ -748,7 +761,9 @@ function moss.eval.record(key, verdict) end
 function moss.eval.finish() end
 
 --- per cell: `{cell, attempts, n, passed, rate, ci_low, ci_high (95% Wilson), not_counted,
---- diverged, not_recorded (replaying), mean_turns, mean_tokens, mean_cost, p50_wall, p90_wall}`
+--- diverged, not_recorded (replaying), mean_turns, mean_tokens, mean_cost, p50_wall, p90_wall,
+--- tries (the most any attempt had), pass_at = {{k, passed, rate, ci_low, ci_high}...} (k = 1..tries:
+--- passed on try k or earlier)}`
 ---
 --- Errors: `usage`.
 ---@param rows table[]
@@ -769,6 +784,15 @@ function moss.eval.read(path) end
 ---@param c integer
 ---@return number
 function moss.eval.mcnemar(b, c) end
+
+--- make once what the checks of a folder of exercises need (host/eval/languages.py):
+--- JavaScript's jest and babel from the npm registry into moss's cache (the one step of an eval
+--- that reaches the network), Go's warm build cache, the C++ Catch main; one entry per language
+---
+--- Errors: `usage`, `not_found`, `config`, `io`.
+---@param path string
+---@return {language: string, ready: boolean, detail: string}[]
+function moss.eval.prepare(path) end
 
 --- how many CPUs this machine has
 ---@return integer
