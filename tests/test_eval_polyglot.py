@@ -25,7 +25,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import EVAL_CACHE, FIXTURES, STORY_PROVIDER, needs_bwrap
+from conftest import EVAL_CACHE, FIXTURES, STORY_PROVIDER
 from fakeapi import state_of
 
 from moss.eval import languages
@@ -90,7 +90,7 @@ def rows_of(stdout: str) -> list[dict]:
 
 
 @pytest.mark.slow
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_six_languages_the_oracle_passes_all_on_try_one_and_doing_nothing_none_in_two_tries(project, api):
     """One eval, two cells, --tries 2: the oracle passes every exercise on its first try; the
     model that does nothing fails each twice, and its second try was given the last lines of its
@@ -139,7 +139,7 @@ def test_six_languages_the_oracle_passes_all_on_try_one_and_doing_nothing_none_i
     assert "pass@1" in page and "pass@2" in page and "0% (0/6)" in page
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_a_model_that_fixes_its_code_after_seeing_the_failing_tests_passes_on_try_two(project, api):
     """--tries 2: the model first writes a wrong solution; the check fails, and the same session
     is resumed with the failing tests' output, from which the model writes the right one. The
@@ -188,7 +188,7 @@ def python_exercise(root: Path, name: str, test_body: str, stub: str = "def solv
         "solution": ["solve.py"], "test": ["solve_test.py"], "example": [".meta/example.py"]}}))
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_broken_exercises_a_missing_toolchain_a_hanging_and_a_flooding_test_each_say_why(project, api, tmp_path):
     """One eval (a model that does nothing, --tries 2, --check-timeout 3) over: an exercise whose
     config names a file that is not there (a suite error), a Rust one with no cargo on PATH and

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, needs_bwrap
+from conftest import FIXTURES
 
 from moss.errors import MossError
 from moss.eval.exercises import is_exercise_dir, load_exercises
@@ -356,7 +356,7 @@ EXERCISES = FIXTURES / "exercises"
 POLYGLOT = FIXTURES / "polyglot"
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_exercises_load_as_change_tasks(tmp_path):
     """The exercise layout becomes one change task per exercise: its instructions (introduction,
     instructions, append) and file names for the policy's prompt, its language's test command as
@@ -408,7 +408,7 @@ def test_an_exercise_that_cannot_be_read_is_a_task_with_its_problem_and_the_rest
     assert "no check for .kt tests (moss knows .py (Python), .rs (Rust), .go (Go)" in tasks["kotlin"].problem
 
 
-@needs_bwrap
+@pytest.mark.needs_sandbox
 def test_an_agent_cannot_pass_an_exercise_by_changing_its_tests(tmp_path):
     """Before an exercise's check, its given files other than the solution are put back as the
     exercise has them: a test rewritten to pass, or replaced by a link to a file outside the
