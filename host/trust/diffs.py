@@ -1,6 +1,6 @@
 """What changed in a trusted project's scripts, shown as diffs before you trust it again.
 
-A trust record (host/trust.py) pins each project script by its sha256; after a `git pull`
+A trust record (host/trust/) pins each project script by its sha256; after a `git pull`
 that alone would ask you to trust `sha256:04d6…` in place of `sha256:6b49…`. So that the
 question shows the change itself, `keep` stores a copy of each trusted script beside the
 record (``<record>.files/<sha256>``, up to MAX_COPY bytes a file, replaced at every grant,
@@ -31,7 +31,7 @@ MAX_LINES = 1000            # diff lines shown in all
 
 
 def files_dir(root: Path, env=os.environ) -> Path:
-    from .trust import record_file
+    from . import record_file
 
     return record_file(root, env).with_suffix(".files")
 
@@ -40,8 +40,8 @@ def keep(root: Path, manifest, env=os.environ) -> None:
     """Copies of the manifest's plain script files as trusted now (each read again and kept
     only if it still has the sha256 trusted); copies of no current script are removed. A
     failure to keep one only means its next change shows no diff."""
-    from .tools.safefs import replace_file
-    from .trust import HASH_ONLY
+    from ..tools.safefs import replace_file
+    from . import HASH_ONLY
 
     root = Path(root)
     d = files_dir(root, env)
@@ -110,7 +110,7 @@ def trusted_text(state, rel: str, sha: str, env=os.environ, view=None) -> bytes 
 def _lines(data: bytes) -> list[str] | None:
     if b"\0" in data:
         return None
-    from .trust import visible
+    from . import visible
 
     text = data.decode("utf-8", "replace")
     lines = text.split("\n")
@@ -122,7 +122,7 @@ def _lines(data: bytes) -> list[str] | None:
 def diffs(state, env=os.environ) -> list[tuple[str, list[str], str]]:
     """For each script changed since the record: (path, diff lines, note). The note says what
     could not be shown (no trusted copy, not text, a link)."""
-    from .trust import HASH_ONLY
+    from . import HASH_ONLY
 
     out: list[tuple[str, list[str], str]] = []
     view = None
@@ -141,7 +141,7 @@ def diffs(state, env=os.environ) -> list[tuple[str, list[str], str]]:
         before: bytes | None = b""
         if old is not None:
             if view is None:
-                from .tools.gitread import GitView
+                from ..tools.gitread import GitView
 
                 view = GitView.open(state.root) or False
             before = trusted_text(state, rel, old.value, env, view or None) if HASH_ONLY.fullmatch(old.value) else None

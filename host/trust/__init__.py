@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import deep_merge, dotted_key, read_layers
-from .errors import ConfigError
-from .roots import display_path, user_data_dir
-from .tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first
+from ..config import deep_merge, dotted_key, read_layers
+from ..errors import ConfigError
+from ..roots import display_path, user_data_dir
+from ..tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first
 
 APPROVAL = ("low", "medium", "high")
 HEX64 = re.compile(r"^[0-9a-f]{64}")
@@ -354,7 +354,7 @@ def scan_config(project: dict, user: dict | None = None) -> tuple[list[Item], li
     llm = project.get("llm")
     name = llm.get("provider") if isinstance(llm, dict) else None
     if isinstance(name, str) and name:
-        from .llm.providers import ALIASES, PRESETS
+        from ..llm.providers import ALIASES, PRESETS
 
         if ALIASES.get(name.lower(), name.lower()) not in PRESETS:
             items.append(Item("setting", "llm.provider", _json(name), "not a built-in provider",
@@ -374,7 +374,7 @@ def scan_scripts(root: Path, env=os.environ) -> tuple[list[Item], dict[str, str]
     link (any name: it may become a folder of scripts) is an item whose value is its target.
     A walk that meets more than MAX_SCRIPT_ENTRIES entries stops there and says so: what it
     did not hash is not pinned, so the loader refuses it."""
-    from .roots import ScriptRoots
+    from ..roots import ScriptRoots
 
     root = Path(root)
     base = root / ".moss" / "scripts"
@@ -455,7 +455,7 @@ def scan(root: Path, project: dict, env=os.environ, user: dict | None = None) ->
     """What the project brings. `user` is the user's own config (read from `env` when not
     given): a project value that only narrows it needs no trust."""
     if user is None:
-        from .config import read_toml, user_config_file
+        from ..config import read_toml, user_config_file
 
         user = read_toml(user_config_file(env))
     items, user_only = scan_config(project, user)
@@ -488,8 +488,8 @@ def load_record(root: Path, env=os.environ) -> dict | None:
 def grant(root: Path, env=os.environ, manifest: Manifest | None = None, *, repin: bool = False) -> Path:
     """Record that the user trusts the project's current content (`repin`: the content is the
     user's own edit of trusted content, or moss's own write; the first trust's time is kept)."""
-    from . import __version__
-    from .tools.safefs import replace_file as write_atomic
+    from .. import __version__
+    from ..tools.safefs import replace_file as write_atomic
 
     root = Path(root).resolve()
     if manifest is None:
@@ -505,14 +505,14 @@ def grant(root: Path, env=os.environ, manifest: Manifest | None = None, *, repin
         data["trusted_at"] = old["trusted_at"]
     data["local"] = pin(root, manifest, old, env)
     write_atomic(p, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    from .trustdiff import keep
+    from .diffs import keep
 
     keep(root, manifest, env)  # the trusted text, for the diff a later change shows
     return p
 
 
 def revoke(root: Path, env=os.environ) -> bool:
-    from .trustdiff import forget
+    from .diffs import forget
 
     forget(root, env)
     try:
@@ -647,7 +647,7 @@ def pin(root: Path, manifest: Manifest, old: dict | None = None, env=os.environ)
     project was a git work tree, HEAD's entry ("MODE OID") for .moss/config.toml and each
     .moss/scripts/ file, the sha256 of each trusted file now, and per file the contents it
     had when trusted or edited here (the last MAX_KNOWN), kept from the old record."""
-    from .tools.gitread import GitView
+    from ..tools.gitread import GitView
 
     root = Path(root)
     files = _files_of(root, manifest)
@@ -667,7 +667,7 @@ def pin(root: Path, manifest: Manifest, old: dict | None = None, env=os.environ)
 
 def local_edits_on(user: dict, env=os.environ) -> bool:
     """The user's [trust] local_edits (default true): false makes every change ask again."""
-    from .config import user_config_file
+    from ..config import user_config_file
 
     t = user.get("trust")
     value = t.get("local_edits", True) if isinstance(t, dict) else True
@@ -698,7 +698,7 @@ IN_GIT = ("its content is an object git already has: it came out of the reposito
 def judge(root: Path, record: dict, manifest: Manifest, user: dict) -> dict[str, str]:
     """For each file behind a change since `record`: LOCAL when it is the user's own edit made
     in this working tree, else why moss cannot take it as one (it asks then)."""
-    from .tools.gitread import GitView
+    from ..tools.gitread import GitView
 
     root = Path(root)
     out: dict[str, str] = {}
@@ -787,7 +787,7 @@ def _leaves(node: dict, path: tuple = ()) -> list[str]:
 
 def max_access(user: dict, env=os.environ) -> str:
     """The user's [trust] max_access: the most a project-chosen role may get (for Lua)."""
-    from .config import user_config_file
+    from ..config import user_config_file
 
     t = user.get("trust")
     value = t.get("max_access", DEFAULT_MAX_ACCESS) if isinstance(t, dict) else DEFAULT_MAX_ACCESS
@@ -845,7 +845,7 @@ def evaluate(root: Path, env=os.environ, *, vouched: bool = False, answered: boo
         origins = judge(root, record, manifest, user)
         if origins and all(why == LOCAL for why in origins.values()):
             trusted, how = True, "your own edits"
-            from .errors import MossError
+            from ..errors import MossError
 
             try:
                 grant(root, env, manifest, repin=True)  # remembered as yours: a later commit of them is too
@@ -863,7 +863,7 @@ def kept(root: Path, env=os.environ):
     changed only the config, the new content is recorded as trusted: what the user typed
     into moss is theirs. A write to the user's own config is not wrapped: a project value
     it turns into a widening one (a project max_turns above the user's new one) asks."""
-    from .errors import MossError
+    from ..errors import MossError
 
     root = Path(root)
     try:
@@ -901,8 +901,8 @@ def origin_lines(state: Trust) -> list[str]:
 
 def render(state: Trust, console) -> None:
     """What the project adds, as a table; with a previous record, what changed since."""
-    from .tables import table
-    from .ui import escape
+    from ..tables import table
+    from ..ui import escape
 
     here = where(state.root)
     changes = state.changes if not state.trusted else []
@@ -916,7 +916,7 @@ def render(state: Trust, console) -> None:
                               new.shown() if new else "") for change, old, new in changes],
                             row_styles=[{"added": "green", "removed": "red"}.get(c, "yellow")
                                         for c, _, _ in changes], fold=True))
-        from .trustdiff import show
+        from .diffs import show
 
         show(state, console)  # each changed script's diff, not only its hashes
     else:
@@ -985,7 +985,7 @@ def ask(console, question: str) -> bool:
 
 def notice(state: Trust, console) -> None:
     """Say on stderr what the project set that this run ignores, and how to trust it."""
-    from .ui import escape
+    from ..ui import escape
 
     if not state.ignored:
         return
