@@ -72,13 +72,16 @@ def read_toml(path: Path) -> dict:
 
 
 def _check_limits(data: dict, shown: str, text: str) -> None:
-    """A limit (trust.limit_keys: `[runs] max_parallel`, `[agent.wild] max_time_s`, ...) given
-    as a number is 0 or more, and finite. Below 0 its consumer reads no limit, or nonsense:
-    refused at its line, in the user's config and a project's alike, so a project cannot pass
-    one off as narrowing."""
+    """A limit (host/trust/rules.py's limit_keys: `[runs] max_parallel`, `[agent.wild]
+    max_time_s`, ...) given as a number is 0 or more, and finite. Below 0 its consumer reads no
+    limit, or nonsense: refused at its line, in the user's config and a project's alike, so a
+    project cannot pass one off as narrowing."""
     import math
 
-    from .trust import limit_keys
+    # rules.py imports nothing of this module; but importing it runs the trust package's
+    # __init__ first, whose other modules read configs through this one, so it is imported
+    # when a file is read rather than while this module loads.
+    from .trust.rules import limit_keys
 
     for path, _rule in limit_keys():
         node: Any = data
@@ -205,7 +208,7 @@ def load_layers(root: Path | None, env=os.environ) -> tuple[dict, dict]:
 def read_layers(root: Path | None, env=os.environ) -> tuple[dict, dict]:
     """(the user's config, the project's config), each parsed on its own, so callers can
     tell who set what: the user's file alone decides permissions such as [agent]
-    allow_full, and a project's commands and endpoints wait for trust (host/trust.py)."""
+    allow_full, and a project's commands and endpoints wait for trust (host/trust/)."""
     user = read_toml(user_config_file(env))
     project = read_toml(project_config_file(root)) if root is not None else {}
     return user, project
