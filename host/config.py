@@ -293,13 +293,12 @@ def _edit_in_place(text: str, parts: list[str], value: Any) -> str | None:
     current: list[str] = []
     section_end = None  # index after the last key line of the target table
     key_re = re.compile(r"^(\s*)" + re.escape(key) + r"\s*=")
-    header_seen = not table
     for i, ln in enumerate(lines):
         m = HEADER.match(ln)
         if m:
             current = m.group(1).split(".")
             if current == table:
-                header_seen, section_end = True, i + 1
+                section_end = i + 1
             continue
         if ln.lstrip().startswith("["):
             current = ["?"]  # an array-of-tables or a quoted header: not ours
@@ -314,7 +313,7 @@ def _edit_in_place(text: str, parts: list[str], value: Any) -> str | None:
     if not table:
         first_header = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
         lines.insert(first_header, line)
-    elif header_seen:
+    elif section_end is not None:  # the table's header is in the file
         lines.insert(section_end, line)
     else:
         lines += ["", "[" + ".".join(table) + "]", line]

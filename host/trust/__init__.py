@@ -32,14 +32,14 @@ The names callers use are here; host/config.py imports rules.py alone.
 
 from .display import ask, notice, origin_lines, render, status_line, status_lines, stdin_interactive, where
 from .judge import LOCAL, Trust, effective, evaluate, kept, local_edits_on, max_access
-from .manifest import Item, Manifest, diff, scan, scan_config, scan_scripts
+from .manifest import Change, Item, Manifest, diff, scan, scan_config, scan_scripts
 from .record import grant, list_records, load_record, record_file, revoke, trust_dir
 from .rules import PROJECT_RULES, Rule, limit_keys, rule_for
 from .text import visible
 
 __all__ = [
-    "LOCAL", "PROJECT_RULES", "Item", "Manifest", "Rule", "Trust", "ask", "diff", "effective", "evaluate", "grant",
-    "kept", "limit_keys", "list_records", "load_record", "local_edits_on", "max_access", "notice",
+    "Change", "Item", "LOCAL", "Manifest", "PROJECT_RULES", "Rule", "Trust", "ask", "diff", "effective", "evaluate",
+    "grant", "kept", "limit_keys", "list_records", "load_record", "local_edits_on", "max_access", "notice",
     "origin_lines", "record_file", "render", "revoke", "rule_for", "scan", "scan_config", "scan_scripts",
     "status_line", "status_lines", "stdin_interactive", "trust_dir", "visible", "where",
 ]

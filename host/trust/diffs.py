@@ -68,12 +68,12 @@ def diffs(state: Trust, env=os.environ) -> list[tuple[str, list[str], str]]:
 
     out: list[tuple[str, list[str], str]] = []
     view = None
-    for change, old, new in state.changes:
-        item = new or old
-        if item.kind != "script":
+    for change in state.changes:
+        old, new = change.old, change.new
+        if change.item.kind != "script":
             continue
-        rel = item.key
-        if change == "removed":
+        rel = change.item.key
+        if new is None:
             out.append((rel, [], "removed"))
             continue
         if not HASH_ONLY.fullmatch(new.value):

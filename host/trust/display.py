@@ -40,12 +40,12 @@ def render(state: Trust, console) -> None:
         console.print(f"{escape(here)}: its .moss/ holds nothing that needs trust")
     elif changes:
         console.print(f"[bold]{escape(here)}[/]: changed since you trusted it "
-                      f"({escape(str(state.record.get('trusted_at', '?')))}):")
+                      f"({escape(str((state.record or {}).get('trusted_at', '?')))}):")
         console.print(table(("change", "kind", "item", "was", "now"),
-                            [(change, (new or old).kind, (new or old).key, old.shown() if old else "",
-                              new.shown() if new else "") for change, old, new in changes],
-                            row_styles=[{"added": "green", "removed": "red"}.get(c, "yellow")
-                                        for c, _, _ in changes], fold=True))
+                            [(c.what, c.item.kind, c.item.key, c.old.shown() if c.old else "",
+                              c.new.shown() if c.new else "") for c in changes],
+                            row_styles=[{"added": "green", "removed": "red"}.get(c.what, "yellow")
+                                        for c in changes], fold=True))
         show(state, console)  # each changed script's diff, not only its hashes
     else:
         console.print(f"[bold]{escape(here)}[/] brings code to run and settings that route or widen:")
@@ -82,8 +82,8 @@ def status_lines(state: Trust) -> list[str]:
     out = [status_line(state)]
     if not state.trusted:
         if state.changes:
-            out += [f"  {change}: {row(new or old, old if change == 'changed' else None)}"
-                    for change, old, new in state.changes]
+            out += [f"  {c.what}: {row(c.item, c.old if c.what == 'changed' else None)}"
+                    for c in state.changes]
         else:
             out += [f"  needs trust: {row(i)}" for i in state.manifest.items]
         out += [f"  {line}" for line in origin_lines(state)]

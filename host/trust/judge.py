@@ -20,7 +20,7 @@ from ..config import deep_merge, dotted_key, read_layers, user_config_file
 from ..errors import ConfigError, MossError
 from ..roots import display_path
 from ..tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first
-from .manifest import HASH_ONLY, Item, Manifest, diff, scan, scan_config, sha_file
+from .manifest import HASH_ONLY, Change, Manifest, diff, scan, scan_config, sha_file
 from .record import CONFIG_REL, grant, items_of, load_record, local_of, not_plain
 from .rules import APPROVAL, DEPENDENTS, value_at
 
@@ -52,8 +52,8 @@ class Trust:
                 "ignored": list(self.ignored)}
 
     @property
-    def changes(self) -> list[tuple[str, Item | None, Item | None]]:
-        """What changed since the recorded trust: (added | removed | changed, old, new)."""
+    def changes(self) -> list[Change]:
+        """What changed since the recorded trust."""
         if not self.record:
             return []
         return diff(items_of(self.record), self.manifest.items)
@@ -95,8 +95,8 @@ def judge(root: Path, record: dict, manifest: Manifest, user: dict) -> dict[str,
     root = Path(root)
     out: dict[str, str] = {}
     expect: dict[str, str | None] = {}  # a script's sha256 as scanned (None: removed)
-    for _change, old, new in diff(items_of(record), manifest.items):
-        item = new or old
+    for change in diff(items_of(record), manifest.items):
+        item, old, new = change.item, change.old, change.new
         rel = item.key if item.kind == "script" else CONFIG_REL
         if item.kind == "script" and not all(HASH_ONLY.fullmatch(i.value) for i in (old, new) if i):
             out[rel] = "a link, or a file moss could not read: moss cannot tell where it came from"
@@ -149,12 +149,9 @@ def judge(root: Path, record: dict, manifest: Manifest, user: dict) -> dict[str,
 # -- the decision ----------------------------------------------------------------------------
 
 def _remove(node: dict, path: tuple) -> bool:
-    for part in path[:-1]:
-        node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict):
-            return False
-    if isinstance(node, dict) and path and path[-1] in node:
-        del node[path[-1]]
+    parent = value_at(node, path[:-1])
+    if isinstance(parent, dict) and path and path[-1] in parent:
+        del parent[path[-1]]
         return True
     return False
 

@@ -12,6 +12,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import dotted_key, read_toml, user_config_file
 from ..roots import ScriptRoots
@@ -238,19 +239,35 @@ def scan(root: Path, project: dict, env=os.environ, user: dict | None = None) ->
     return Manifest(scripts + items, user_only, pins)
 
 
-def diff(old: list[Item], new: list[Item]) -> list[tuple[str, Item | None, Item | None]]:
-    """What changed from `old` items to `new`: (added | removed | changed, old, new)."""
+class Change(NamedTuple):
+    """One difference between trusted items and current ones (unpacks as (what, old, new))."""
+
+    what: str  # added (old is None) | removed (new is None) | changed
+    old: Item | None
+    new: Item | None
+
+    @property
+    def item(self) -> Item:
+        """The item as it is now, or as it was before it was removed."""
+        item = self.new or self.old
+        if item is None:
+            raise ValueError("a change has an item before it or after it")
+        return item
+
+
+def diff(old: list[Item], new: list[Item]) -> list[Change]:
+    """What changed from `old` items to `new`."""
     before = {(i.kind, i.key): i for i in old}
     after = {(i.kind, i.key): i for i in new}
     out = []
     for k, i in after.items():
         if k not in before:
-            out.append(("added", None, i))
+            out.append(Change("added", None, i))
         elif before[k].value != i.value:
-            out.append(("changed", before[k], i))
+            out.append(Change("changed", before[k], i))
     for k, i in before.items():
         if k not in after:
-            out.append(("removed", i, None))
+            out.append(Change("removed", i, None))
     return out
 
 

@@ -14,6 +14,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from ..config import read_layers
 from ..roots import user_data_dir
@@ -58,9 +59,9 @@ def grant(root: Path, env=os.environ, manifest: Manifest | None = None, *, repin
         manifest = scan(root, project, env, user)
     p = record_file(root, env)
     p.parent.mkdir(parents=True, exist_ok=True)
-    data = {"path": str(root), "hash": manifest.digest, "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "moss": __version__,
-            "items": [{"kind": i.kind, "key": i.key, "value": i.value} for i in manifest.items]}
+    data: dict[str, Any] = {
+        "path": str(root), "hash": manifest.digest, "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "moss": __version__, "items": [{"kind": i.kind, "key": i.key, "value": i.value} for i in manifest.items]}
     old = load_record(root, env)
     if repin and old and isinstance(old.get("trusted_at"), str):
         data["trusted_at"] = old["trusted_at"]
