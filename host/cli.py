@@ -171,7 +171,7 @@ def trust_cmd(directory, yes, revoke, status, list_):
     [mcp.servers.*] entries), LLM endpoints and key variables ([llm.providers.*] base_url,
     api_key_env) and settings that widen what runs, what is spent or what is kept ([agent]
     role, spawn, max_children, [llm] max_cost_usd, [llm.pricing], [shadow] max_total_mb,
-    [agent.wild] detach, ...: the list is PROJECT_RULES in host/trust.py). moss uses none of
+    [agent.wild] detach, ...: the list is PROJECT_RULES in host/trust/rules.py). moss uses none of
     it until you trust that exact content; a value that only narrows yours (a smaller budget,
     spawn = false) needs no trust. Until then `moss @NAME` runs the built-in scripts with your
     own config and says what it ignored. Changed content asks again and shows what changed.

@@ -72,13 +72,16 @@ def read_toml(path: Path) -> dict:
 
 
 def _check_limits(data: dict, shown: str, text: str) -> None:
-    """A limit (trust.limit_keys: `[runs] max_parallel`, `[agent.wild] max_time_s`, ...) given
-    as a number is 0 or more, and finite. Below 0 its consumer reads no limit, or nonsense:
-    refused at its line, in the user's config and a project's alike, so a project cannot pass
-    one off as narrowing."""
+    """A limit (host/trust/rules.py's limit_keys: `[runs] max_parallel`, `[agent.wild]
+    max_time_s`, ...) given as a number is 0 or more, and finite. Below 0 its consumer reads no
+    limit, or nonsense: refused at its line, in the user's config and a project's alike, so a
+    project cannot pass one off as narrowing."""
     import math
 
-    from .trust import limit_keys
+    # rules.py imports nothing of this module; but importing it runs the trust package's
+    # __init__ first, whose other modules read configs through this one, so it is imported
+    # when a file is read rather than while this module loads.
+    from .trust.rules import limit_keys
 
     for path, _rule in limit_keys():
         node: Any = data
@@ -205,7 +208,7 @@ def load_layers(root: Path | None, env=os.environ) -> tuple[dict, dict]:
 def read_layers(root: Path | None, env=os.environ) -> tuple[dict, dict]:
     """(the user's config, the project's config), each parsed on its own, so callers can
     tell who set what: the user's file alone decides permissions such as [agent]
-    allow_full, and a project's commands and endpoints wait for trust (host/trust.py)."""
+    allow_full, and a project's commands and endpoints wait for trust (host/trust/)."""
     user = read_toml(user_config_file(env))
     project = read_toml(project_config_file(root)) if root is not None else {}
     return user, project
@@ -290,13 +293,12 @@ def _edit_in_place(text: str, parts: list[str], value: Any) -> str | None:
     current: list[str] = []
     section_end = None  # index after the last key line of the target table
     key_re = re.compile(r"^(\s*)" + re.escape(key) + r"\s*=")
-    header_seen = not table
     for i, ln in enumerate(lines):
         m = HEADER.match(ln)
         if m:
             current = m.group(1).split(".")
             if current == table:
-                header_seen, section_end = True, i + 1
+                section_end = i + 1
             continue
         if ln.lstrip().startswith("["):
             current = ["?"]  # an array-of-tables or a quoted header: not ours
@@ -311,7 +313,7 @@ def _edit_in_place(text: str, parts: list[str], value: Any) -> str | None:
     if not table:
         first_header = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
         lines.insert(first_header, line)
-    elif header_seen:
+    elif section_end is not None:  # the table's header is in the file
         lines.insert(section_end, line)
     else:
         lines += ["", "[" + ".".join(table) + "]", line]

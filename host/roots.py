@@ -87,7 +87,7 @@ class ScriptRoots:
     """The script roots in lookup order. `project=False` leaves out the project's
     .moss/scripts (an untrusted project: its Lua must not run).
 
-    `pins` (real path -> sha256, from the trust scan, host/trust.py) makes the project's
+    `pins` (real path -> sha256, from the trust scan, host/trust/manifest.py) makes the project's
     scripts load only as the bytes that were trusted: a file that changed since, or appeared
     since (through a link into a folder the agent can edit, say), is refused by `read`."""
 

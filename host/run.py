@@ -109,7 +109,7 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
           trust: trust_mod.Trust | None = None) -> tuple[Context, Runtime]:
     """Context + runtime for one script run (also used by tests and spawned agents).
 
-    An untrusted project (see host/trust.py) gets no project script root and only the
+    An untrusted project (see host/trust/) gets no project script root and only the
     parts of its config that need no trust; `trust` is the decision, made here without
     asking when not given."""
     root = root or find_project_root()

@@ -432,7 +432,7 @@ function M.run(opts, rest)
   end
   local cells = M.cells(opts)
   local jobs = opts.jobs or M.default_jobs(cells)
-  -- where attempts run: the flags, else [eval] in the config (a project's needs trust: host/trust.py)
+  -- where attempts run: the flags, else [eval] in the config (a project's needs trust: host/trust/)
   local ecfg = type(moss.config.eval) == "table" and moss.config.eval or {}
   if (opts.executor or ecfg.executor or "local") ~= "ray" then
     for _, f in ipairs({ { "ray_address", "--ray-address" }, { "num_cpus", "--num-cpus" } }) do

@@ -24,9 +24,6 @@ KNOWN_CIRCLES = {
     frozenset({"moss.api.session", "moss.inbox"}):
         "api/session.py is the session store wearing the Lua API's clothes; the store moves below "
         "api/, inbox.py and mcp/ (issue 44, item 1)",
-    frozenset({"moss.trust", "moss.trustdiff"}):
-        "trustdiff reads the record's place, its hash pattern and the visible-text rule from trust.py; "
-        "both become modules of a trust package (issue 44, item 5)",
 }
 
 # What a layer may import beyond itself: tools/ is mechanism below everything else; only

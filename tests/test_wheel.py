@@ -57,7 +57,7 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
     probe = subprocess.run([py, "-c", "import moss; print(moss.__file__)"], cwd=project, env=env,
                            capture_output=True, text=True)
     assert probe.stdout.startswith(target), probe.stdout + probe.stderr
-    # --trust: this test wrote the project's script and vouches for it (see host/trust.py).
+    # --trust: this test wrote the project's script and vouches for it (see host/trust/).
     r = subprocess.run([py, "-m", "moss", "@probe", "--trust"], cwd=project, env=env, capture_output=True,
                        text=True)
     assert r.returncode == 0 and r.stdout == "3\n", r.stderr

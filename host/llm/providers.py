@@ -120,7 +120,7 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
 
     project_keys names the config keys that came from the project's .moss/config.toml: an
     API key goes only to the provider's own endpoint or to one the user chose (flag, user
-    config, *_BASE_URL), unless the project is trusted (host/trust.py), and a project's
+    config, *_BASE_URL), unless the project is trusted (host/trust/), and a project's
     key variable is read only then. The config a script run gets already lacks what an
     untrusted project set; this check holds for any caller.
 

@@ -9,7 +9,7 @@
 A server started here runs as the user, outside the sandbox, so using its tools needs access
 `full`, unless the user's own config (never a project's) declares the server
 `access = "read-only"` and its command or URL came from the user's config too. A project's
-`[mcp.servers.*]` command or url needs trust like any command (host/trust.py).
+`[mcp.servers.*]` command or url needs trust like any command (host/trust/).
 
 One `Client` per server through an anyio blocking portal, so synchronous Lua primitives can
 call it; `close()` (run at exit through ctx.services) stops every server. A stdio server gets

@@ -1,6 +1,6 @@
 """Read what git HEAD holds for a few project files, without letting the repository run anything.
 
-Workspace trust (host/trust.py) asks one question of git: did this file's content arrive
+Workspace trust (host/trust/) asks one question of git: did this file's content arrive
 through git (a pull, checkout, merge, reset, commit), or was it changed here, in the working
 tree? The repository being asked may be hostile (its `.git/config`, its `.gitattributes`, its
 refs), so every call here:

@@ -1,9 +1,9 @@
 """What changed in a trusted project's scripts, shown as diffs before you trust it again.
 
-A trust record (host/trust.py) pins each project script by its sha256; after a `git pull`
+A trust record (record.py) pins each project script by its sha256; after a `git pull`
 that alone would ask you to trust `sha256:04d6…` in place of `sha256:6b49…`. So that the
-question shows the change itself, `keep` stores a copy of each trusted script beside the
-record (``<record>.files/<sha256>``, up to MAX_COPY bytes a file, replaced at every grant,
+question shows the change itself, `record.keep` stores a copy of each trusted script beside
+the record (``<record>.files/<sha256>``, up to MAX_COPY bytes a file, replaced at every grant,
 only the current ones kept), and `show` prints, for each script changed since, the unified
 diff from the trusted text to the file now: paged on a terminal (``$PAGER``, else ``less``
 with ``LESS=FRX``, as git does), capped at MAX_FILE_LINES a file and MAX_LINES in all. A record
@@ -11,84 +11,28 @@ written before the copies existed gets the trusted text from git when HEAD held 
 content when it was trusted (moss asks git as host/tools/gitread.py does: nothing of the
 repository runs).
 
-Every line is shown through `trust.visible`: a control or bidi character in a script is
+Every line is shown through `text.visible`: a control or bidi character in a script is
 written as its escape, so the diff reads as what the file holds.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-MAX_COPY = 256 * 1024       # bytes of one script kept as its trusted copy
+from .judge import Trust
+from .manifest import HASH_ONLY, read_regular
+from .record import MAX_COPY, files_dir
+from .text import visible
+
 MAX_FILE_LINES = 200        # diff lines shown per file
 MAX_LINES = 1000            # diff lines shown in all
 
 
-def files_dir(root: Path, env=os.environ) -> Path:
-    from .trust import record_file
-
-    return record_file(root, env).with_suffix(".files")
-
-
-def keep(root: Path, manifest, env=os.environ) -> None:
-    """Copies of the manifest's plain script files as trusted now (each read again and kept
-    only if it still has the sha256 trusted); copies of no current script are removed. A
-    failure to keep one only means its next change shows no diff."""
-    from .tools.safefs import replace_file
-    from .trust import HASH_ONLY
-
-    root = Path(root)
-    d = files_dir(root, env)
-    wanted = {i.value: i.key for i in manifest.items if i.kind == "script" and HASH_ONLY.fullmatch(i.value)}
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        for sha, rel in wanted.items():
-            if (d / sha).is_file():
-                continue
-            data = _read(root / rel, MAX_COPY)
-            if data is not None and hashlib.sha256(data).hexdigest() == sha:
-                replace_file(d / sha, data)
-        for old in d.iterdir():
-            if old.name not in wanted:
-                old.unlink()
-    except OSError:
-        pass
-
-
-def forget(root: Path, env=os.environ) -> None:
-    """Remove the trusted copies (`moss trust --revoke`)."""
-    shutil.rmtree(files_dir(root, env), ignore_errors=True)
-
-
-def _read(path: Path, limit: int) -> bytes | None:
-    """A regular file's bytes, never through a link nor blocking on a fifo; None if it is not
-    one or is larger than `limit`."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(limit + 1)
-        return data if len(data) <= limit else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def trusted_text(state, rel: str, sha: str, env=os.environ, view=None) -> bytes | None:
+def trusted_text(state: Trust, rel: str, sha: str, env=os.environ, view=None) -> bytes | None:
     """The content trusted as `sha` for `rel`: its kept copy, else HEAD's blob of the time
     when that was the same content; None when neither has it."""
     copy = files_dir(state.root, env) / sha
@@ -110,8 +54,6 @@ def trusted_text(state, rel: str, sha: str, env=os.environ, view=None) -> bytes 
 def _lines(data: bytes) -> list[str] | None:
     if b"\0" in data:
         return None
-    from .trust import visible
-
     text = data.decode("utf-8", "replace")
     lines = text.split("\n")
     if text.endswith("\n") or not text:
@@ -119,29 +61,29 @@ def _lines(data: bytes) -> list[str] | None:
     return [visible(line.expandtabs(4)) for line in lines]
 
 
-def diffs(state, env=os.environ) -> list[tuple[str, list[str], str]]:
+def diffs(state: Trust, env=os.environ) -> list[tuple[str, list[str], str]]:
     """For each script changed since the record: (path, diff lines, note). The note says what
     could not be shown (no trusted copy, not text, a link)."""
-    from .trust import HASH_ONLY
+    import difflib  # here, not at the top: every run imports this module, few show a diff
 
     out: list[tuple[str, list[str], str]] = []
     view = None
-    for change, old, new in state.changes:
-        item = new or old
-        if item.kind != "script":
+    for change in state.changes:
+        old, new = change.old, change.new
+        if change.item.kind != "script":
             continue
-        rel = item.key
-        if change == "removed":
+        rel = change.item.key
+        if new is None:
             out.append((rel, [], "removed"))
             continue
         if not HASH_ONLY.fullmatch(new.value):
             out.append((rel, [], "a link or a file moss could not read: its value above is all there is"))
             continue
-        now = _read(state.root / rel, 16 * MAX_COPY)
+        now = read_regular(state.root / rel, 16 * MAX_COPY)
         before: bytes | None = b""
         if old is not None:
             if view is None:
-                from .tools.gitread import GitView
+                from ..tools.gitread import GitView
 
                 view = GitView.open(state.root) or False
             before = trusted_text(state, rel, old.value, env, view or None) if HASH_ONLY.fullmatch(old.value) else None
@@ -168,7 +110,7 @@ def _styled(line: str):
     return Text(line, style=style or "")
 
 
-def show(state, console, env=os.environ) -> None:
+def show(state: Trust, console, env=os.environ) -> None:
     """The diffs of `state`'s changed scripts on `console`, capped; through a pager when a
     person reads them on a terminal and they do not fit on one screen."""
     from rich.text import Text
