@@ -151,7 +151,7 @@ def functions(ctx):
     def prepare(path):
         import sys
 
-        from ..eval.languages import prepare_folder
+        from ..eval.exercises import prepare_folder
 
         if not isinstance(path, str) or not path:
             raise MossError("eval.prepare: give the folder of exercises", kind="usage")

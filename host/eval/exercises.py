@@ -25,7 +25,8 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import ConfigError, MossError
 from ..roots import display_path
-from .languages import BY_SUFFIX, script
+from .languages import (BY_SUFFIX, LANGUAGES, js_packages, prepare_catch_main, prepare_go, prepare_javascript, script,
+                        toolchain_problem)
 from .suite import Check, Replacement, Suite, Task, _repo
 
 CONFIG = PurePosixPath(".meta/config.json")
@@ -173,3 +174,39 @@ def _reference(folder: Path, names: dict[str, list[str]]) -> list[Replacement]:
     if out and "Cargo.toml" in solution and manifest.is_file():
         out.append(Replacement(path="Cargo.toml", old=None, new=manifest.read_text(encoding="utf-8")))
     return out
+
+
+def prepare_folder(folder: Path, log=print) -> list[dict]:
+    """`moss eval --prepare DIR`: what the checks of DIR's exercises need made once, one entry
+    per language ({language, ready, detail}): JavaScript's packages from the npm registry (the
+    one step of an eval that reaches the network), Go's warm build cache, the C++ Catch main."""
+    by: dict[str, list] = {}
+    for t in load_exercises(folder).tasks:
+        if t.exercise:
+            by.setdefault(t.exercise["language"], []).append(Path(t.repo))
+    out = []
+    for name, repos in sorted(by.items()):
+        problem = toolchain_problem(LANGUAGES[name])
+        if problem:
+            out.append({"language": name, "ready": False, "detail": problem})
+            continue
+        try:
+            ready, detail = _prepare(name, repos, log)
+        except MossError as e:
+            ready, detail = False, e.message
+        out.append({"language": name, "ready": ready, "detail": detail})
+    return out
+
+
+def _prepare(name: str, repos: list[Path], log) -> tuple[bool, str]:
+    if name == "javascript":
+        sets = {json.dumps(p, sort_keys=True): p for p in (js_packages(r) for r in repos)}
+        where = [prepare_javascript(p, log=log) for p in sets.values()]
+        return True, f"jest and babel in {', '.join(str(w) for w in where)}"
+    if name == "go":
+        warm = prepare_go()
+        return warm is not None, f"warm build cache {warm}" if warm else "could not build Go's testing package"
+    if name == "cpp":
+        made = sorted({str(m) for m in (prepare_catch_main(r) for r in repos) if m is not None})
+        return True, f"Catch main built once: {', '.join(made)}" if made else "nothing to prepare"
+    return True, "nothing to prepare"
