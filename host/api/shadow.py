@@ -26,8 +26,11 @@ def _shadow(ctx):
         cfg = ctx.config.get("shadow") or {}
         if not isinstance(cfg, dict):
             raise MossError("[shadow] must be a table", kind="config")
-        sh = Shadow(ctx.root, max_file_bytes=_megabytes(cfg, "max_file_mb", 50),
-                    max_total_bytes=_megabytes(cfg, "max_total_mb", 200))
+        # an isolated child's copy gets a store of its own, borrowing its parent's objects
+        wt = getattr(ctx.child, "worktree", None)
+        borrow = (wt.objects,) if wt is not None else ()
+        sh = Shadow(ctx.workdir, max_file_bytes=_megabytes(cfg, "max_file_mb", 50),
+                    max_total_bytes=_megabytes(cfg, "max_total_mb", 200), borrow=borrow)
         ctx.services["shadow"] = sh
     return sh
 

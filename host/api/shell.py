@@ -32,7 +32,7 @@ def _shell_locks(ctx, paths):
         paths = [paths]
     if not isinstance(paths, list) or not paths:
         paths = ["."]
-    return hold(ctx, [parse_target(ctx.root, p) for p in paths], lock_timeout(ctx), "run")
+    return hold(ctx, [parse_target(ctx.workdir, p) for p in paths], lock_timeout(ctx), "run")
 
 
 def functions(ctx):
@@ -54,7 +54,8 @@ def functions(ctx):
             with locks:
                 result = shell.run(
                     cmd,
-                    root=ctx.root,
+                    root=ctx.workdir,
+                    bind_as=ctx.bind_as,
                     access=ctx.access,
                     cwd=opts.get("cwd"),
                     timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),

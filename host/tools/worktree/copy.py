@@ -1,0 +1,252 @@
+"""Making a child's copy of a tree: cheap where the file system allows, contained always.
+
+What is copied is what the shadow store captures (host/tools/shadow/): every regular file
+(bytes, permission bits, times), every symlink *as a link* (its target text, never what it
+points to), every directory; never ``.moss/`` at the top (moss's own: the child gets an empty
+one) nor anything named ``.git`` (git metadata stays the parent's). A fifo, socket or device
+is left out and reported. Every folder is opened with ``O_NOFOLLOW`` from the one above it and
+every file with ``O_NOFOLLOW``, so nothing is read through a link: a file swapped for a link
+while the copy is made is left out, never followed out of the project.
+
+How a file's bytes get there (``strategy``):
+
+- ``reflink``: ``FICLONE``, a copy-on-write clone (btrfs, XFS, bcachefs, ...): no data is
+  written, and a write in either tree, even in place, never reaches the other.
+- ``copy``: the bytes copied (``copy_file_range``, in the kernel): what every other file
+  system gets for a child that may write.
+- ``hardlink``: a second name for the same file, only for a child that can never write
+  (its access is below ``edit`` for good): a shared file is safe only while nobody writes it
+  in place. moss's own writers replace a file (a new inode) and would be safe, but a shell
+  command (``echo >> f``, a compiler writing its output) writes in place, and through a link
+  it would change the parent's file; so a child that may run such a command gets copies.
+
+Files are copied by a small pool of threads (the copy itself runs in the kernel, outside
+the GIL), one directory's files a job.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from ...errors import MossError
+
+FICLONE = 0x40049409           # _IOW(0x94, 9, int), linux/fs.h
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NO_CLONE = {errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY, errno.EPERM, errno.EBADF, errno.ENOSYS}
+_NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES, errno.ENOTSUP}
+MAX_JOBS = 64                  # directories' file jobs in flight (each holds two folder fds)
+
+
+def skipped_name(rel: str, top: bool) -> bool:
+    """Whether a name is never copied: anything named .git, and .moss at the top."""
+    name = rel.rsplit("/", 1)[-1]
+    return name == ".git" or (top and name == ".moss")
+
+
+class _State:
+    """What the copy threads share: counts, the left-out paths, and whether clones work."""
+
+    def __init__(self, may_write: bool):
+        self.lock = threading.Lock()
+        self.may_write = may_write
+        self.clone_ok: bool | None = None     # None: not tried yet
+        self.counts = {"reflink": 0, "copy": 0, "hardlink": 0}
+        self.bytes = 0
+        self.skipped: list[dict] = []
+
+    def count(self, how: str, size: int) -> None:
+        with self.lock:
+            self.counts[how] += 1
+            self.bytes += size
+
+    def skip(self, rel: str, reason: str) -> None:
+        with self.lock:
+            self.skipped.append({"path": rel, "reason": reason})
+
+
+def make(src: Path, dest: Path, *, may_write: bool, workers: int = 2) -> dict:
+    """Copy the tree at `src` into `dest` (which must not exist yet). Returns {strategy,
+    files, links, dirs, bytes, skipped: [{path, reason}], seconds, counts}."""
+    t0 = time.monotonic()
+    state = _State(may_write)
+    try:
+        src_fd = os.open(src, _DIR)
+    except OSError as e:
+        raise MossError(f"cannot copy {src}: {e.strerror}", kind="io") from None
+    os.mkdir(dest, 0o700)
+    dirs: list[tuple[str, os.stat_result]] = [("", os.fstat(src_fd))]
+    links = 0
+    gate = threading.BoundedSemaphore(MAX_JOBS)
+    jobs: list[Future] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="moss-copy") as pool:
+        stack = [(src_fd, os.open(dest, _DIR), "")]
+        try:
+            while stack:
+                sfd, dfd, rel = stack.pop()
+                try:
+                    files, subdirs, nlinks = _one_dir(sfd, dfd, rel, state)
+                    links += nlinks
+                    for name, st in subdirs:
+                        child = _open_pair(sfd, dfd, name, f"{rel}{name}", state)
+                        if child is not None:
+                            stack.append((*child, f"{rel}{name}/"))
+                            dirs.append((f"{rel}{name}", st))
+                    if files:
+                        gate.acquire()
+                        job = pool.submit(_copy_files, os.dup(sfd), os.dup(dfd), rel, files, state)
+                        job.add_done_callback(lambda _f: gate.release())
+                        jobs.append(job)
+                finally:
+                    os.close(sfd)
+                    os.close(dfd)
+        finally:
+            for sfd, dfd, _rel in stack:
+                os.close(sfd)
+                os.close(dfd)
+        for job in jobs:
+            job.result()  # a bug in a job is raised here, not lost
+    _finish_dirs(dest, dirs)
+    counts = state.counts
+    used = [k for k in ("reflink", "hardlink", "copy") if counts[k]]
+    return {"strategy": "+".join(used) or ("hardlink" if not may_write else "copy"), "counts": counts,
+            "files": sum(counts.values()), "links": links, "dirs": len(dirs), "bytes": state.bytes,
+            "skipped": sorted(state.skipped, key=lambda s: s["path"]), "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _one_dir(sfd: int, dfd: int, rel: str, state: _State):
+    """One folder: its symlinks made at once, its files and subfolders returned."""
+    files, subdirs, links = [], [], 0
+    try:
+        with os.scandir(sfd) as it:
+            entries = list(it)
+    except OSError:
+        state.skip(rel or ".", "unreadable")
+        return files, subdirs, links
+    for e in entries:
+        if skipped_name(e.name, not rel):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue  # gone meanwhile
+        mode = st.st_mode
+        if stat.S_ISDIR(mode):
+            subdirs.append((e.name, st))
+        elif stat.S_ISREG(mode):
+            files.append((e.name, st))
+        elif stat.S_ISLNK(mode):
+            try:
+                os.symlink(os.readlink(e.name, dir_fd=sfd), e.name, dir_fd=dfd)
+                links += 1
+            except OSError:
+                state.skip(rel + e.name, "unreadable")
+        else:
+            state.skip(rel + e.name, "special")
+    return files, subdirs, links
+
+
+def _open_pair(sfd: int, dfd: int, name: str, rel: str, state: _State):
+    """A subfolder opened in both trees (made in the copy); None when it cannot be read."""
+    try:
+        child_src = os.open(name, _DIR, dir_fd=sfd)
+    except OSError:
+        state.skip(rel, "unreadable")  # also: swapped for a link meanwhile (O_NOFOLLOW)
+        return None
+    try:
+        os.mkdir(name, 0o700, dir_fd=dfd)
+        return child_src, os.open(name, _DIR, dir_fd=dfd)
+    except OSError:
+        os.close(child_src)
+        raise
+
+
+def _copy_files(sfd: int, dfd: int, rel: str, files, state: _State) -> None:
+    try:
+        for name, st in files:
+            try:
+                how = _one_file(sfd, dfd, name, st, state)
+            except OSError as e:
+                state.skip(rel + name, "unreadable" if e.errno in (errno.EACCES, errno.ELOOP, errno.ENXIO)
+                           else f"failed: {e.strerror}")
+                continue
+            state.count(how, st.st_size)
+    finally:
+        os.close(sfd)
+        os.close(dfd)
+
+
+def _one_file(sfd: int, dfd: int, name: str, st: os.stat_result, state: _State) -> str:
+    if not state.may_write:
+        try:
+            os.link(name, name, src_dir_fd=sfd, dst_dir_fd=dfd, follow_symlinks=False)
+            return "hardlink"
+        except OSError as e:
+            if e.errno not in _NO_LINK:
+                raise
+    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sfd)
+    try:
+        if not stat.S_ISREG(os.fstat(src).st_mode):
+            raise OSError(errno.ENXIO, "not a regular file any more")
+        dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        try:
+            how = "reflink" if _clone(src, dst, state) else _copy_bytes(src, dst)
+            os.fchmod(dst, stat.S_IMODE(st.st_mode))
+            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+            return how
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def _clone(src: int, dst: int, state: _State) -> bool:
+    if state.clone_ok is False:
+        return False
+    try:
+        fcntl.ioctl(dst, FICLONE, src)
+    except OSError as e:
+        if e.errno not in _NO_CLONE:
+            raise
+        state.clone_ok = False
+        return False
+    state.clone_ok = True
+    return True
+
+
+def _copy_bytes(src: int, dst: int) -> str:
+    left = os.fstat(src).st_size
+    try:
+        while left > 0:
+            n = os.copy_file_range(src, dst, left)
+            if n == 0:
+                break
+            left -= n
+        return "copy"
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+    os.lseek(src, 0, os.SEEK_SET)
+    os.lseek(dst, 0, os.SEEK_SET)
+    os.ftruncate(dst, 0)
+    while chunk := os.read(src, 1 << 20):
+        os.write(dst, chunk)
+    return "copy"
+
+
+def _finish_dirs(dest: Path, dirs: list[tuple[str, os.stat_result]]) -> None:
+    """Folders get their permission bits and times last (deepest first): a read-only folder
+    of the project must not stop its own files being copied into it."""
+    for rel, st in sorted(dirs, key=lambda d: d[0].count("/") + (1 if d[0] else 0), reverse=True):
+        path = dest / rel if rel else dest
+        try:
+            os.chmod(path, stat.S_IMODE(st.st_mode) | (0o700 if not rel else 0))
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        except OSError:
+            pass
