@@ -84,3 +84,50 @@ def test_isolated_children_leave_the_tree_alone_until_merged_and_a_clash_is_a_co
     merged = [e for e in log if e["event"] == "child_merge"]
     assert [m["child"] for m in merged] == ["isoroot1-1", "isoroot1-2", "isoroot1-3"]
     assert merged[2]["conflicts"][0]["hunks"]
+    # moss sessions show: each isolated child's change and what became of it
+    shown = project.moss("sessions", "show", "isoroot1")
+    assert shown.returncode == 0, shown.stderr
+    assert "isoroot1-1 refactorer · answered · 3 turns · isolated · 1 file(s) +1 -1 · merged: 1 applied, 0 " \
+        "conflict(s)" in shown.stdout
+    assert "isolated · 1 file(s) +1 -1 · merged: 0 applied, 1 conflict(s)" in shown.stdout
+    assert "merged child isoroot1-3: 0 applied, 1 conflict(s) (a.py)" in shown.stdout
+
+
+def task_of(body) -> str:
+    m = re.search(r"\*\*Task:\*\* (.*)", last_user_text(body))
+    return m.group(1).strip() if m else ""
+
+
+def test_the_model_spawns_an_isolated_child_sees_its_patch_and_merges_it_by_id(project, api):
+    project.write("a.py", module(2))
+    child_task = "set a.py f1 to 100"
+
+    def model(body):
+        user = last_user_text(body)
+        if task_of(body) == child_task:
+            return editor(body)
+        if state_of(body) == "planner":
+            return "Ready."
+        if "merged child" in user:
+            return "$(answer merged it)"
+        m = re.search(r"Merge it into your tree with \$\(merge (\S+)\)", user)
+        if m:
+            # the child's change is in its patch, and not yet in this tree
+            assert "+    return 100" in user and "return 100" not in (project.root / "a.py").read_text()
+            return f"$(children) $(merge {m.group(1)})"
+        if "started child agent" in user:
+            return "$(await)"
+        return f'$(spawn --isolated refactorer "{child_task}")'
+
+    api.push(*[model] * 20)
+    r = project.moss("@agent", "--refactor", "--spawn", "-n", "--auto-approve", "medium", "--output-format", "json",
+                     "improve a.py", *ARGS, env=api.env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["answer"] == "merged it"
+    assert (project.root / "a.py").read_text() == module(2).replace("return 1\n", "return 100\n")
+    root = result["session_id"]
+    cmds = {e["cmd"].split()[0]: e["output"] for e in events(project, root) if e["event"] == "command"}
+    assert f"merged child {root}-1: 1 path(s) applied (a.py)" in cmds["merge"]
+    assert "[isolated: 1 file(s) changed, not merged]" in cmds["children"]
+    assert copies(project) == []

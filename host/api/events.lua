@@ -387,6 +387,19 @@
 ---@field role string
 ---@field task string
 ---@field turn integer
+---@field isolated? boolean          # in its own copy of the tree
+
+--- $(merge ID): an isolated child's change merged into this session's tree
+---@class moss.log.merge
+---@field child string
+---@field applied string[]
+---@field conflicts integer             # paths left as they were (the host's child_merge has them)
+---@field turn integer
+
+--- $(discard ID): an isolated child's copy dropped
+---@class moss.log.discard
+---@field child string
+---@field turn integer
 
 -- the coding agent (scripts/agent.lua, scripts/lib/agent/, scripts/roles/)
 
