@@ -86,6 +86,14 @@ class Tree:
         if self.live is not None:
             self.live.stop()
             self.live = None
+        kept = sorted(c.id for c in self.children.values()
+                      if c.worktree is not None and c.worktree.state == "working" and c.worktree.tree.is_dir())
+        if kept:
+            from .. import ui
+
+            ui.note(f"kept the copies of the tree of {len(kept)} isolated child agent(s) neither merged nor "
+                    f"discarded ({', '.join(kept)}): a resumed session can still merge them; `moss sessions "
+                    f"clean` removes them", "yellow")
 
 
 class Child:

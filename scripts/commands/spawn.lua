@@ -40,6 +40,9 @@ return {
       task = task, role = role, machine = cfg.child_machine or "v1",
       max_turns = cfg.child_max_turns or 8, auto_approve = env.auto_approve,
       events = env.format, isolate = isolated,
+      -- an isolated child is held to its role's level: one that cannot write gets a copy of
+      -- hard links (cheap), which is safe only while nothing in it can write
+      access = isolated and children().access_of(role) or nil,
     }
     children().track(S, h, role, task, isolated)
     ctx.log("spawn", { child = h.id, role = role, task = task, turn = S.turn, isolated = isolated })

@@ -70,19 +70,16 @@ def merge(home: Path, copy: Path, target: Path, changed: list[dict]) -> dict:
     scratch = home / "merge"
     scratch.mkdir(exist_ok=True)
     with safefs.Tree(target) as tree:
-        plans = []
-        for p in paths:
+        # deletions first (a folder or link the child replaced by a file must be gone before
+        # the file is written), each path judged just before it is changed
+        for p in sorted(paths, key=lambda p: (new.get(p) is not None, p)):
             plan = _plan(tree, p, old.get(p), new.get(p), content, scratch)
-            if plan[0] == "conflict":
-                conflicts.append({"path": p, **plan[1]})
-            else:
-                plans.append((p, plan))
-        # deletions first: a folder the child replaced by a file must be gone before the file
-        plans.sort(key=lambda t: (t[1][0] != "delete", t[0]))
-        for p, plan in plans:
-            why = _apply(tree, p, plan, copy)
+            why = plan[1] if plan[0] == "conflict" else None
+            if why is None:
+                blocked = _apply(tree, p, plan, copy)
+                why = {"reason": "blocked", "detail": blocked} if blocked else None
             if why:
-                conflicts.append({"path": p, "reason": "blocked", "detail": why})
+                conflicts.append({"path": p, **why})
             else:
                 applied.append(p)
     return {"applied": sorted(applied), "conflicts": sorted(conflicts, key=lambda c: c["path"])}

@@ -69,8 +69,13 @@ end
 function M.isolated(name, asked)
   if asked then return true end
   if not (moss.config.agent or {}).isolate_writers then return false end
+  return (M.RANK[M.access_of(name)] or 1) >= (M.RANK["edit"] or 3)
+end
+
+--- The access level role `name` asks for (read-only when it cannot be loaded).
+function M.access_of(name)
   local found, role = pcall(require("lib.machine.extend").load, "roles", name)
-  return found and (M.RANK[role.access or "read-only"] or 1) >= (M.RANK["edit"] or 3)
+  return found and role.access or "read-only"
 end
 
 --- Remember a started child in the session (checkpointed with the next turn).
