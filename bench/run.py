@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats  # noqa: E402
 
-MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "runs", "eval",
+MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "isolate", "runs", "eval",
                 "fleet", "startup", "fork"]
 MODULES = {name: f"m_{name}" for name in MEASUREMENTS}
 

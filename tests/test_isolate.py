@@ -136,7 +136,8 @@ def test_the_model_spawns_isolated_children_sees_their_patches_and_merges_or_dro
     root = result["session_id"]
     log = events(project, root)
     made = {e["child"]: e["strategy"] for e in log if e["event"] == "child_isolated"}
-    assert made == {f"{root}-1": "hardlink", f"{root}-2": "copy"}  # a reader shares files, a writer copies
+    # a reader shares the files; a writer's links become copies before it may write
+    assert made == {f"{root}-1": "hardlink", f"{root}-2": "hardlink-then-copy"}
     cmds = {e["cmd"].split()[0]: e["output"] for e in log if e["event"] == "command"}
     assert f"merged child {root}-2: 1 path(s) applied (a.py)" in cmds["merge"]
     assert f"dropped child {root}-1's copy" in cmds["discard"]
@@ -201,7 +202,8 @@ return { child = function(spec)
   if spec.resume then return { answer = "resumed", success = true, reason = "answered" } end
   moss.session.save(spec.id, { id = spec.id, task = spec.task, done = true }, { final = true })
   moss.access.set("edit")
-  local where = moss.shell.run("pwd").stdout
+  -- at once: its copy's files are still links to the parent's, so this waits for their copies
+  local where = moss.shell.run("echo '# appended in place' >> a.py && pwd").stdout
   moss.access.set("full")
   local r = moss.shell.run("mkdir -p .moss/scripts .git/hooks && echo evil > .moss/scripts/evil.lua && " ..
     "echo hook > .git/hooks/pre-commit && rm docs && mkdir docs && echo evil > docs/config.toml && " ..
@@ -231,11 +233,12 @@ def test_a_copy_holds_links_never_what_they_point_to_and_a_merge_never_writes_mo
         local r = moss.spawn { task = "x", script = "hostile", isolate = true }:wait()
         print(r.answer:gsub("%s+$", ""), table.concat(r.changed, ","))
     """)
-    r = project.moss("@start", "--allow-full")
+    r = project.moss("@start", "--allow-full", env={"MOSS_TEST_COPY_HOLD": "0.5"})
     assert r.returncode == 0, r.stderr
+    assert (project.root / "a.py").read_text() == module(1)  # an in-place write never reached the parent
     where, changed = r.stdout.strip().split("\t")
     assert where == str(project.root)  # its sandbox shows its copy where the project is
-    assert changed == "docs,docs/config.toml,fine.txt"  # nothing under .moss/ or .git
+    assert changed == "a.py,docs,docs/config.toml,fine.txt"  # nothing under .moss/ or .git
     assert "kept the copies of the tree of 1 isolated child agent(s)" in r.stderr
     copy = copy_of(project, "hostile1-1")
     assert os.readlink(copy / "leak") == str(outside / "secret.txt") and os.readlink(copy / "up") == "../outside"
@@ -256,7 +259,8 @@ def test_a_copy_holds_links_never_what_they_point_to_and_a_merge_never_writes_mo
     """)
     r = project.moss("@finish")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["resumed", "docs,docs/config.toml,fine.txt\t0"]
+    assert r.stdout.splitlines() == ["resumed", "a.py,docs,docs/config.toml,fine.txt\t0"]
+    assert (project.root / "a.py").read_text() == module(1) + "# appended in place\n"
     assert (project.root / "fine.txt").read_text() == "fine\n"
     assert not (project.root / ".moss/scripts/evil.lua").exists()
     assert not (project.root / ".git/hooks/pre-commit").exists()

@@ -20,6 +20,14 @@ from ..errors import MossError
 PATCH_SHOWN = 4000  # characters of a patch in the parent's log line (the file has it whole)
 
 
+def ready(ctx) -> None:
+    """Before anything writes in this agent's tree: an isolated child's copy still being
+    completed (its hard links replaced by copies) is waited for (host/tools/worktree/)."""
+    from ..tools.worktree import wait_ready
+
+    wait_ready(ctx.workdir, ctx.cancelled)
+
+
 def patch_path(root: Path, cid: str) -> Path:
     from ..storage import agent_dir
 
@@ -104,6 +112,7 @@ def merge(ctx, child) -> dict:
 
     wt = _usable(child, "merge")
     require_write(ctx.access, f"merging child {child.id}'s change (it writes files)")
+    ready(ctx)
     got = getattr(child, "change", None) or wt.changes()
     paths = [c["path"] for c in got["changes"] if not merging.refused(c["path"])]
     with hold(ctx, [Target(p) for p in paths], lock_timeout(ctx), "merge"):

@@ -66,7 +66,10 @@ def functions(ctx):
     def restore(sid):
         from ..tools.sandbox import require_write
 
+        from ._isolated import ready
+
         require_write(ctx.access, "restoring a snapshot (it rewrites files)")
+        ready(ctx)
         with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
             result = _shadow(ctx).restore(sid, session=ctx.tree_id)
         ctx.log("rollback", {"id": sid, **{k: result[k] for k in (

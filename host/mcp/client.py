@@ -213,7 +213,10 @@ class Servers:
         if not isinstance(extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
             raise MossError(f"[mcp.servers.{name}] env must be a table of strings", kind="config")
         env = command_env(extra, setup_from_config(self.ctx.user_config, self.ctx.config), sandboxed=False)
-        cwd = self.ctx.workdir  # an isolated child's servers start in its copy
+        from ..api._isolated import ready
+
+        ready(self.ctx)  # an isolated child's servers start in its copy, once it is whole
+        cwd = self.ctx.workdir
         return StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env, cwd=str(cwd))
 
     def _log_file(self, name: str):

@@ -93,10 +93,10 @@ def _parse(out: bytes, *, tree: bool) -> dict:
 
 def blobs(home: Path, copy: Path, ids: set[str]) -> dict[str, bytes]:
     """The contents of blob `ids`, one git process for all of them."""
-    ids = sorted(i for i in ids if i)
-    if not ids:
+    wanted = sorted(i for i in ids if i)
+    if not wanted:
         return {}
-    out = _git(home, copy, "cat-file", "--batch", input="".join(i + "\n" for i in ids).encode(), text=False)
+    out = _git(home, copy, "cat-file", "--batch", input="".join(i + "\n" for i in wanted).encode(), text=False)
     found, pos = {}, 0
     while pos < len(out):
         end = out.index(b"\n", pos)

@@ -8,17 +8,22 @@ is left out and reported. Every folder is opened with ``O_NOFOLLOW`` from the on
 every file with ``O_NOFOLLOW``, so nothing is read through a link: a file swapped for a link
 while the copy is made is left out, never followed out of the project.
 
-How a file's bytes get there (``strategy``):
+How a file's bytes get there (``strategy``), the first that works:
 
 - ``reflink``: ``FICLONE``, a copy-on-write clone (btrfs, XFS, bcachefs, ...): no data is
-  written, and a write in either tree, even in place, never reaches the other.
-- ``copy``: the bytes copied (``copy_file_range``, in the kernel): what every other file
-  system gets for a child that may write.
-- ``hardlink``: a second name for the same file, only for a child that can never write
-  (its access is below ``edit`` for good): a shared file is safe only while nobody writes it
-  in place. moss's own writers replace a file (a new inode) and would be safe, but a shell
-  command (``echo >> f``, a compiler writing its output) writes in place, and through a link
-  it would change the parent's file; so a child that may run such a command gets copies.
+  written, the parent's file is not touched, and a write in either tree, even in place,
+  never reaches the other.
+- ``hardlink``: a second name for the same file. A shared file is safe only while nobody
+  writes it in place: moss's own writers replace a file (a new inode), but a shell command
+  (``echo >> f``, a compiler writing its output) writes in place, and through a link it
+  would change the parent's file. So links are used as they are only for a child that can
+  never write (its access is below ``edit`` for good); for a child that may write, with
+  ``defer``, they are a first step: ``materialize`` then replaces each one by a copy, and
+  until it is done nothing in the child may write (host/tools/worktree/__init__.py).
+  Making or removing a link changes the file's ctime, so the parent's snapshot store and
+  git read those files again once (their contents are unchanged).
+- ``copy``: the bytes copied (``copy_file_range``, in the kernel): across file systems, or
+  without ``defer``.
 
 Files are copied by a small pool of threads (the copy itself runs in the kernel, outside
 the GIL), one directory's files a job.
@@ -51,31 +56,36 @@ def skipped_name(rel: str, top: bool) -> bool:
 
 
 class _State:
-    """What the copy threads share: counts, the left-out paths, and whether clones work."""
+    """What the copy threads share: counts, the left-out paths, whether clones work, and the
+    files linked (to be copied later when the child may write)."""
 
-    def __init__(self, may_write: bool):
+    def __init__(self, link: bool):
         self.lock = threading.Lock()
-        self.may_write = may_write
+        self.link = link
         self.clone_ok: bool | None = None     # None: not tried yet
         self.counts = {"reflink": 0, "copy": 0, "hardlink": 0}
         self.bytes = 0
         self.skipped: list[dict] = []
+        self.linked: list[str] = []
 
-    def count(self, how: str, size: int) -> None:
+    def count(self, how: str, size: int, rel: str) -> None:
         with self.lock:
             self.counts[how] += 1
             self.bytes += size
+            if how == "hardlink":
+                self.linked.append(rel)
 
     def skip(self, rel: str, reason: str) -> None:
         with self.lock:
             self.skipped.append({"path": rel, "reason": reason})
 
 
-def make(src: Path, dest: Path, *, may_write: bool, workers: int = 2) -> dict:
+def make(src: Path, dest: Path, *, may_write: bool, defer: bool = False, workers: int = 2) -> dict:
     """Copy the tree at `src` into `dest` (which must not exist yet). Returns {strategy,
-    files, links, dirs, bytes, skipped: [{path, reason}], seconds, counts}."""
+    files, links, dirs, bytes, skipped: [{path, reason}], seconds, counts, linked}: `linked`,
+    the files made as hard links although the child may write (`defer`), for `materialize`."""
     t0 = time.monotonic()
-    state = _State(may_write)
+    state = _State(link=not may_write or defer)
     try:
         src_fd = os.open(src, _DIR)
     except OSError as e:
@@ -117,12 +127,15 @@ def make(src: Path, dest: Path, *, may_write: bool, workers: int = 2) -> dict:
     used = [k for k in ("reflink", "hardlink", "copy") if counts[k]]
     return {"strategy": "+".join(used) or ("hardlink" if not may_write else "copy"), "counts": counts,
             "files": sum(counts.values()), "links": links, "dirs": len(dirs), "bytes": state.bytes,
-            "skipped": sorted(state.skipped, key=lambda s: s["path"]), "seconds": round(time.monotonic() - t0, 3)}
+            "skipped": sorted(state.skipped, key=lambda s: s["path"]), "seconds": round(time.monotonic() - t0, 3),
+            "linked": sorted(state.linked) if may_write else []}
 
 
 def _one_dir(sfd: int, dfd: int, rel: str, state: _State):
     """One folder: its symlinks made at once, its files and subfolders returned."""
-    files, subdirs, links = [], [], 0
+    files: list[tuple[str, os.stat_result]] = []
+    subdirs: list[tuple[str, os.stat_result]] = []
+    links = 0
     try:
         with os.scandir(sfd) as it:
             entries = list(it)
@@ -176,27 +189,46 @@ def _copy_files(sfd: int, dfd: int, rel: str, files, state: _State) -> None:
                 state.skip(rel + name, "unreadable" if e.errno in (errno.EACCES, errno.ELOOP, errno.ENXIO)
                            else f"failed: {e.strerror}")
                 continue
-            state.count(how, st.st_size)
+            state.count(how, st.st_size, rel + name)
     finally:
         os.close(sfd)
         os.close(dfd)
 
 
 def _one_file(sfd: int, dfd: int, name: str, st: os.stat_result, state: _State) -> str:
-    if not state.may_write:
+    if state.clone_ok is not False:  # reflinks first: the first file finds out whether they work
+        how = _copy_at(sfd, dfd, name, name, st, state, clone_only=True)
+        if how:
+            return how
+    if state.link:
         try:
             os.link(name, name, src_dir_fd=sfd, dst_dir_fd=dfd, follow_symlinks=False)
             return "hardlink"
         except OSError as e:
             if e.errno not in _NO_LINK:
                 raise
+            state.link = False
+    return _copy_at(sfd, dfd, name, name, st, None) or "copy"
+
+
+def _copy_at(sfd: int, dfd: int, name: str, dest: str, st: os.stat_result, state: _State | None,
+             clone_only: bool = False) -> str | None:
+    """`name` in `sfd` copied to a new `dest` in `dfd`: cloned when `state` says clones may
+    work, else its bytes copied. With `clone_only`, None (and nothing left) when it cannot be
+    cloned."""
     src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sfd)
     try:
         if not stat.S_ISREG(os.fstat(src).st_mode):
             raise OSError(errno.ENXIO, "not a regular file any more")
-        dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        dst = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         try:
-            how = "reflink" if _clone(src, dst, state) else _copy_bytes(src, dst)
+            if state is not None and _clone(src, dst, state):
+                how = "reflink"
+            elif clone_only:
+                os.unlink(dest, dir_fd=dfd)
+                return None
+            else:
+                how = _copy_bytes(src, dst)
             os.fchmod(dst, stat.S_IMODE(st.st_mode))
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
             return how
@@ -250,3 +282,83 @@ def _finish_dirs(dest: Path, dirs: list[tuple[str, os.stat_result]]) -> None:
             os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
         except OSError:
             pass
+
+
+def materialize(dest: Path, linked: list[str], stop: threading.Event | None = None, workers: int = 2) -> int:
+    """Replace each file of `linked` (relative to `dest`; hard links `make` made) by a copy of
+    its own, so that nothing in `dest` shares bytes with another tree any more: a temp copy
+    beside it, renamed over it. Run while nothing may write in `dest`. How many were replaced."""
+    by_dir: dict[str, list[str]] = {}
+    for rel in linked:
+        folder, _, name = rel.rpartition("/")
+        by_dir.setdefault(folder, []).append(name)
+    done = [0]
+    lock = threading.Lock()
+
+    def one_dir(folder: str, names: list[str]) -> None:
+        fd = _open_under(dest, folder)
+        try:
+            for name in names:
+                if stop is not None and stop.is_set():
+                    return
+                if _unshare(fd, name):
+                    with lock:
+                        done[0] += 1
+        finally:
+            os.close(fd)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="moss-unshare") as pool:
+        for job in [pool.submit(one_dir, f, n) for f, n in by_dir.items()]:
+            job.result()
+    return done[0]
+
+
+def _open_under(root: Path, rel: str) -> int:
+    fd = os.open(root, _DIR)
+    for part in [p for p in rel.split("/") if p]:
+        try:
+            nxt = os.open(part, _DIR, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd
+
+
+def _unshare(fd: int, name: str) -> bool:
+    """`name` (a file sharing its inode with another tree) made a file of its own."""
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return False
+    tmp = f".{name[:100]}.moss-{os.urandom(4).hex()}.tmp"
+    try:
+        _copy_at(fd, fd, name, tmp, st, None)
+        now = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise OSError(errno.EBUSY, "changed while it was copied")
+        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        return True
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=fd)
+        except OSError:
+            pass
+        raise
+
+
+def shared_files(root: Path) -> list[str]:
+    """The regular files under `root` that share their inode with another name (a copy whose
+    completion a crash cut short), relative to it."""
+    out = []
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not (dirpath == str(root) and d == ".moss")]
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                out.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return out

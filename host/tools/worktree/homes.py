@@ -126,7 +126,7 @@ def claim(home: Path, record: dict) -> dict:
 def _held(record: dict | None) -> bool:
     from ..procs import alive_since
 
-    return bool(record) and alive_since(record.get("pid"), record.get("pid_start"))
+    return record is not None and alive_since(record.get("pid"), record.get("pid_start"))
 
 
 def listing(project: Path | None = None, env=os.environ) -> list[dict]:

@@ -60,9 +60,9 @@ def merge(home: Path, copy: Path, target: Path, changed: list[dict]) -> dict:
     conflicts: list[dict] = []
     paths = []
     for c in changed:
-        why = refused(c["path"])
-        if why:
-            conflicts.append({"path": c["path"], "reason": "refused", "detail": why})
+        never = refused(c["path"])
+        if never:
+            conflicts.append({"path": c["path"], "reason": "refused", "detail": never})
         else:
             paths.append(c["path"])
     old, new = ch.entries(home, copy, paths)
@@ -74,7 +74,7 @@ def merge(home: Path, copy: Path, target: Path, changed: list[dict]) -> dict:
         # the file is written), each path judged just before it is changed
         for p in sorted(paths, key=lambda p: (new.get(p) is not None, p)):
             plan = _plan(tree, p, old.get(p), new.get(p), content, scratch)
-            why = plan[1] if plan[0] == "conflict" else None
+            why: dict | None = plan[1] if plan[0] == "conflict" else None
             if why is None:
                 blocked = _apply(tree, p, plan, copy)
                 why = {"reason": "blocked", "detail": blocked} if blocked else None
@@ -205,7 +205,7 @@ def _apply(tree: safefs.Tree, path: str, plan, copy: Path) -> str | None:
     except UnsafePath as e:
         return e.message
     except (MossError, OSError) as e:
-        return getattr(e, "message", None) or e.strerror or str(e)
+        return getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
 
 
 def _prune(tree: safefs.Tree, path: str, copy: Path) -> None:

@@ -1,0 +1,187 @@
+"""13. Isolated children: what a child's own copy of a 20,000-file tree costs, against a child
+that shares the tree, and the disk it takes.
+
+The tree: 20,000 files in 400 folders (`make_tree`: sizes from 200 B to 16 KB, about 4 KB on
+average, 80 MB; a fixed seed, so every run has the same tree), as a mid-sized repository.
+A root script (moss.run.build, as `moss @NAME` builds it) at `edit` has taken its first
+snapshot of the tree (a writing session's start does). Then, round after round, taking turns:
+
+- shared: `moss.spawn` of a child at `edit` that takes its first snapshot (what a writing
+  child's session does before anything else) and ends;
+- isolated: the same child with `isolate = true`: `moss.spawn` returns once its copy exists
+  (the parent's snapshot, the copy, its starting point recorded); the child's first snapshot
+  is of its own copy; when it ends, its patch is computed; then `h:discard()`;
+- isolated reader: `isolate = true, access = "read-shell"`: a child that can never write
+  gets hard links.
+
+Each phase is timed apart: `spawn` (until moss.spawn returns), the child's first snapshot
+(from its own log: a mark before, the snapshot's record after), the whole `wait`, and the
+discard. "Start" is spawn + first snapshot: what a writing child costs before its first model
+call. The disk a copy takes is counted in blocks of the inodes only it holds (a hard-linked
+file counts 0), and the file system is probed for reflinks (FICLONE).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from common import Settings
+
+NAME = "isolate"
+FILES, FOLDERS = 20_000, 400
+
+CHILD = """
+return { child = function(spec)
+  moss.session.bind(spec.id)
+  moss.access.set(spec.max_access)
+  if spec.max_access == "edit" then
+    moss.session.log(spec.id, "bench_mark", {})
+    moss.shadow.snapshot("start")
+  end
+  return { answer = "ok", success = true, reason = "answered" }
+end }
+"""
+
+
+def make_tree(root: Path) -> dict:
+    """The 20,000-file tree (made once per work folder, reused after)."""
+    stamp = root / ".moss" / "bench-tree"
+    if stamp.exists():
+        return json.loads(stamp.read_text())
+    rng = random.Random(20_000)
+    words = [f"name{i}" for i in range(500)]
+    total = 0
+    for i in range(FILES):
+        d = root / f"pkg{i % FOLDERS // 20}" / f"mod{i % FOLDERS}"
+        d.mkdir(parents=True, exist_ok=True)
+        size = int(min(16_384, max(200, rng.lognormvariate(7.9, 0.8))))
+        line = " ".join(rng.choice(words) for _ in range(8)) + "\n"
+        text = (f"# file {i}\n" + line * (size // len(line) + 1))[:size]
+        (d / f"f{i}.py").write_text(text)
+        total += len(text)
+    (root / ".moss" / "scripts").mkdir(parents=True, exist_ok=True)
+    info = {"files": FILES, "folders": FOLDERS, "bytes": total}
+    stamp.write_text(json.dumps(info))
+    return info
+
+
+def reflinks_work(where: Path) -> bool:
+    import fcntl
+
+    from moss.tools.worktree.copy import FICLONE
+
+    with tempfile.TemporaryDirectory(dir=where) as d:
+        a, b = Path(d) / "a", Path(d) / "b"
+        a.write_bytes(b"x" * 4096)
+        with open(a, "rb") as src, open(b, "wb") as dst:
+            try:
+                fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
+                return True
+            except OSError:
+                return False
+
+
+def _child_snapshot_s(root: Path, cid: str) -> float:
+    ev = [json.loads(ln) for ln in (root / ".moss/agent/logs" / f"{cid}.jsonl").read_text().splitlines()]
+    mark = next(e["ts"] for e in ev if e["event"] == "bench_mark")
+    done = next(e["ts"] for e in ev if e["event"] == "snapshot" and e["ts"] >= mark)
+    return done - mark
+
+
+def run(s: Settings) -> dict:
+    from moss.run import build
+    from moss.tools.worktree import homes
+
+    root = s.work / "isolate-tree"
+    root.mkdir(parents=True, exist_ok=True)
+    info = make_tree(root)
+    (root / ".moss" / "scripts" / "benchchild.lua").write_text(CHILD)
+    os.environ.setdefault("XDG_CACHE_HOME", str(s.work / "cache"))
+    ctx, rt = build("bench", [], {"trust": True}, root=root)  # its own .moss/scripts (the child), vouched for
+    rt.execute('moss.session.bind("isobench"); moss.access.set("edit")', "=setup")
+    t0 = time.perf_counter()
+    rt.execute('moss.shadow.snapshot("the parent starts")', "=first")  # a writing session's start
+    first_capture = time.perf_counter() - t0
+    spawn = rt.load("""
+        local isolate, access = ...
+        H = moss.spawn { task = "bench", script = "benchchild", isolate = isolate, access = access }
+        return H.id
+    """, "=spawn")
+    wait = rt.load("local r = H:wait() return r.success", "=wait")
+    discard = rt.load("return H:discard().bytes", "=discard")
+    modes = {"shared": (False, "edit"), "isolated": (True, "edit"), "isolated reader": (True, "read-shell")}
+    times: dict[str, dict[str, list[float]]] = {m: {"spawn": [], "snapshot": [], "wait": [], "discard": []}
+                                                for m in modes}
+    disk: dict[str, int] = {}
+    strategy: dict[str, str] = {}
+    rounds = s.reps(5, 2)
+    for r in range(rounds + 1):  # the first round warms up (the bwrap probe, imports)
+        for mode, (isolate, access) in modes.items():
+            t0 = time.perf_counter()
+            cid = rt.call(spawn, isolate, access)
+            cid = cid.decode() if isinstance(cid, bytes) else cid
+            t1 = time.perf_counter()
+            assert rt.call(wait), f"the {mode} child failed"
+            t2 = time.perf_counter()
+            got = times[mode]
+            if isolate:
+                home = homes.home_of(root.resolve(), cid)
+                disk[mode] = homes.disk_use(home / homes.TREE)
+                rec = homes.read_record(home) or {}
+                strategy[mode] = (rec.get("copy") or {}).get("strategy", "?")
+                disk[mode + " start"] = homes.disk_use(home / "patch.git")
+                t3 = time.perf_counter()
+                rt.call(discard)
+                if r:
+                    got["discard"].append(time.perf_counter() - t3)
+            if r:
+                got["spawn"].append(t1 - t0)
+                got["wait"].append(t2 - t1)
+                if access == "edit":
+                    got["snapshot"].append(_child_snapshot_s(root, cid))
+    ctx.tree.close()
+    med = {m: {k: statistics.median(v) if v else 0.0 for k, v in t.items()} for m, t in times.items()}
+    start = {m: med[m]["spawn"] + med[m]["snapshot"] for m in modes}
+    return {"tree": info, "rounds": rounds, "first_capture_s": first_capture, "median": med, "start": start,
+            "extra_start_s": start["isolated"] - start["shared"], "disk": disk, "strategy": strategy,
+            "reflinks": reflinks_work(root), "all": {m: {k: [round(x, 3) for x in v] for k, v in t.items()}
+                                                      for m, t in times.items()}}
+
+
+def tables(res: dict) -> list[dict]:
+    med, start, tree = res["median"], res["start"], res["tree"]
+    mb = 1e6
+    rows = []
+    for m in ("shared", "isolated", "isolated reader"):
+        t = med[m]
+        rows.append([m, f"{t['spawn']:.2f} s", f"{t['snapshot']:.2f} s" if t["snapshot"] else "—",
+                     f"{start[m]:.2f} s", f"{t['wait']:.2f} s", f"{t['discard']:.2f} s" if t["discard"] else "—"])
+    disk = res["disk"]
+    return [{"title": f"13. Isolated children on a tree of {tree['files']:,} files ({tree['bytes'] / mb:.0f} MB): "
+                      f"median of {res['rounds']} rounds, the three taking turns",
+             "columns": ["child", "moss.spawn", "its first snapshot", "start (both)", "wait (+ patch)", "discard"],
+             "rows": rows + [["isolated start − shared start", "", "", f"{res['extra_start_s']:+.2f} s", "", ""]]},
+            {"title": "13b. Disk a copy takes (blocks only the copy holds)",
+             "columns": ["copy", "how", "disk"],
+             "rows": [["isolated (may write)", res["strategy"].get("isolated", "?"),
+                       f"{disk.get('isolated', 0) / mb:.1f} MB"],
+                      ["isolated reader (never writes)", res["strategy"].get("isolated reader", "?"),
+                       f"{disk.get('isolated reader', 0) / mb:.1f} MB"],
+                      ["its starting point (patch.git, borrowing the parent's shadow objects)", "",
+                       f"{disk.get('isolated start', 0) / mb:.2f} MB"],
+                      ["the tree itself (a full copy's bytes)", "", f"{tree['bytes'] / mb:.1f} MB"],
+                      ["reflinks (copy-on-write) on this file system", "yes" if res["reflinks"] else "no (not supported)",
+                       ""]]}]
+
+
+def summary_rows(res: dict) -> list[list[str]]:
+    return [["isolate: starting an isolated child / a shared one, 20,000 files",
+             f"{res['extra_start_s']:+.2f} s", f"{res['start']['isolated']:.2f} s vs {res['start']['shared']:.2f} s "
+             f"(target: at most +1 s); copy {res['disk'].get('isolated', 0) / 1e6:.0f} MB "
+             f"({res['strategy'].get('isolated', '?')}), reader {res['disk'].get('isolated reader', 0) / 1e6:.1f} MB"]]
