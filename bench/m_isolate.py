@@ -94,6 +94,12 @@ def _child_snapshot_s(root: Path, cid: str) -> float:
     return done - mark
 
 
+def _timed(rt, fn, *args) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    got = rt.call(fn, *args)
+    return time.perf_counter() - t0, got
+
+
 def run(s: Settings) -> dict:
     from moss.run import build
     from moss.tools.worktree import homes
@@ -105,9 +111,8 @@ def run(s: Settings) -> dict:
     os.environ.setdefault("XDG_CACHE_HOME", str(s.work / "cache"))
     ctx, rt = build("bench", [], {"trust": True}, root=root)  # its own .moss/scripts (the child), vouched for
     rt.execute('moss.session.bind("isobench"); moss.access.set("edit")', "=setup")
-    t0 = time.perf_counter()
-    rt.execute('moss.shadow.snapshot("the parent starts")', "=first")  # a writing session's start
-    first_capture = time.perf_counter() - t0
+    snap = rt.load('moss.shadow.snapshot("the parent")', "=snap")
+    first_capture, _ = _timed(rt, snap)  # a writing session's start
     spawn = rt.load("""
         local isolate, access = ...
         H = moss.spawn { task = "bench", script = "benchchild", isolate = isolate, access = access }
@@ -116,35 +121,36 @@ def run(s: Settings) -> dict:
     wait = rt.load("local r = H:wait() return r.success", "=wait")
     discard = rt.load("return H:discard().bytes", "=discard")
     modes = {"shared": (False, "edit"), "isolated": (True, "edit"), "isolated reader": (True, "read-shell")}
-    times: dict[str, dict[str, list[float]]] = {m: {"spawn": [], "snapshot": [], "wait": [], "discard": []}
-                                                for m in modes}
+    keys = ("spawn", "snapshot", "whole", "wait", "discard", "parent before", "parent after")
+    times: dict[str, dict[str, list[float]]] = {m: {k: [] for k in keys} for m in modes}
     disk: dict[str, int] = {}
     strategy: dict[str, str] = {}
     rounds = s.reps(5, 2)
     for r in range(rounds + 1):  # the first round warms up (the bwrap probe, imports)
         for mode, (isolate, access) in modes.items():
+            got: dict[str, float] = {}
+            got["parent before"], _ = _timed(rt, snap)  # settled: nothing changed since the last one
             t0 = time.perf_counter()
             cid = rt.call(spawn, isolate, access)
+            got["spawn"] = time.perf_counter() - t0
             cid = cid.decode() if isinstance(cid, bytes) else cid
-            t1 = time.perf_counter()
-            assert rt.call(wait), f"the {mode} child failed"
-            t2 = time.perf_counter()
-            got = times[mode]
-            if isolate:
-                home = homes.home_of(root.resolve(), cid)
-                disk[mode] = homes.disk_use(home / homes.TREE)
-                rec = homes.read_record(home) or {}
-                strategy[mode] = (rec.get("copy") or {}).get("strategy", "?")
-                disk[mode + " start"] = homes.disk_use(home / "patch.git")
-                t3 = time.perf_counter()
-                rt.call(discard)
-                if r:
-                    got["discard"].append(time.perf_counter() - t3)
+            wt = ctx.tree.children[cid].worktree
+            if wt is not None:
+                wt.wait_ready()
+                got["whole"] = time.perf_counter() - t0
+            got["wait"], ok = _timed(rt, wait)
+            assert ok, f"the {mode} child failed"
+            if access == "edit":
+                got["snapshot"] = _child_snapshot_s(root, cid)
+            if wt is not None:
+                disk[mode] = homes.disk_use(wt.tree)
+                disk[mode + " start"] = homes.disk_use(wt.home / "patch.git")
+                strategy[mode] = (wt.record.get("copy") or {}).get("strategy", "?")
+                got["discard"], _ = _timed(rt, discard)
+            got["parent after"], _ = _timed(rt, snap)  # the links came and went: ctimes changed
             if r:
-                got["spawn"].append(t1 - t0)
-                got["wait"].append(t2 - t1)
-                if access == "edit":
-                    got["snapshot"].append(_child_snapshot_s(root, cid))
+                for k, v in got.items():
+                    times[mode][k].append(v)
     ctx.tree.close()
     med = {m: {k: statistics.median(v) if v else 0.0 for k, v in t.items()} for m, t in times.items()}
     start = {m: med[m]["spawn"] + med[m]["snapshot"] for m in modes}
@@ -157,17 +163,22 @@ def run(s: Settings) -> dict:
 def tables(res: dict) -> list[dict]:
     med, start, tree = res["median"], res["start"], res["tree"]
     mb = 1e6
-    rows = []
-    for m in ("shared", "isolated", "isolated reader"):
-        t = med[m]
-        rows.append([m, f"{t['spawn']:.2f} s", f"{t['snapshot']:.2f} s" if t["snapshot"] else "—",
-                     f"{start[m]:.2f} s", f"{t['wait']:.2f} s", f"{t['discard']:.2f} s" if t["discard"] else "—"])
+
+    def sec(v: float) -> str:
+        return f"{v:.2f} s" if v else "—"
+
+    rows = [[m, sec(med[m]["spawn"]), sec(med[m]["snapshot"]), f"{start[m]:.2f} s", sec(med[m]["whole"]),
+             sec(med[m]["wait"]), sec(med[m]["discard"]),
+             f"{med[m]['parent before']:.2f} → {med[m]['parent after']:.2f} s"]
+            for m in ("shared", "isolated", "isolated reader")]
     disk = res["disk"]
     return [{"title": f"13. Isolated children on a tree of {tree['files']:,} files ({tree['bytes'] / mb:.0f} MB): "
                       f"median of {res['rounds']} rounds, the three taking turns",
-             "columns": ["child", "moss.spawn", "its first snapshot", "start (both)", "wait (+ patch)", "discard"],
-             "rows": rows + [["isolated start − shared start", "", "", f"{res['extra_start_s']:+.2f} s", "", ""]]},
-            {"title": "13b. Disk a copy takes (blocks only the copy holds)",
+             "columns": ["child", "moss.spawn", "its first snapshot", "start (both)", "copy whole (from spawn)",
+                         "wait (+ patch)", "discard", "the parent's snapshot before → after"],
+             "rows": rows + [["isolated start − shared start", "", "", f"{res['extra_start_s']:+.2f} s", "", "", "",
+                              ""]]},
+            {"title": "13b. Disk a copy takes once whole (blocks only the copy holds)",
              "columns": ["copy", "how", "disk"],
              "rows": [["isolated (may write)", res["strategy"].get("isolated", "?"),
                        f"{disk.get('isolated', 0) / mb:.1f} MB"],
@@ -175,7 +186,7 @@ def tables(res: dict) -> list[dict]:
                        f"{disk.get('isolated reader', 0) / mb:.1f} MB"],
                       ["its starting point (patch.git, borrowing the parent's shadow objects)", "",
                        f"{disk.get('isolated start', 0) / mb:.2f} MB"],
-                      ["the tree itself (a full copy's bytes)", "", f"{tree['bytes'] / mb:.1f} MB"],
+                      ["the tree's bytes (a full copy's)", "", f"{tree['bytes'] / mb:.1f} MB"],
                       ["reflinks (copy-on-write) on this file system", "yes" if res["reflinks"] else "no (not supported)",
                        ""]]}]
 

@@ -292,3 +292,83 @@ def test_moss_sessions_clean_removes_the_copies_no_running_moss_works_in(project
     assert copies(project) == ["cleanme1-2"]
     r = project.moss("sessions", "clean")
     assert "no copies to remove in this project" in r.stderr
+
+
+def test_copies_are_private_and_a_folder_planted_in_the_shared_temp_folder_is_never_used(tmp_path, monkeypatch):
+    """In-process: a copy's folder is the user's alone (0700); in the system temp folder, a
+    `moss-copies-UID` someone else made (or left open to others) is refused, not written."""
+    import stat as st
+
+    import pytest
+
+    from moss.errors import MossError
+    from moss.tools.worktree import Worktree, homes
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.py").write_text(module(1))
+    env = {"HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    wt = Worktree.create(project=proj, source=proj, child="priv-1", parent="priv", may_write=True, env=env)
+    wt.wait_ready()
+    for p in (tmp_path / "cache" / "moss" / "copies", wt.home):
+        assert st.S_IMODE(os.stat(p).st_mode) & 0o077 == 0, p
+    assert (wt.tree / "a.py").read_text() == module(1) and os.stat(wt.tree / "a.py").st_nlink == 1
+    wt.discard()
+
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path / "tmp"))
+    planted = tmp_path / "tmp" / f"moss-copies-{os.geteuid()}"
+    planted.mkdir(parents=True)
+    planted.chmod(0o777)  # open to every local user
+    (tmp_path / "nocache").write_text("a file where the cache folder would be")
+    env = {"HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "nocache")}
+    with pytest.raises(MossError, match="no private folder for a child's copy"):
+        Worktree.create(project=proj, source=proj, child="priv-2", parent="priv", may_write=True, env=env)
+    assert list(planted.iterdir()) == []
+    assert homes.listing(proj, env) == []
+
+
+def test_the_docs_splitter_merges_the_children_whose_validation_passed(project, api):
+    """docs/agent.md's example role, as it is there: three isolated children, one per folder;
+    the two whose validation passed are merged, the third (its change fails check.py) is
+    dropped, and its folder is as it was."""
+    from conftest import REPO
+
+    text = (REPO / "docs" / "agent.md").read_text()
+    block = text[text.index("-- .moss/scripts/roles/splitter.lua"):]
+    project.write(".moss/scripts/roles/splitter.lua", block[:block.index("```")])
+    values = {"api": 100, "core": 200, "cli": 5000}
+    for d in values:
+        project.write(f"{d}/m.py", module(1))
+    project.write("check.py", "import sys\nsys.path[:0] = ['cli']\nimport m\nassert m.f1() < 1000, 'f1 is too large'\n")
+    project.write(".moss/config.toml", """
+        [agent]
+        validate_commands = [ { name = "check", run = "python3 check.py" } ]
+        validate = ["check"]
+        max_retries = 0
+        """)
+
+    def model(body):
+        user = last_user_text(body)
+        if state_of(body) == "planner":
+            return "Ready."
+        folder = re.search(r"Change only files under (\w+)/", user)
+        if folder is None:
+            return "$(answer split and merged)"
+        path = f"{folder.group(1)}/m.py"
+        if f"Edited {path}" in user or "changed on disk" in user:
+            return f"$(answer {path} done)"
+        return f"$(edit {path}/f1 replace def f1():\n    return {values[folder.group(1)]})"
+
+    api.push(*[model] * 30)
+    r = project.moss("@agent", "--role", "splitter", "-n", "--auto-approve", "medium", "--output-format", "json",
+                     "set f1", *ARGS, env=api.env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["answer"] == "split and merged" and result["validation"]["passed"]
+    assert (project.root / "api/m.py").read_text() == module(1, 100)
+    assert (project.root / "core/m.py").read_text() == module(1, 200)
+    assert (project.root / "cli/m.py").read_text() == module(1)  # its child failed: dropped
+    log = events(project, result["session_id"])
+    assert [e["child"][-1] for e in log if e["event"] == "child_merge"] == ["1", "2"]
+    assert [e["child"][-1] for e in log if e["event"] == "child_discard"] == ["3"]
+    assert copies(project) == []

@@ -51,6 +51,13 @@ def _private_dir(path: Path) -> bool:
     one else can read or write (a folder planted in a shared temp folder is not used)."""
     try:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return False
+    return _is_private(path)
+
+
+def _is_private(path: Path) -> bool:
+    try:
         st = os.lstat(path)
     except OSError:
         return False
@@ -81,6 +88,8 @@ def home_of(project: Path, cid: str, env=os.environ) -> Path | None:
     """The home of child `cid`'s copy of `project`, if one exists (in either base)."""
     key = project_key(project)
     for base in _bases(env):
+        if not _is_private(base):
+            continue
         home = base / key / cid
         try:
             if stat.S_ISDIR(os.lstat(home).st_mode):
@@ -134,6 +143,8 @@ def listing(project: Path | None = None, env=os.environ) -> list[dict]:
     out = []
     keys = None if project is None else {project_key(project)}
     for base in _bases(env):
+        if not _is_private(base):
+            continue  # (a folder someone else made or opened holds nothing of ours)
         try:
             groups = [g for g in os.listdir(base) if keys is None or g in keys]
         except OSError:
