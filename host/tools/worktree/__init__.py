@@ -83,6 +83,7 @@ class Worktree:
         t0 = time.monotonic()
         home = homes.new_home(project, child, env)
         try:
+            changes.borrow(home, borrow)
             made = copy.make(source, home / homes.TREE, may_write=may_write, defer=True)
         except BaseException:
             homes.remove(home)
@@ -96,18 +97,18 @@ class Worktree:
             "skipped": made["skipped"][:100], "seconds": round(time.monotonic() - t0, 3)})
         homes.write_record(home, record)
         wt = cls(home, record)
-        wt._complete_later(made["linked"], borrow)
+        wt._complete_later(made["linked"])
         return wt
 
-    def _complete_later(self, linked: list[str], borrow: Path | None) -> None:
+    def _complete_later(self, linked: list[str]) -> None:
         """Complete the copy in a thread of its own; writers wait for it (`wait_ready`)."""
         with _lock:
             _completing[str(self.tree)] = self
-        self._thread = threading.Thread(target=self._complete, args=(linked, borrow), daemon=True,
+        self._thread = threading.Thread(target=self._complete, args=(linked,), daemon=True,
                                         name=f"moss-copy-{self.record.get('child')}")
         self._thread.start()
 
-    def _complete(self, linked: list[str], borrow: Path | None) -> None:
+    def _complete(self, linked: list[str]) -> None:
         t0 = time.monotonic()
         try:
             hold = os.environ.get("MOSS_TEST_COPY_HOLD")
@@ -116,7 +117,7 @@ class Worktree:
             unshared = copy.materialize(self.tree, linked, self._stop) if linked else 0
             if self._stop.is_set():
                 return
-            self.record["base"] = changes.start(self.tree, self.home, borrow)
+            self.record["base"] = changes.start(self.tree, self.home)
             self.record.update(whole=True, completed_s=round(time.monotonic() - t0, 3), unshared=unshared)
             homes.write_record(self.home, self.record)
         except BaseException as e:  # noqa: BLE001 - whatever stopped it, nothing may write in the copy
@@ -149,7 +150,7 @@ class Worktree:
         homes.write_record(home, record)
         wt = cls(home, record)
         if not record.get("whole", True):  # a crash cut its completion short: done now
-            wt._complete_later(copy.shared_files(wt.tree) if record.get("may_write") else [], None)
+            wt._complete_later(copy.shared_files(wt.tree) if record.get("may_write") else [])
         return wt
 
     @classmethod

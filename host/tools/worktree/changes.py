@@ -33,13 +33,18 @@ def _git(home: Path, copy: Path, *args: str, text: bool = True, input: bytes | N
         raise ChangeError(f"the child's change: {e}", kind="io") from None
 
 
-def start(copy: Path, home: Path, borrow: Path | None = None) -> str:
-    """Index the copy as it starts; the base tree's id. `borrow`: an objects folder (the
-    parent's shadow store's) whose objects the repository may use instead of storing its own."""
-    objects = home / GIT_DIR / "objects" / "info"
-    objects.mkdir(parents=True, exist_ok=True)
-    if borrow is not None and borrow.is_dir():
-        (objects / "alternates").write_text(str(borrow.resolve()) + "\n")
+def borrow(home: Path, objects: Path | None) -> None:
+    """Before anything else: the repository may use `objects` (the parent's shadow store's)
+    instead of storing its own; so may the child's own shadow store, which borrows this
+    repository's objects from the child's first snapshot on."""
+    info = home / GIT_DIR / "objects" / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    if objects is not None and objects.is_dir():
+        (info / "alternates").write_text(str(objects.resolve()) + "\n")
+
+
+def start(copy: Path, home: Path) -> str:
+    """Index the copy as it starts (what `borrow` lent is not stored again); the base tree's id."""
     try:
         batch.snapshot(copy, home)
     except batch.PatchError as e:
