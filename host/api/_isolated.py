@@ -17,9 +17,6 @@ from pathlib import Path
 
 from ..errors import MossError
 
-PATCH_SHOWN = 4000  # characters of a patch in the parent's log line (the file has it whole)
-
-
 def ready(ctx) -> None:
     """Before anything writes in this agent's tree: an isolated child's copy still being
     completed (its hard links replaced by copies) is waited for (host/tools/worktree/)."""
