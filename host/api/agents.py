@@ -440,9 +440,10 @@ def functions(ctx):
         return True
 
     def self_():
-        """This agent: {id, parent, tree, role, max_access, child = is it a child}."""
+        """This agent: {id, parent, tree, role, max_access, child = is it a child, isolated =
+        does it work in its own copy of the tree}."""
         return {"id": ctx.session_id, "parent": ctx.parent_id, "tree": ctx.tree_id, "role": ctx.role,
-                "max_access": ctx.max_access, "child": ctx.child is not None}
+                "max_access": ctx.max_access, "child": ctx.child is not None, "isolated": ctx.workdir != ctx.root}
 
     def children(sid=None):
         """The direct children of a session (this one by default) as saved: {id, role, task,

@@ -1058,7 +1058,7 @@ function moss.agents.boundary(turn, state) end
 ---@errors usage
 ---@param event table
 function moss.agents.progress(event) end
---- This agent: {id, parent, tree, role, max_access, child}.
+--- This agent: {id, parent, tree, role, max_access, child, isolated} (isolated: it works in its own copy of the tree).
 ---@return table
 function moss.agents.self() end
 --- The saved direct children of a session (this one by default), from their checkpoints.

@@ -53,6 +53,9 @@ def functions(ctx):
 
     def begin_write(label=""):
         """Capture before a write; the bound session will own what the write changes."""
+        from ._isolated import ready
+
+        ready(ctx)  # a write follows: an isolated child's copy must be whole first
         wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.tree_id)
         ctx.log("snapshot", {"id": wid, "label": label})
         return wid

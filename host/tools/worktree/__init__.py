@@ -114,7 +114,7 @@ class Worktree:
             hold = os.environ.get("MOSS_TEST_COPY_HOLD")
             if hold:  # test-only: a slow completion, to show that writers wait for it (tests/test_isolate.py)
                 time.sleep(float(hold))
-            unshared = copy.materialize(self.tree, linked, self._stop) if linked else 0
+            unshared = copy.materialize(self.tree, linked, self.home / "unshare", self._stop) if linked else 0
             if self._stop.is_set():
                 return
             self.record["base"] = changes.start(self.tree, self.home)

@@ -284,10 +284,12 @@ def _finish_dirs(dest: Path, dirs: list[tuple[str, os.stat_result]]) -> None:
             pass
 
 
-def materialize(dest: Path, linked: list[str], stop: threading.Event | None = None, workers: int = 2) -> int:
+def materialize(dest: Path, linked: list[str], scratch: Path, stop: threading.Event | None = None,
+                workers: int = 2) -> int:
     """Replace each file of `linked` (relative to `dest`; hard links `make` made) by a copy of
-    its own, so that nothing in `dest` shares bytes with another tree any more: a temp copy
-    beside it, renamed over it. Run while nothing may write in `dest`. How many were replaced."""
+    its own, so that nothing in `dest` shares bytes with another tree any more: a temp copy in
+    `scratch` (outside `dest`, on its file system: a snapshot of `dest` taken meanwhile never
+    sees it), renamed over it. Run while nothing may write in `dest`. How many were replaced."""
     by_dir: dict[str, list[str]] = {}
     for rel in linked:
         folder, _, name = rel.rpartition("/")
@@ -295,21 +297,27 @@ def materialize(dest: Path, linked: list[str], stop: threading.Event | None = No
     done = [0]
     lock = threading.Lock()
 
+    scratch.mkdir(mode=0o700, exist_ok=True)
+    tmp_fd = os.open(scratch, _DIR)
+
     def one_dir(folder: str, names: list[str]) -> None:
         fd = _open_under(dest, folder)
         try:
             for name in names:
                 if stop is not None and stop.is_set():
                     return
-                if _unshare(fd, name):
+                if _unshare(fd, name, tmp_fd):
                     with lock:
                         done[0] += 1
         finally:
             os.close(fd)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="moss-unshare") as pool:
-        for job in [pool.submit(one_dir, f, n) for f, n in by_dir.items()]:
-            job.result()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="moss-unshare") as pool:
+            for job in [pool.submit(one_dir, f, n) for f, n in by_dir.items()]:
+                job.result()
+    finally:
+        os.close(tmp_fd)
     return done[0]
 
 
@@ -324,7 +332,7 @@ def _open_under(root: Path, rel: str) -> int:
     return fd
 
 
-def _unshare(fd: int, name: str) -> bool:
+def _unshare(fd: int, name: str, tmp_fd: int) -> bool:
     """`name` (a file sharing its inode with another tree) made a file of its own."""
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -332,17 +340,17 @@ def _unshare(fd: int, name: str) -> bool:
         return False
     if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
         return False
-    tmp = f".{name[:100]}.moss-{os.urandom(4).hex()}.tmp"
+    tmp = os.urandom(8).hex()
     try:
-        _copy_at(fd, fd, name, tmp, st, None)
+        _copy_at(fd, tmp_fd, name, tmp, st, None)
         now = os.stat(name, dir_fd=fd, follow_symlinks=False)
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             raise OSError(errno.EBUSY, "changed while it was copied")
-        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        os.rename(tmp, name, src_dir_fd=tmp_fd, dst_dir_fd=fd)
         return True
     except BaseException:
         try:
-            os.unlink(tmp, dir_fd=fd)
+            os.unlink(tmp, dir_fd=tmp_fd)
         except OSError:
             pass
         raise
