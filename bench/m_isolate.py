@@ -9,10 +9,12 @@ the tree, as a writing session's start does. Then, round after round, taking tur
 - shared: `moss.spawn` of a child at `edit` that takes its first snapshot (what a writing
   child's session does before anything else) and ends;
 - isolated: the same child with `isolate = true`. `moss.spawn` returns once the copy is laid
-  out (the parent's snapshot, then reflinks or hard links); the child's first snapshot is of
-  its own copy; meanwhile a thread replaces the links by copies and records the starting
-  point ("copy whole": from the spawn until then; the child's first write would wait for
-  it). When the child ends its patch is computed; then `h:discard()`;
+  out (reflinks or hard links); meanwhile a thread takes the parent's snapshot (whose objects
+  the copy's starting point borrows), replaces the links by copies and records the starting
+  point ("copy whole": from the spawn until then). The child takes no start snapshot (its
+  first write's is its start), and its first write's snapshot waits for the copy to be whole
+  ("first write's snapshot taken", from the spawn). When the child ends its patch is
+  computed; then `h:discard()`;
 - isolated reader: `isolate = true, access = "read-shell"`: a child that can never write
   keeps the hard links.
 
@@ -20,7 +22,7 @@ Before each, the parent takes a snapshot with nothing changed, and after it anot
 made and removed change the files' ctimes, so that one reads the tree again ("the parent's
 snapshot before → after"). Each phase is timed apart: `spawn` (until moss.spawn returns), the
 child's first snapshot (from its own log: a mark before, the snapshot's record after), the
-`wait`, the discard. "Start" is spawn + first snapshot: what a writing child costs before its
+`wait`, the discard. "Start" is spawn + start snapshot: what a writing child costs before its
 first model call. Beside them, the same rounds of `copy.make` making a writer's copy whole up
 front (what a copy costs without links first). The disk a copy takes is counted in blocks of
 the inodes only it holds (a hard-linked file counts 0), and the file system is probed for

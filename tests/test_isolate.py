@@ -91,6 +91,8 @@ def test_isolated_children_leave_the_tree_alone_until_merged_and_a_clash_is_a_co
     assert "isoroot1-1 refactorer · answered · 3 turns · isolated · 1 file(s) +1 -1 · merged: 1 applied, 0 " \
         "conflict(s)" in shown.stdout
     assert "isolated · 1 file(s) +1 -1 · merged: 0 applied, 1 conflict(s)" in shown.stdout
+    assert "patch: .moss/agent/patches/isoroot1-3.patch" in shown.stdout
+    assert "+    return 300" in (project.root / ".moss/agent/patches/isoroot1-3.patch").read_text()
     assert "merged child isoroot1-3: 0 applied, 1 conflict(s) (a.py)" in shown.stdout
 
 

@@ -1,9 +1,10 @@
 """Isolated children (`moss.spawn{..., isolate = true}`): what host/api/agents.py does with a
 child's own copy of the tree, on top of host/tools/worktree/.
 
-- at the spawn: the parent's tree is captured in its shadow store (so the copy's starting
-  point borrows its objects and stores nothing), then copied; the child's context works in
-  the copy (`ctx.workdir`), and its sandbox shows the copy at the project's path;
+- at the spawn: the parent's tree is laid out as the copy (links or reflinks); the child's
+  context works in the copy (`ctx.workdir`), and its sandbox shows the copy at the project's
+  path. While the copy is completed in its own thread, the parent's tree is captured in its
+  shadow store (so the copy's starting point borrows its objects and stores nothing);
 - when the child ends: its change (patch, changed paths) joins its result, and the patch is
   kept in `.moss/agent/patches/ID.patch` for `moss sessions show` and the board;
 - `merge`: the parent's decision. A snapshot first (so the parent's rollback covers the
@@ -49,13 +50,19 @@ def make(ctx, cid: str, cap: str, resume: bool, wanted: bool):
         return wt
     if not wanted:
         return None
-    from .shadow import _shadow
+    from .shadow import new_shadow
 
-    sh = _shadow(ctx)
-    start = sh.snapshot(f"before isolated child {cid}", session=ctx.tree_id)
-    ctx.log("snapshot", {"id": start, "label": f"before isolated child {cid}"})
+    sh = new_shadow(ctx)  # (checked now: a bad [shadow] table fails the spawn, not the copy)
+
+    def prime() -> Path:
+        """In the copy's own thread: the parent's tree captured in its shadow store, so the
+        copy's starting point finds its files' objects there and stores none of its own."""
+        label = f"before isolated child {cid}"
+        ctx.log("snapshot", {"id": sh.snapshot(label, session=ctx.tree_id), "label": label})
+        return sh.git_dir / "objects"
+
     wt = Worktree.create(project=Path(ctx.root), source=Path(ctx.workdir), child=cid, parent=ctx.session_id,
-                         may_write=cap in ("edit", "full"), borrow=sh.git_dir / "objects")
+                         may_write=cap in ("edit", "full"), prime=prime)
     made = wt.record.get("copy") or {}
     ctx.log("child_isolated", {"child": cid, "strategy": made.get("strategy"), "files": made.get("files"),
                                "bytes": made.get("bytes"), "seconds": wt.record.get("seconds"),
@@ -83,7 +90,8 @@ def finish(parent_ctx, child, result: dict) -> dict:
     from .. import storage
 
     try:
-        storage.write_atomic(patch_path(parent_ctx.root, child.id), got["patch"])
+        if got["patch"]:
+            storage.write_atomic(patch_path(parent_ctx.root, child.id), got["patch"])
     except (OSError, MossError):
         pass  # the result carries the patch all the same
     result.update(patch=got["patch"], patch_cut=got["patch_cut"], patch_stat=got["patch_stat"],

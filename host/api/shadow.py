@@ -21,18 +21,23 @@ def _megabytes(cfg: dict, key: str, default: int) -> int:
 def _shadow(ctx):
     sh = ctx.services.get("shadow")
     if sh is None:
-        from ..tools.shadow import Shadow
-
-        cfg = ctx.config.get("shadow") or {}
-        if not isinstance(cfg, dict):
-            raise MossError("[shadow] must be a table", kind="config")
-        # an isolated child's copy gets a store of its own, borrowing its parent's objects
-        wt = getattr(ctx.child, "worktree", None)
-        borrow = (wt.objects,) if wt is not None else ()
-        sh = Shadow(ctx.workdir, max_file_bytes=_megabytes(cfg, "max_file_mb", 50),
-                    max_total_bytes=_megabytes(cfg, "max_total_mb", 200), borrow=borrow)
-        ctx.services["shadow"] = sh
+        sh = ctx.services["shadow"] = new_shadow(ctx)
     return sh
+
+
+def new_shadow(ctx):
+    """A Shadow of this agent's tree with the [shadow] limits (the service `_shadow` keeps; a
+    thread of its own, such as an isolated child's copy being completed, makes another)."""
+    from ..tools.shadow import Shadow
+
+    cfg = ctx.config.get("shadow") or {}
+    if not isinstance(cfg, dict):
+        raise MossError("[shadow] must be a table", kind="config")
+    # an isolated child's copy gets a store of its own, borrowing its starting point's objects
+    wt = getattr(ctx.child, "worktree", None)
+    borrow = (wt.objects,) if wt is not None else ()
+    return Shadow(ctx.workdir, max_file_bytes=_megabytes(cfg, "max_file_mb", 50),
+                  max_total_bytes=_megabytes(cfg, "max_total_mb", 200), borrow=borrow)
 
 
 def _restore_locks(ctx, sid):

@@ -47,6 +47,14 @@ def wait_ready(tree: Path | str, cancelled: Callable[[], bool] | None = None) ->
         wt.wait_ready(cancelled)
 
 
+def _primed(prime: Callable[[], Path | None]) -> Path | None:
+    """What `prime` lends; nothing when it fails (the starting point then stores its own)."""
+    try:
+        return prime()
+    except Exception:  # noqa: BLE001 - a cost, not a fault: the copy is whole either way
+        return None
+
+
 class Worktree:
     """One child's copy: ``tree`` (the folder it works in), ``home`` (what holds it),
     ``record`` (how it was made and where it stands: ``state`` working, merged, discarded)."""
@@ -76,14 +84,16 @@ class Worktree:
 
     @classmethod
     def create(cls, *, project: Path, source: Path, child: str, parent: str, may_write: bool,
-               borrow: Path | None = None, env=os.environ) -> "Worktree":
+               prime: Callable[[], Path | None] | None = None, env=os.environ) -> "Worktree":
         """Copy `source` (the parent's tree) for `child` of `project` and record its start.
         `may_write`: whether the child can ever write (else hard links are used where they can
-        be); `borrow`: the parent's shadow objects (so recording the start stores nothing)."""
+        be); `prime`: called first thing when the copy is completed, the objects folder (the
+        parent's shadow store's, just brought up to date) whose objects the starting point
+        borrows, so that recording it stores nothing."""
         t0 = time.monotonic()
         home = homes.new_home(project, child, env)
         try:
-            changes.borrow(home, borrow)
+            changes.borrow(home, None)
             made = copy.make(source, home / homes.TREE, may_write=may_write, defer=True)
         except BaseException:
             homes.remove(home)
@@ -97,20 +107,22 @@ class Worktree:
             "skipped": made["skipped"][:100], "seconds": round(time.monotonic() - t0, 3)})
         homes.write_record(home, record)
         wt = cls(home, record)
-        wt._complete_later(made["linked"])
+        wt._complete_later(made["linked"], prime)
         return wt
 
-    def _complete_later(self, linked: list[str]) -> None:
+    def _complete_later(self, linked: list[str], prime: Callable[[], Path | None] | None = None) -> None:
         """Complete the copy in a thread of its own; writers wait for it (`wait_ready`)."""
         with _lock:
             _completing[str(self.tree)] = self
-        self._thread = threading.Thread(target=self._complete, args=(linked,), daemon=True,
+        self._thread = threading.Thread(target=self._complete, args=(linked, prime), daemon=True,
                                         name=f"moss-copy-{self.record.get('child')}")
         self._thread.start()
 
-    def _complete(self, linked: list[str]) -> None:
+    def _complete(self, linked: list[str], prime: Callable[[], Path | None] | None) -> None:
         t0 = time.monotonic()
         try:
+            if prime is not None:
+                changes.borrow(self.home, _primed(prime))
             hold = os.environ.get("MOSS_TEST_COPY_HOLD")
             if hold:  # test-only: a slow completion, to show that writers wait for it (tests/test_isolate.py)
                 time.sleep(float(hold))

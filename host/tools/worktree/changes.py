@@ -34,9 +34,9 @@ def _git(home: Path, copy: Path, *args: str, text: bool = True, input: bytes | N
 
 
 def borrow(home: Path, objects: Path | None) -> None:
-    """Before anything else: the repository may use `objects` (the parent's shadow store's)
-    instead of storing its own; so may the child's own shadow store, which borrows this
-    repository's objects from the child's first snapshot on."""
+    """Before `start`: the repository may use `objects` (the parent's shadow store's) instead
+    of storing its own; so may the child's own shadow store, which borrows this repository's
+    objects from its first write on (taken once the copy is whole)."""
     info = home / GIT_DIR / "objects" / "info"
     info.mkdir(parents=True, exist_ok=True)
     if objects is not None and objects.is_dir():

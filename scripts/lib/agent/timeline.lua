@@ -192,6 +192,13 @@ end
 
 M.PATCH_SHOWN = 20000 -- characters of an isolated child's patch in the data (`moss ui` shows it)
 
+--- Where an isolated child's patch is kept, if it changed anything.
+function M.patch_file(id)
+  local path = ".moss/agent/patches/" .. id .. ".patch"
+  local ok, there = pcall(moss.fs.exists, path)
+  return ok and there and path or nil
+end
+
 --- The patch an isolated child ended with (.moss/agent/patches/ID.patch), capped; nil if none.
 function M.patch_of(id)
   local path = ".moss/agent/patches/" .. id .. ".patch"
@@ -227,6 +234,8 @@ function M.tree(sid, all)
       if S_ok and S.answer then
         lines[#lines + 1] = prefix .. (last and "   " or "│  ") .. "   " .. short(S.answer, 90)
       end
+      local patch = iso[k.s.id] and M.patch_file(k.s.id)
+      if patch then lines[#lines + 1] = prefix .. (last and "   " or "│  ") .. "   patch: " .. patch end
       if depth < 8 then add(k.s.id, prefix .. (last and "   " or "│  "), depth + 1) end
     end
   end
