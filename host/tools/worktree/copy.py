@@ -95,19 +95,25 @@ def make(src: Path, dest: Path, *, may_write: bool, defer: bool = False, workers
     links = 0
     gate = threading.BoundedSemaphore(MAX_JOBS)
     jobs: list[Future] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="moss-copy") as pool:
-        stack = [(src_fd, os.open(dest, _DIR), "")]
-        try:
+    dest_fd = os.open(dest, _DIR)
+    # folders still to do are kept by name, not open: a folder of thousands of folders must not
+    # hold thousands of descriptors; each is opened from the roots when its turn comes
+    stack = [""]
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="moss-copy") as pool:
             while stack:
-                sfd, dfd, rel = stack.pop()
+                rel = stack.pop()
+                pair = _open_pair(src_fd, dest_fd, rel, state)
+                if pair is None:
+                    continue
+                sfd, dfd = pair
                 try:
                     files, subdirs, nlinks = _one_dir(sfd, dfd, rel, state)
                     links += nlinks
                     for name, st in subdirs:
-                        child = _open_pair(sfd, dfd, name, f"{rel}{name}", state)
-                        if child is not None:
-                            stack.append((*child, f"{rel}{name}/"))
-                            dirs.append((f"{rel}{name}", st))
+                        os.mkdir(name, 0o700, dir_fd=dfd)
+                        stack.append(f"{rel}{name}/")
+                        dirs.append((f"{rel}{name}", st))
                     if files:
                         gate.acquire()
                         job = pool.submit(_copy_files, os.dup(sfd), os.dup(dfd), rel, files, state)
@@ -116,12 +122,11 @@ def make(src: Path, dest: Path, *, may_write: bool, defer: bool = False, workers
                 finally:
                     os.close(sfd)
                     os.close(dfd)
-        finally:
-            for sfd, dfd, _rel in stack:
-                os.close(sfd)
-                os.close(dfd)
-        for job in jobs:
-            job.result()  # a bug in a job is raised here, not lost
+            for job in jobs:
+                job.result()  # a bug in a job is raised here, not lost
+    finally:
+        os.close(src_fd)
+        os.close(dest_fd)
     _finish_dirs(dest, dirs)
     counts = state.counts
     used = [k for k in ("reflink", "hardlink", "copy") if counts[k]]
@@ -165,19 +170,30 @@ def _one_dir(sfd: int, dfd: int, rel: str, state: _State):
     return files, subdirs, links
 
 
-def _open_pair(sfd: int, dfd: int, name: str, rel: str, state: _State):
-    """A subfolder opened in both trees (made in the copy); None when it cannot be read."""
+def _open_pair(src_fd: int, dest_fd: int, rel: str, state: _State):
+    """Folder `rel` (ending in "/", or "" for the top) opened in both trees, each component
+    without following a link; None when it cannot be read in the source."""
     try:
-        child_src = os.open(name, _DIR, dir_fd=sfd)
+        sfd = _open_below(src_fd, rel)
     except OSError:
-        state.skip(rel, "unreadable")  # also: swapped for a link meanwhile (O_NOFOLLOW)
+        state.skip(rel.rstrip("/") or ".", "unreadable")  # also: swapped for a link meanwhile
         return None
     try:
-        os.mkdir(name, 0o700, dir_fd=dfd)
-        return child_src, os.open(name, _DIR, dir_fd=dfd)
+        return sfd, _open_below(dest_fd, rel)
     except OSError:
-        os.close(child_src)
+        os.close(sfd)
         raise
+
+
+def _open_below(root_fd: int, rel: str) -> int:
+    fd = os.dup(root_fd)
+    for part in [p for p in rel.split("/") if p]:
+        try:
+            nxt = os.open(part, _DIR, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd
 
 
 def _copy_files(sfd: int, dfd: int, rel: str, files, state: _State) -> None:
@@ -322,14 +338,11 @@ def materialize(dest: Path, linked: list[str], scratch: Path, stop: threading.Ev
 
 
 def _open_under(root: Path, rel: str) -> int:
-    fd = os.open(root, _DIR)
-    for part in [p for p in rel.split("/") if p]:
-        try:
-            nxt = os.open(part, _DIR, dir_fd=fd)
-        finally:
-            os.close(fd)
-        fd = nxt
-    return fd
+    top = os.open(root, _DIR)
+    try:
+        return _open_below(top, rel)
+    finally:
+        os.close(top)
 
 
 def _unshare(fd: int, name: str, tmp_fd: int) -> bool:
