@@ -888,4 +888,4 @@
 --- an isolated child's copy was dropped unmerged
 ---@class moss.log.child_discard
 ---@field child string
----@field bytes integer                 # the disk it freed
+---@field bytes integer                 # the bytes of its files (deleted in the background)

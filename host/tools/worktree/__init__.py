@@ -194,7 +194,7 @@ class Worktree:
         return result
 
     def discard(self) -> int:
-        """Drop the copy (its completion stopped first); the bytes it held."""
+        """Drop the copy (its completion stopped first); the bytes of its files."""
         self._require("discard")
         self._stop.set()
         if self._thread is not None:
@@ -202,8 +202,11 @@ class Worktree:
         return self._end("discarded")
 
     def _end(self, state: str) -> int:
+        """The copy's end: its home taken out of use now, deleted in the background; the
+        bytes of its files."""
         self.record["state"] = state
-        return homes.remove(self.home)
+        homes.remove_later(self.home)
+        return int((self.record.get("copy") or {}).get("bytes") or 0)
 
     def summary(self) -> dict:
         """What the parent's log and `moss.agents.info` say of it."""

@@ -31,6 +31,7 @@ from .. import safefs
 
 RECORD = "moss-copy.json"
 TREE = "tree"
+REMOVING = ".removing-"   # a home being deleted (remove_later)
 
 
 def _bases(env=os.environ) -> list[Path]:
@@ -157,8 +158,10 @@ def listing(project: Path | None = None, env=os.environ) -> list[dict]:
             for cid in children:
                 home = base / g / cid
                 rec = read_record(home) or {}
-                out.append({"home": str(home), "project": rec.get("project"), "child": rec.get("child", cid),
-                            "held": _held(rec), "strategy": rec.get("strategy")})
+                removing = REMOVING in cid  # its deletion was cut short: nobody's any more
+                out.append({"home": str(home), "project": rec.get("project"),
+                            "child": rec.get("child", cid.split(REMOVING)[0]),
+                            "held": _held(rec) and not removing, "strategy": rec.get("strategy")})
     return out
 
 
@@ -172,11 +175,34 @@ def remove(home: Path) -> int:
     the bytes it held (0 when it was already gone)."""
     home = Path(home)
     size = disk_use(home)
+    _forget(home)
+    shutil.rmtree(home, onerror=_writable_and_again)
+    return size
+
+
+def remove_later(home: Path) -> None:
+    """Take a home out of use at once (renamed aside, in the same folder) and delete it in a
+    thread of its own: deleting 20,000 copied files takes seconds that nobody should wait
+    for. One a process did not finish deleting is listed as stale (`moss sessions clean`)."""
+    import secrets
+    import threading
+
+    home = Path(home)
+    _forget(home)
+    aside = home.with_name(f"{home.name}{REMOVING}{secrets.token_hex(4)}")
+    try:
+        os.rename(home, aside)
+    except OSError:
+        return
+    # not a daemon: a moss process that ends waits for it (an exit cut short leaves it stale)
+    threading.Thread(target=shutil.rmtree, args=(aside,), kwargs={"onerror": _writable_and_again},
+                     name="moss-copy-removal").start()
+
+
+def _forget(home: Path) -> None:
     from ..shadow.owner import forget
 
     forget((home / TREE).resolve())
-    shutil.rmtree(home, onerror=_writable_and_again)
-    return size
 
 
 def _writable_and_again(func, path, exc_info) -> None:
