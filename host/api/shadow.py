@@ -3,7 +3,12 @@ write brackets that record which session changed what, and exact, owned rollback
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import MossError
+
+if TYPE_CHECKING:  # imported where a store is made, not at start-up
+    from ..tools.shadow import Shadow
 
 
 def _megabytes(cfg: dict, key: str, default: int) -> int:
@@ -18,14 +23,14 @@ def _megabytes(cfg: dict, key: str, default: int) -> int:
     return int(value * MB)
 
 
-def _shadow(ctx):
+def _shadow(ctx) -> "Shadow":
     sh = ctx.services.get("shadow")
     if sh is None:
         sh = ctx.services["shadow"] = new_shadow(ctx)
     return sh
 
 
-def new_shadow(ctx):
+def new_shadow(ctx) -> "Shadow":
     """A Shadow of this agent's tree with the [shadow] limits (the service `_shadow` keeps; a
     thread of its own, such as an isolated child's copy being completed, makes another)."""
     from ..tools.shadow import Shadow

@@ -208,6 +208,12 @@ function M.patch_of(id)
   return text
 end
 
+--- M.isolation of session `sid`'s log ({} when it has none: a child's log may be gone).
+function M.isolation_of(sid)
+  local ok, events = pcall(moss.session.events, sid)
+  return ok and M.isolation(events) or {}
+end
+
 --- One line about an isolated child's change and what became of it.
 function M.isolation_text(iso)
   local change = iso.changed and ("%d file(s) +%d -%d"):format(iso.changed, iso.added, iso.removed) or "running"
@@ -226,7 +232,7 @@ function M.tree(sid, all)
   local lines = {}
   local function add(id, prefix, depth)
     local kids = children_of(id, all)
-    local iso = #kids > 0 and M.isolation(moss.session.events(id)) or {}
+    local iso = #kids > 0 and M.isolation_of(id) or {}
     for i, k in ipairs(kids) do
       local last = i == #kids
       lines[#lines + 1] = prefix .. (last and "└─ " or "├─ ") .. label(k.s, iso[k.s.id])
@@ -253,7 +259,7 @@ function M.nodes(sid, all, depth)
   depth = depth or 0
   local out = {}
   local kids = children_of(sid, all)
-  local iso = #kids > 0 and M.isolation(moss.session.events(sid)) or {}
+  local iso = #kids > 0 and M.isolation_of(sid) or {}
   for _, k in ipairs(kids) do
     local S_ok, S = pcall(moss.session.load, k.s.id)
     out[#out + 1] = { id = k.s.id, role = k.s.role or moss.json.null, state = M.reason(k.s),
