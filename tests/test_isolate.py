@@ -39,13 +39,19 @@ def copies(project):
     return sorted(p.name for g in base.iterdir() for p in g.iterdir()) if base.is_dir() else []
 
 
-TWO_THEN_THIRD = """
-moss.session.bind("isoroot1")
+def script(root: str, body: str) -> str:
+    """A root script at `edit` named `root`, with `spawn(task)`: an isolated refactorer child."""
+    return f"""
+moss.session.bind("{root}")
 moss.access.set("edit")
 local function spawn(task)
-  return moss.spawn { task = task, role = "refactorer", machine = "v1", max_turns = 4,
-                      auto_approve = "medium", isolate = true }
+  return moss.spawn {{ task = task, role = "refactorer", machine = "v1", max_turns = 4,
+                      auto_approve = "medium", isolate = true }}
 end
+""" + body
+
+
+TWO_THEN_THIRD = script("isoroot1", """
 local a, b = spawn("set a.py f1 to 100"), spawn("set b.py f2 to 200")
 local ra, rb = a:wait(), b:wait()
 print("results", ra.reason, rb.reason, table.concat(ra.changed, ","), table.concat(rb.changed, ","))
@@ -60,7 +66,7 @@ print("merge b", table.concat(mb.applied, ","), #mb.conflicts)
 local mc = c:merge()
 print("merge c", #mc.applied, mc.conflicts[1].path, mc.conflicts[1].reason)
 print("hunk", (mc.conflicts[1].hunks[1]:gsub("\\n", "|")))
-"""
+""")
 
 
 def test_isolated_children_leave_the_tree_alone_until_merged_and_a_clash_is_a_conflict(project, api):
@@ -153,20 +159,14 @@ def copy_of(project, cid) -> object:
     return next(base.glob(f"*/{cid}/tree"))
 
 
-FAIL_AND_PASS = """
-moss.session.bind("valroot1")
-moss.access.set("edit")
-local function spawn(task)
-  return moss.spawn { task = task, role = "refactorer", machine = "v1", max_turns = 4,
-                      auto_approve = "medium", isolate = true }
-end
+FAIL_AND_PASS = script("valroot1", """
 local good = spawn("set b.py f2 to 200")
 local rg = good:wait()
 print("good", rg.reason, table.concat(rg.changed, ","), rg.validation.passed)
 local bad = spawn("set a.py f1 to 5000")  -- check.py refuses it: retry, then roll back
 local rb = bad:wait()
 print("bad", rb.reason, #rb.changed, rb.validation.passed, rb.validation.rolled_back)
-"""
+""")
 
 
 def test_a_failing_isolated_child_rolls_back_only_its_own_copy(project, api):
