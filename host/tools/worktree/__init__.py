@@ -9,7 +9,8 @@ Making a copy has two steps. ``create`` lays the tree out at once (folders, link
 file as a reflink where the file system can, else as a hard link), so the child starts
 reading right away. Then, in a thread of its own, the copy is *completed*: every hard link a
 child that may write got is replaced by a copy of its own (``copy.materialize``), and the
-copy's starting point is recorded (``changes.start``). Until that is done nothing may write
+copy's starting point is recorded (``changes.start``, borrowing the objects of the parent's
+snapshot store, brought up to date first by ``prime``). Until that is done nothing may write
 in the copy: every writer of moss's (edits, file writes, rollbacks, shell commands, merges)
 calls ``wait_ready(tree)`` first, so no write, in place or not, can reach a file the parent
 still shares. A crash before the end leaves the record saying so; ``adopt`` completes it.
@@ -17,7 +18,7 @@ still shares. A crash before the end leaves the record saying so; ``adopt`` comp
 The package, one job a module
     ``homes``    where copies live (the user's cache or the system temp folder), each one's
                  record, and the copies a crash left behind (``moss sessions clean``)
-    ``copy``     making the copy: reflinks, copies, or hard links for a child that never writes
+    ``copy``     making the copy: reflinks, hard links (replaced by copies for a writer), copies
     ``changes``  the starting point and the patch, made as `moss batch` makes its patches
     ``merge``    the three-way merge into a tree, path by path, never into .moss/ or .git
 """

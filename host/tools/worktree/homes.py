@@ -12,7 +12,8 @@ A home holds ``tree/`` (the copy the child works in), ``patch.git/`` (the starti
 patch and the merge compare against) and ``moss-copy.json``: the project, the child, the moss
 process that works in it (pid and start time) and how the copy was made. A copy whose process
 is gone was left by a crash (or a run that ended with the child neither merged nor
-discarded): ``stale`` lists those and ``remove`` deletes them (``moss sessions clean``).
+discarded): ``stale`` lists those and ``remove`` deletes them (``moss sessions clean``). A
+merged or dropped copy is renamed aside and deleted in the background (``remove_later``).
 """
 
 from __future__ import annotations
