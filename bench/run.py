@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats  # noqa: E402
 
-MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "runs", "eval",
-                "fleet", "startup", "fork", "grammar", "polyglot"]
+MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "isolate", "runs",
+                "eval", "fleet", "startup", "fork", "grammar", "polyglot"]
 MODULES = {name: f"m_{name}" for name in MEASUREMENTS}
 
 

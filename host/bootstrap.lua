@@ -262,6 +262,8 @@ if moss.agents then
   function Handle:resume(message) return agents.resume(self.id, message) end
   function Handle:cancel() return agents.cancel(self.id) end
   function Handle:info() return agents.info(self.id) end
+  function Handle:merge() return agents.merge(self.id) end
+  function Handle:discard() return agents.discard(self.id) end
 
   --- moss.spawn{task=, role=, machine=, max_turns=, access=} -> handle (starts at once);
   -- moss.spawn{resume=ID} re-attaches a child of this session saved by an earlier run.

@@ -460,7 +460,8 @@ def _looks_like_id(word: str, root) -> bool:
 
 @cli.group()
 def sessions():
-    """Saved agent sessions (.moss/agent/): list them, or show one as a timeline."""
+    """Saved agent sessions (.moss/agent/): list them, or show one as a timeline; clean removes the
+    copies of the tree that isolated child agents left behind."""
 
 
 @sessions.command("list")
@@ -476,6 +477,33 @@ def sessions_show(session_id):
     from .storage import check_id
 
     _run_lua("agent", ["--entry", "sessions", "show", check_id(session_id)])
+
+
+@sessions.command("clean")
+@click.option("--all", "everywhere", is_flag=True, help="Every project's copies, not only this project's.")
+def sessions_clean(everywhere):
+    """Remove the copies of the tree isolated child agents left behind.
+
+    \b
+    A child spawned with isolate = true (or $(spawn --isolated ...)) works in its own copy,
+    kept in your cache folder (~/.cache/moss/copies) or the system temp folder until its
+    parent merges or discards it. A copy no running moss process works in (its run crashed,
+    or ended without merging or discarding it) is removed here; a resumed session can no
+    longer merge that child's change afterwards."""
+    from .context import find_project_root
+    from .tools.worktree import homes
+
+    root = None if everywhere else find_project_root()
+    gone = homes.stale(root)
+    if not gone:
+        click.echo("no copies to remove" + ("" if everywhere else " in this project"), err=True)
+        return
+    total = 0
+    for c in gone:
+        freed = homes.remove(Path(c["home"]))
+        total += freed
+        click.echo(f"removed the copy of {c['child']} ({c.get('project') or '?'}): {freed / 1e6:.1f} MB freed")
+    click.echo(f"{len(gone)} cop{'y' if len(gone) == 1 else 'ies'} removed, {total / 1e6:.1f} MB freed", err=True)
 
 
 @cli.group("memory")

@@ -42,11 +42,16 @@ class Context:
 
     project_code: a project file that replaces one of moss's own scripts or modules runs in
     this session (its shown path): access is then held to the user's [trust] max_access
-    (host/api/access.py)."""
+    (host/api/access.py).
+
+    workdir: the tree this agent's files are in, what its views, edits, shell commands,
+    snapshots and locks act on: `root` itself, or an isolated child's own copy of it
+    (host/tools/worktree/); its sessions, logs and memory stay under `root`. bind_as: where
+    its sandbox shows `workdir` (the project's own path; None: where it is)."""
 
     FIELDS = ("root", "config", "options", "args", "script", "env", "runtime", "services",
               "user_config", "session_id", "interrupted", "access", "trust", "parent_id", "tree",
-              "max_access", "role", "resume", "child", "parent_llm", "project_code")
+              "max_access", "role", "resume", "child", "parent_llm", "project_code", "workdir", "bind_as")
 
     def __init__(self, root: Path, config: dict, options: dict | None = None,
                  args: list[str] | None = None, script: str = "", env: Any = None,
@@ -55,7 +60,8 @@ class Context:
                  interrupted: bool = False, access: str = "read-only", trust: Any = None,
                  parent_id: str | None = None, tree: Any = None, max_access: str | None = None,
                  role: str = "", resume: str | None = None, child: Any = None,
-                 parent_llm: Any = None, project_code: str | None = None):
+                 parent_llm: Any = None, project_code: str | None = None, workdir: Path | None = None,
+                 bind_as: Path | None = None):
         self.root = root
         self.config = config
         self.options = {} if options is None else options
@@ -77,6 +83,8 @@ class Context:
         self.child = child
         self.parent_llm = parent_llm
         self.project_code = project_code
+        self.workdir = root if workdir is None else workdir
+        self.bind_as = bind_as
         self._log_path: Any = None  # (session id, its log's path), for log()
 
     def __repr__(self) -> str:

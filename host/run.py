@@ -145,11 +145,16 @@ def build(name: str, args: list[str], options: dict | None = None, root: Path | 
 def build_child(parent: Context, child, parent_llm) -> tuple[Context, Runtime]:
     """Context + runtime of a child agent (host/api/agents.py), in the child's own thread:
     the parent's project, config, trust and script roots; its own session id, access cap,
-    log and Lua state; the tree's registry, budget and SDK clients."""
+    log and Lua state; the tree's registry, budget and SDK clients; the parent's tree to work
+    in, or its own copy when it is isolated."""
     options = {k: v for k, v in parent.options.items() if k not in ("record", "entry")}  # one recorder per tree
     script = child.spec.get("script") or "agent"
+    # an isolated child works in its own copy, which its sandbox shows where the project is
+    wt = getattr(child, "worktree", None)
     ctx = Context(root=parent.root, config=parent.config, options=options, args=[], script=script,
-                  env=parent.env, user_config=parent.user_config, trust=parent.trust)
+                  env=parent.env, user_config=parent.user_config, trust=parent.trust,
+                  workdir=wt.tree if wt is not None else parent.workdir,
+                  bind_as=(parent.bind_as or parent.workdir) if wt is not None else parent.bind_as)
     ctx.session_id = child.id
     ctx.parent_id = parent.session_id
     ctx.tree = parent.tree

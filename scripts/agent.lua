@@ -303,7 +303,7 @@ local CONFIG = {
   max_turns = "count", max_retries = "natural", loop_limit = "count", max_tokens = "count",
   recall_limit = "natural", plan = "boolean", recall = "boolean", spawn = "boolean",
   validate_baseline = "boolean",
-  scout = "boolean", fan_out = "natural", max_children = "count", max_commands_per_reply = "count",
+  scout = "boolean", isolate_writers = "boolean", fan_out = "natural", max_children = "count", max_commands_per_reply = "count",
   pipeline = "strings", validate = "strings", validate_commands = "commands",
   auto_approve = { "low", "medium", "high" }, validate_on = { "edit", "done", "turn", "never" },
 }

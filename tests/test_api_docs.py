@@ -205,6 +205,7 @@ NOT_RAISED = {
     ("memory.all", "usage"): "it reads only the files whose names are valid kinds",
     ("memory.files", "usage"): "it reads only the files whose names are valid kinds",
     ("runs.list", "usage"): "a run's executor name is checked before it is looked up",
+    ("agents.merge", "ambiguous"): "the write it ends is the one it began, by its full id",
 }
 
 

@@ -25,4 +25,4 @@ def test_subcommands_and_scripts_complete(project):
     assert complete(project, "moss @de") == ["@deploy-notes"]
     everything = complete(project, "moss ")
     assert "doctor" in everything and "trust" in everything and "@agent" in everything
-    assert complete(project, "moss sessions ") == ["list", "show"]
+    assert complete(project, "moss sessions ") == ["clean", "list", "show"]

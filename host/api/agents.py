@@ -29,6 +29,7 @@ import stat
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MossError
@@ -85,6 +86,14 @@ class Tree:
         if self.live is not None:
             self.live.stop()
             self.live = None
+        kept = sorted(c.id for c in self.children.values()
+                      if c.worktree is not None and c.worktree.state == "working" and c.worktree.tree.is_dir())
+        if kept:
+            from .. import ui
+
+            ui.note(f"kept the copies of the tree of {len(kept)} isolated child agent(s) neither merged nor "
+                    f"discarded ({', '.join(kept)}): a resumed session can still merge them; `moss sessions "
+                    f"clean` removes them", "yellow")
 
 
 class Child:
@@ -105,6 +114,8 @@ class Child:
         self._message: str | None = None
         self._wake = threading.Event()
         self.started = time.time()
+        self.worktree = None       # an isolated child's own copy of the tree (host/tools/worktree/)
+        self.change: dict | None = None  # its change when it ended (host/api/_isolated.py)
 
     # -- control (any thread) ------------------------------------------------------------
     def pause(self) -> None:
@@ -164,9 +175,12 @@ class Child:
         self.tree.changed()
 
     def snapshot(self) -> dict:
-        return {"id": self.id, "parent": self.parent_id, "role": self.role, "status": self.status,
-                "task": self.spec.get("task"), "turn": self.info.get("turn"), "state": self.info.get("state"),
-                "waiting": self.info.get("waiting"), "started": self.started}
+        out = {"id": self.id, "parent": self.parent_id, "role": self.role, "status": self.status,
+               "task": self.spec.get("task"), "turn": self.info.get("turn"), "state": self.info.get("state"),
+               "waiting": self.info.get("waiting"), "started": self.started}
+        if self.worktree is not None:
+            out["isolated"] = {**self.worktree.summary(), "changed": len((self.change or {}).get("changed") or [])}
+        return out
 
 
 def _rank(level: str) -> int:
@@ -263,6 +277,11 @@ def functions(ctx):
             cap = want
         from ..entries import check_name
         from ..roots import NAME_RE
+        from . import _isolated
+
+        isolate = spec.get("isolate")
+        if isolate is not None and not isinstance(isolate, bool):
+            raise MossError(f"moss.spawn: isolate must be true or false, got {isolate!r}", kind="usage")
 
         script = spec.get("script") or "agent"
         if not isinstance(script, str) or not NAME_RE.match(script):
@@ -272,13 +291,16 @@ def functions(ctx):
         spec["id"] = cid
         spec["max_access"] = cap
         spec["parent"] = ctx.session_id
+        worktree = _isolated.make(ctx, cid, cap, bool(resume), bool(isolate))
+        spec["isolate"] = worktree is not None
         child = Child(tree, cid, ctx.session_id, spec)
+        child.worktree = worktree
         tree.children[cid] = child
         from .llm import _service
 
         parent_llm = _service(ctx)
         ctx.log("child_start", {"child": cid, "role": spec.get("role"), "task": spec.get("task"),
-                                "access": cap, "resume": bool(resume)})
+                                "access": cap, "resume": bool(resume), "isolated": worktree is not None})
         _start_live(tree)
         child.thread = threading.Thread(target=_run_child, args=(ctx, child, parent_llm), name=f"moss-agent-{cid}",
                                         daemon=True)
@@ -370,6 +392,25 @@ def functions(ctx):
         ctx.log("child_cancel", {"child": cid})
         return True
 
+    def _ended(cid, what: str) -> Child:
+        child = _get(cid)
+        if child.status not in TERMINAL:
+            raise MossError(f"child {cid} is still running: wait for it (or cancel it) before you {what} "
+                            f"its change", kind="usage")
+        return child
+
+    def merge(cid):
+        """An isolated child's change merged into this agent's tree: {applied, conflicts, snapshot}."""
+        from . import _isolated
+
+        return _isolated.merge(ctx, _ended(cid, "merge"))
+
+    def discard(cid):
+        """An isolated child's copy dropped: {discarded, bytes}."""
+        from . import _isolated
+
+        return _isolated.discard(ctx, _ended(cid, "discard"))
+
     def boundary(turn=None, state=None):
         """For a child's runner, between turns: {} to go on, {message=} from its parent,
         {cancel=true} to stop. Blocks while paused. Elsewhere: {}."""
@@ -399,9 +440,10 @@ def functions(ctx):
         return True
 
     def self_():
-        """This agent: {id, parent, tree, role, max_access, child = is it a child}."""
+        """This agent: {id, parent, tree, role, max_access, child = is it a child, isolated =
+        does it work in its own copy of the tree}."""
         return {"id": ctx.session_id, "parent": ctx.parent_id, "tree": ctx.tree_id, "role": ctx.role,
-                "max_access": ctx.max_access, "child": ctx.child is not None}
+                "max_access": ctx.max_access, "child": ctx.child is not None, "isolated": ctx.workdir != ctx.root}
 
     def children(sid=None):
         """The direct children of a session (this one by default) as saved: {id, role, task,
@@ -419,7 +461,7 @@ def functions(ctx):
     return {"agents.start": start, "agents.wait": wait, "agents.wait_any": wait_any, "agents.status": status,
             "agents.info": info, "agents.pause": pause, "agents.resume": resume, "agents.cancel": cancel,
             "agents.boundary": boundary, "agents.progress": progress, "agents.self": self_,
-            "agents.children": children}
+            "agents.children": children, "agents.merge": merge, "agents.discard": discard}
 
 
 def _run_child(parent_ctx, child: Child, parent_llm) -> None:
@@ -431,6 +473,10 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
     from ..entries import find
     from ..run import after_interrupt
     from ..runtime import LuaScriptError
+    from . import _isolated
+
+    def done(result: dict, status: str) -> None:  # an isolated child's change joins its result
+        child.finish(_isolated.finish(parent_ctx, child, result), status)
 
     cid = child.id
     ctx = rt = module = None
@@ -448,7 +494,7 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
             raise MossError(f"the {child.spec['entry']} entry of {shown} returned {type(result).__name__}, "
                             f"not a result table", kind="lua")
         result.setdefault("session_id", cid)
-        child.finish(result, _status(result))
+        done(result, _status(result))
     except BaseException as e:  # noqa: BLE001 - whatever a child does, it is the child's failure
         kind = getattr(e, "kind", None) or type(e).__name__
         message = getattr(e, "message", None) or str(e) or type(e).__name__
@@ -459,7 +505,7 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
             result = after_interrupt(rt, module, {"ids": [cid], "cancelled": bool(child._cancel)}, shown)
         if isinstance(result, dict):
             result.setdefault("session_id", cid)
-            child.finish(result, _status(result))
+            done(result, _status(result))
         else:
             result = {"success": False, "reason": "cancelled" if cancelled else "error",
                       "error": None if cancelled else f"child {cid} failed: {message}", "error_kind": kind,
@@ -468,7 +514,7 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
                 result["trace"] = traceback.format_exc(limit=5)
             if ctx is not None and ctx.session_id and not cancelled:
                 ctx.log("entry_failed", {"entry": child.spec.get("entry"), "error": result["error"], "kind": kind})  # a host event
-            child.finish(result, "cancelled" if cancelled else "failed")
+            done(result, "cancelled" if cancelled else "failed")
     finally:
         if ctx is not None:
             for svc in list(ctx.services.values()):
@@ -480,11 +526,14 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
                         pass
             from ..tools.locks import manager
 
-            manager(parent_ctx.root).release_owner(cid)
+            for where in {parent_ctx.workdir, ctx.workdir}:
+                if Path(where).is_dir():
+                    manager(where).release_owner(cid)
         r = child.result or {}
         # relayed as the child's entry returned them (the host reads none of them)
         parent_ctx.log("child_end", {"child": cid, "status": child.status,
-                                     **{k: r.get(k) for k in ("reason", "turns", "answer", "error", "usage")}})
+                                     **{k: r.get(k) for k in ("reason", "turns", "answer", "error", "usage")},
+                                     **_isolated.end_fields(child)})
 
 
 def _status(result: dict) -> str:

@@ -8,7 +8,7 @@ def functions(ctx):
         from ..tools.view import view as _view
 
         opts = opts or {}
-        return _view(ctx.root, str(target or "."), depth=int(opts.get("depth", 1)),
+        return _view(ctx.workdir, str(target or "."), depth=int(opts.get("depth", 1)),
                      max_chars=int(opts.get("max_chars", 20000)), compact=bool(opts.get("compact")))
 
     def search(pattern, opts=None):
@@ -18,7 +18,7 @@ def functions(ctx):
         only = opts.get("only")
         if isinstance(only, str):
             only = [only]
-        return _search(ctx.root, str(pattern), only=only or None, limit=int(opts.get("limit", 100)),
+        return _search(ctx.workdir, str(pattern), only=only or None, limit=int(opts.get("limit", 100)),
                        ignore_case=bool(opts.get("ignore_case")), max_chars=int(opts.get("max_chars", 20000)),
                        compact=bool(opts.get("compact")))
 

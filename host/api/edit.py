@@ -20,21 +20,24 @@ def functions(ctx):
     def preview(specs):
         from ..tools.edit import preview as _preview
 
-        return _preview(ctx.root, _specs(specs))
+        return _preview(ctx.workdir, _specs(specs))
 
     def apply(specs):
         from ..tools.edit import apply as _apply
         from ..tools.sandbox import require_write
         from .locks import for_edit
 
+        from ._isolated import ready
+
         specs = _specs(specs)
         require_write(ctx.access, "editing files")
+        ready(ctx)
         with for_edit(ctx, specs):
             hold = os.environ.get("MOSS_TEST_EDIT_HOLD")
             if hold:  # test-only: widen the read-apply-write window (see tests/test_spawn.py)
-                result = _apply_slowly(ctx.root, specs, float(hold))
+                result = _apply_slowly(ctx.workdir, specs, float(hold))
             else:
-                result = _apply(ctx.root, specs)
+                result = _apply(ctx.workdir, specs)
         ctx.log("edit", {"files": result.get("files"), "specs": len(specs)})
         return result
 

@@ -387,6 +387,19 @@
 ---@field role string
 ---@field task string
 ---@field turn integer
+---@field isolated? boolean          # in its own copy of the tree
+
+--- $(merge ID): an isolated child's change merged into this session's tree
+---@class moss.log.merge
+---@field child string
+---@field applied string[]
+---@field conflicts integer             # paths left as they were (the host's child_merge has them)
+---@field turn integer
+
+--- $(discard ID): an isolated child's copy dropped
+---@class moss.log.discard
+---@field child string
+---@field turn integer
 
 -- the coding agent (scripts/agent.lua, scripts/lib/agent/, scripts/roles/)
 
@@ -821,6 +834,7 @@
 ---@field task? string
 ---@field access? string
 ---@field resume? boolean
+---@field isolated? boolean             # it works in its own copy of the tree
 
 --- a parent waited for a child and got its result
 ---@class moss.log.child_result
@@ -850,3 +864,28 @@
 ---@field answer? string|nil
 ---@field error? string|nil
 ---@field usage? moss.events.usage
+---@field isolated? boolean             # an isolated child: its change follows
+---@field changed? string[]|nil         # the paths it changed
+---@field patch_stat? table|nil         # {files, added, removed, binary, bytes} of its patch (.moss/agent/patches/ID.patch)
+
+--- an isolated child's copy of the tree was made (host/tools/worktree/)
+---@class moss.log.child_isolated
+---@field child string
+---@field strategy? string              # reflink, copy or hardlink (or several, joined by +)
+---@field files? integer
+---@field bytes? integer                # of the files copied
+---@field seconds? number               # making the copy and recording its starting point
+---@field skipped? table[]              # {path, reason}: a fifo, a device, an unreadable file
+---@field home string                   # where the copy is (removed when merged or discarded)
+
+--- an isolated child's change was merged into its parent's tree
+---@class moss.log.child_merge
+---@field child string
+---@field applied string[]
+---@field conflicts table[]             # {path, reason, detail?, hunks?}: left as they are in the tree
+---@field snapshot string               # taken before the merge
+
+--- an isolated child's copy was dropped unmerged
+---@class moss.log.child_discard
+---@field child string
+---@field bytes integer                 # the bytes of its files (deleted in the background)

@@ -16,7 +16,7 @@ def functions(ctx):
         from ..tools.confine import confine
         from ..tools.resolve import require_regular
 
-        p = confine(ctx.root, path, must_exist=True)
+        p = confine(ctx.workdir, path, must_exist=True)
         if p.is_dir():
             raise MossError(f"{path} is a directory (use moss.code.view)", kind="usage")
         require_regular(p, str(path), "moss.fs.read reads regular files only")
@@ -24,7 +24,7 @@ def functions(ctx):
         if size > MAX_READ:
             raise MossError(f"{path} is {size:,} bytes; moss.fs.read reads at most {MAX_READ:,}", kind="usage")
         # read what confine resolved, from the held root, never through a link swapped in since
-        root = Path(os.path.realpath(ctx.root))
+        root = Path(os.path.realpath(ctx.workdir))
         data = safefs.tree(root).read_bytes(p.relative_to(root), MAX_READ)
         if b"\0" in data[:8192]:
             raise MossError(f"{path} looks binary; not read", kind="usage")
@@ -36,9 +36,12 @@ def functions(ctx):
         from ..tools.resolve import require_regular
         from ..tools.sandbox import require_write
 
+        from ._isolated import ready
+
         require_write(ctx.access, f"writing {path}")
-        p = confine(ctx.root, path, writing=True)
-        root = Path(os.path.realpath(ctx.root))
+        ready(ctx)
+        p = confine(ctx.workdir, path, writing=True)
+        root = Path(os.path.realpath(ctx.workdir))
         # The root or a folder is no file to write: writing "through" it would put a temp
         # file next to it, outside the project when it is the root.
         if p == root or p.is_dir():
@@ -57,7 +60,7 @@ def functions(ctx):
         from ..tools.confine import confine
 
         try:
-            return confine(ctx.root, path).exists()
+            return confine(ctx.workdir, path).exists()
         except MossError:
             return False
 

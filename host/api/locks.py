@@ -44,7 +44,7 @@ def acquire(ctx, targets, timeout=None, what: str = "lock"):
     from .. import ui
     from ..tools.locks import manager
 
-    mgr = manager(ctx.root)
+    mgr = manager(ctx.workdir)
     child = getattr(ctx, "child", None)
     names = ", ".join(str(t) for t in targets)
 
@@ -76,7 +76,7 @@ def hold(ctx, targets, timeout=None, what: str = "lock"):
     try:
         yield held
     finally:
-        manager(ctx.root).release(held)
+        manager(ctx.workdir).release(held)
 
 
 @contextmanager
@@ -90,7 +90,7 @@ def for_edit(ctx, specs):
     for spec in specs:
         t = spec.get("target") if isinstance(spec, dict) else None
         if isinstance(t, str) and t.strip():
-            targets.append(parse_target(ctx.root, t))
+            targets.append(parse_target(ctx.workdir, t))
     timeout = lock_timeout(ctx)
     files = sorted({t.path for t in targets})
     with hold(ctx, targets, timeout, "edit"):
@@ -109,7 +109,7 @@ def functions(ctx):
         if not isinstance(opts, dict):
             raise MossError("moss.lock: options are a table, e.g. {timeout = 30}", kind="usage")
         targets = target if isinstance(target, list) else [target]
-        parsed = [parse_target(ctx.root, t) for t in targets]
+        parsed = [parse_target(ctx.workdir, t) for t in targets]
         timeout = opts.get("timeout", 30)
         try:
             held = acquire(ctx, parsed, None if timeout is None or timeout < 0 else float(timeout), "moss.lock")
@@ -126,20 +126,20 @@ def functions(ctx):
         held = handles.pop(int(lock_id), None) if lock_id is not None else None
         if held is None:
             return False
-        manager(ctx.root).release(held)
+        manager(ctx.workdir).release(held)
         return True
 
     def list_():
         from ..tools.locks import manager
 
-        return manager(ctx.root).held()
+        return manager(ctx.workdir).held()
 
     class _Release:  # closed with the run's services: locks never outlive their agent
         def close(self):
             from ..tools.locks import manager
 
             for held in list(handles.values()):
-                manager(ctx.root).release(held)
+                manager(ctx.workdir).release(held)
             handles.clear()
 
     ctx.services.setdefault("locks", _Release())

@@ -33,6 +33,10 @@ def functions(ctx):
     def start(spec):
         from ..tools.sandbox import setup_from_config
 
+        if ctx.workdir != ctx.root:
+            raise MossError("moss.runs.start: an isolated child cannot start background runs (a run outlives the "
+                            "session, its copy of the tree does not); run the command with moss.shell.run",
+                            kind="denied")
         if isinstance(spec, str):
             spec = {"cmd": spec}
         if not isinstance(spec, dict):

@@ -3,7 +3,12 @@ write brackets that record which session changed what, and exact, owned rollback
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import MossError
+
+if TYPE_CHECKING:  # imported where a store is made, not at start-up
+    from ..tools.shadow import Shadow
 
 
 def _megabytes(cfg: dict, key: str, default: int) -> int:
@@ -18,18 +23,26 @@ def _megabytes(cfg: dict, key: str, default: int) -> int:
     return int(value * MB)
 
 
-def _shadow(ctx):
+def _shadow(ctx) -> "Shadow":
     sh = ctx.services.get("shadow")
     if sh is None:
-        from ..tools.shadow import Shadow
-
-        cfg = ctx.config.get("shadow") or {}
-        if not isinstance(cfg, dict):
-            raise MossError("[shadow] must be a table", kind="config")
-        sh = Shadow(ctx.root, max_file_bytes=_megabytes(cfg, "max_file_mb", 50),
-                    max_total_bytes=_megabytes(cfg, "max_total_mb", 200))
-        ctx.services["shadow"] = sh
+        sh = ctx.services["shadow"] = new_shadow(ctx)
     return sh
+
+
+def new_shadow(ctx) -> "Shadow":
+    """A Shadow of this agent's tree with the [shadow] limits (the service `_shadow` keeps; a
+    thread of its own, such as an isolated child's copy being completed, makes another)."""
+    from ..tools.shadow import Shadow
+
+    cfg = ctx.config.get("shadow") or {}
+    if not isinstance(cfg, dict):
+        raise MossError("[shadow] must be a table", kind="config")
+    # an isolated child's copy gets a store of its own, borrowing its starting point's objects
+    wt = getattr(ctx.child, "worktree", None)
+    borrow = (wt.objects,) if wt is not None else ()
+    return Shadow(ctx.workdir, max_file_bytes=_megabytes(cfg, "max_file_mb", 50),
+                  max_total_bytes=_megabytes(cfg, "max_total_mb", 200), borrow=borrow)
 
 
 def _restore_locks(ctx, sid):
@@ -50,6 +63,9 @@ def functions(ctx):
 
     def begin_write(label=""):
         """Capture before a write; the bound session will own what the write changes."""
+        from ._isolated import ready
+
+        ready(ctx)  # a write follows: an isolated child's copy must be whole first
         wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.tree_id)
         ctx.log("snapshot", {"id": wid, "label": label})
         return wid
@@ -63,7 +79,10 @@ def functions(ctx):
     def restore(sid):
         from ..tools.sandbox import require_write
 
+        from ._isolated import ready
+
         require_write(ctx.access, "restoring a snapshot (it rewrites files)")
+        ready(ctx)
         with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
             result = _shadow(ctx).restore(sid, session=ctx.tree_id)
         ctx.log("rollback", {"id": sid, **{k: result[k] for k in (

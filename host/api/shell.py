@@ -32,7 +32,7 @@ def _shell_locks(ctx, paths):
         paths = [paths]
     if not isinstance(paths, list) or not paths:
         paths = ["."]
-    return hold(ctx, [parse_target(ctx.root, p) for p in paths], lock_timeout(ctx), "run")
+    return hold(ctx, [parse_target(ctx.workdir, p) for p in paths], lock_timeout(ctx), "run")
 
 
 def functions(ctx):
@@ -48,13 +48,17 @@ def functions(ctx):
             if env != []:
                 raise MossError("moss.shell.run: env must be a table of NAME = value", kind="usage")
             env = {}
+        from ._isolated import ready
+
         cfg = ctx.config.get("shell", {})
+        ready(ctx)  # a command may write in place: never while a copy still shares a file
         locks = _shell_locks(ctx, opts.get("locks"))
         try:
             with locks:
                 result = shell.run(
                     cmd,
-                    root=ctx.root,
+                    root=ctx.workdir,
+                    bind_as=ctx.bind_as,
                     access=ctx.access,
                     cwd=opts.get("cwd"),
                     timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),

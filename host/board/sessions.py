@@ -202,10 +202,23 @@ def child_tree(nodes, depth: int = 0) -> Html:
                      + tag("span", state, class_="state " + re.sub(r"[^a-z]+", "-", state.lower()))
                      + tag("span", f" · {turns} turn{'' if turns == 1 else 's'}", class_="turns")
                      + (tag("div", n["answer"], class_="answer") if isinstance(n.get("answer"), str) else Html(""))
+                     + isolation(n.get("isolation"))
                      + (child_tree(n.get("children"), depth + 1) if depth < 8 else Html("")) + Html("</li>"))
     if not items:
         return Html("")
     return Html('<ul class="tree">' if depth == 0 else "<ul>") + join(items) + Html("</ul>")
+
+
+def isolation(iso) -> Html:
+    """An isolated child's change (`isolation` of a node: its text, merge state and patch), as
+    templates/child_isolation.html draws it; nothing for a child that shared the tree."""
+    if not isinstance(iso, dict) or not isinstance(iso.get("text"), str):
+        return Html("")
+    patch = iso.get("patch")
+    shown = (Html("<details><summary>patch</summary>") + tag("pre", patch, class_="output patch")
+             + Html("</details>")) if isinstance(patch, str) and patch else Html("")
+    state = re.sub(r"[^a-z]+", "-", str(iso.get("state") or "").lower())
+    return render("child_isolation", state=state, text=iso["text"], patch=shown)
 
 
 # ---- one event of the live stream -------------------------------------------------------------

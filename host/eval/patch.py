@@ -43,12 +43,17 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _git(git_dir: Path, copy: Path, *args: str, text: bool = True) -> str:
+def git(git_dir: Path, copy: Path, *args: str, text: bool = True, input: bytes | None = None,
+        env: dict[str, str] | None = None):
+    """Run git against the throwaway repository `git_dir` with `copy` as its work tree, with
+    nothing of the user's or the repository's config, hooks or drivers: its stdout, as text
+    (or bytes with `text=False`). Also what a child's copy uses (host/tools/worktree/)."""
     cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false",
            "-c", "core.quotepath=false", "-c", "core.excludesFile=/dev/null", "-c", "diff.renames=false",
            f"--git-dir={git_dir}", f"--work-tree={copy}", *args]
     try:
-        r = subprocess.run(cmd, cwd=copy, env=_env(), capture_output=True, timeout=GIT_TIMEOUT)
+        r = subprocess.run(cmd, cwd=copy, env={**_env(), **(env or {})}, input=input, capture_output=True,
+                           timeout=GIT_TIMEOUT)
     except FileNotFoundError:
         raise PatchError("git is not installed (the patch is made with git)") from None
     except subprocess.TimeoutExpired:
@@ -56,7 +61,7 @@ def _git(git_dir: Path, copy: Path, *args: str, text: bool = True) -> str:
     if r.returncode != 0:
         err = r.stderr.decode("utf-8", "replace").strip().splitlines()
         raise PatchError(f"git {args[0]} failed: {err[-1] if err else f'exit {r.returncode}'}")
-    return r.stdout.decode("utf-8", "replace")
+    return r.stdout.decode("utf-8", "replace") if text else r.stdout
 
 
 def snapshot(copy: Path, home: Path) -> Path:
@@ -72,8 +77,8 @@ def snapshot(copy: Path, home: Path) -> Path:
     (git_dir / "info").mkdir(exist_ok=True)
     # before every .gitattributes of the repository: no filter, eol or encoding conversion
     (git_dir / "info" / "attributes").write_text("* -filter -text -ident -eol -working-tree-encoding\n")
-    _git(git_dir, copy, "add", "-A", "--", ".", *EXCLUDE)
-    tree = _git(git_dir, copy, "write-tree").strip()
+    git(git_dir, copy, "add", "-A", "--", ".", *EXCLUDE)
+    tree = git(git_dir, copy, "write-tree").strip()
     (git_dir / "moss-base").write_text(tree + "\n")
     return git_dir
 
@@ -82,10 +87,10 @@ def diff(copy: Path, git_dir: Path, max_bytes: int = MAX_BYTES) -> dict:
     """The copy now against its snapshot: ``{patch, patch_stat: {files, added, removed, binary,
     bytes}, patch_cut}`` (``patch`` is "" when nothing changed)."""
     base = (Path(git_dir) / "moss-base").read_text().strip()
-    _git(git_dir, copy, "add", "-A", "--", ".", *EXCLUDE)
+    git(git_dir, copy, "add", "-A", "--", ".", *EXCLUDE)
     flags = ("--cached", "--no-ext-diff", "--no-textconv", "--no-color", "--full-index")
-    text = _git(git_dir, copy, "diff", *flags, base, "--", ".", *EXCLUDE)
-    numstat = _git(git_dir, copy, "diff", *flags, "--numstat", base, "--", ".", *EXCLUDE)
+    text = git(git_dir, copy, "diff", *flags, base, "--", ".", *EXCLUDE)
+    numstat = git(git_dir, copy, "diff", *flags, "--numstat", base, "--", ".", *EXCLUDE)
     files = added = removed = binary = 0
     for line in numstat.splitlines():
         parts = line.split("\t", 2)

@@ -234,8 +234,11 @@ class Servers:
             raise MossError(f"[mcp.servers.{name}] env must be a table of strings", kind="config")
         # PYTHONSAFEPATH: a Python 3.11+ server, and every Python it starts, puts neither its working
         # folder nor its script's folder first on sys.path; the server's own `env` may set it to "".
-        extra = {"PYTHONSAFEPATH": "1", **extra, "MOSS_PROJECT_ROOT": str(self.ctx.root)}
+        extra = {"PYTHONSAFEPATH": "1", **extra, "MOSS_PROJECT_ROOT": str(self.ctx.workdir)}
         env = command_env(extra, setup_from_config(self.ctx.user_config, self.ctx.config), sandboxed=False)
+        from ..api._isolated import ready
+
+        ready(self.ctx)  # an isolated child's servers start once its copy is whole, and are told its copy
         return StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env, cwd=str(neutral_folder()))
 
     def _log_file(self, name: str):

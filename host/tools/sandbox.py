@@ -397,17 +397,24 @@ def _inside_root(p: str, root: str) -> bool:
 
 
 def bwrap_argv(bwrap: str, access: str, root: str, cwd: str, cmd: str, *,
-               setup: Setup | None = None, protect: Sequence[str] = ()) -> list[str]:
+               setup: Setup | None = None, protect: Sequence[str] = (), bind_as: str | None = None) -> list[str]:
     """The argv (environment aside) that runs `cmd` for a sandboxed level.
 
-    `protect`: paths inside the project bound read-only at edit (its git metadata)."""
+    `protect`: paths inside the project bound read-only at edit (its git metadata).
+    `bind_as`: where the command sees `root` (an isolated child's copy is seen at the
+    project's own path, so the project itself is out of its sight); default `root`."""
     setup = setup or Setup()
     hidden = hidden_dirs()
+    dest = bind_as or root
+
+    def seen(p: str) -> str:  # a path under root as the command sees it
+        return dest + p[len(root):] if _inside_root(p, root) else p
+
     if access == "read-shell":
         # Re-bind the root after the tmpfs mounts so a project under /tmp or home is visible.
-        root_bind = ["--ro-bind", root, root]
+        root_bind = ["--ro-bind", root, dest]
     elif access == "edit":
-        root_bind = ["--bind", root, root]
+        root_bind = ["--bind", root, dest]
         # The project is writable, but not its git metadata (git runs hooks later, outside
         # any sandbox) nor moss's own config, scripts and sessions (the agent's policy).
         ro = list(protect)
@@ -419,15 +426,15 @@ def bwrap_argv(bwrap: str, access: str, root: str, cwd: str, cmd: str, *,
         if os.path.isdir(real) and _inside_root(real, root) and real != root:
             ro.append(real)
         for p in sorted(set(ro)):
-            root_bind += ["--ro-bind", p, p]
+            root_bind += ["--ro-bind", p, seen(p)]
     else:  # pragma: no cover - callers only pass sandboxed levels
         raise ValueError(access)
     return (
         _base_args(bwrap, hidden)
-        + _rebinds(hidden, root, setup)
+        + _rebinds(hidden, dest, setup)
         + root_bind
         + _isolation_args()
-        + ["--chdir", cwd, "--", SHELL, "-c", SANDBOX_INIT, SHELL, cmd]
+        + ["--chdir", seen(cwd), "--", SHELL, "-c", SANDBOX_INIT, SHELL, cmd]
     )
 
 
@@ -558,6 +565,7 @@ def command_plan(
     env: dict | None = None,
     setup: Setup | None = None,
     protect: Sequence[str] = (),
+    bind_as: str | None = None,
 ) -> Plan:
     """Decide how to run `cmd` at `access`: a Plan, or MossError "denied".
 
@@ -580,7 +588,7 @@ def command_plan(
         return Plan([SHELL, "-c", cmd], "none", command_env(env, setup, sandboxed=False))
     bwrap, problem = _checked_bwrap()
     if problem is None:
-        argv = bwrap_argv(bwrap, access, root, cwd, cmd, setup=setup, protect=protect)
+        argv = bwrap_argv(bwrap, access, root, cwd, cmd, setup=setup, protect=protect, bind_as=bind_as)
         return Plan(argv, SANDBOX_NAMES[access], command_env(env, setup, sandboxed=True))
     if unsandboxed_ok:
         return Plan([SHELL, "-c", cmd], "none", command_env(env, setup, sandboxed=False))

@@ -106,6 +106,7 @@ def run(
     cancel: Callable[[], bool] | None = None,
     stdin: str | None = None,
     setup: Setup | None = None,
+    bind_as: Path | None = None,
 ) -> dict:
     """Run `cmd` with ``sh -c`` at access level `access`; see the module docstring.
 
@@ -113,6 +114,8 @@ def run(
     "cmd"}, plus "git" (sentences) when git metadata was created or changed. `code` is None
     when the command was killed for its timeout. `env` entries are added to (None removes
     from) the scrubbed environment; `setup` is what the user's own config adds to it.
+    `bind_as`: the path the sandbox shows `root` at (an isolated child's copy is seen where
+    the project is; without a sandbox, at `full`, the command runs in `root` itself).
     Raises MossError: "denied" (level refuses, sandbox missing or weak, cwd outside root,
     LD_* in env), "usage" (bad arguments), "interrupted" (cancel() returned True).
     """
@@ -150,6 +153,7 @@ def run(
         env=extra_env,
         setup=setup,
         protect=protect,
+        bind_as=str(bind_as) if bind_as is not None else None,
     )
     sandbox = plan.sandbox
 

@@ -111,6 +111,8 @@ PROJECT_RULES: dict[tuple, Rule] = {
     ("agent", "child_max_turns"): _at_most(8, "the turns each child agent may take"),
     ("agent", "scout"): _only(False, "starts an explorer child before a refactor"),
     ("agent", "fan_out"): Rule("starts one auditor child per directory", "only", 0),
+    ("agent", "isolate_writers"): _only(True, "false lets children that write work in your tree itself, "
+                                              "not in copies of it"),
 
     # What is spent: turns, commands, budgets, and what a call is counted as costing.
     ("agent", "max_turns"): _at_most(15, "the turns a session may take (default: the v1 machine's)"),

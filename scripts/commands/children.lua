@@ -12,8 +12,15 @@ return {
       local ok, i = pcall(moss.agents.info, c.id)
       local status = ok and i.status or (c.delivered and "collected" or "unknown")
       local turn = ok and i.turn or "?"
-      lines[#lines + 1] = ("%s  %-10s %-9s turn %s%s  %s"):format(c.id, c.role or "?", status, tostring(turn),
-        c.delivered and " (collected)" or "", (c.task or ""):gsub("%s+", " "):sub(1, 80))
+      local copy = ""
+      if c.isolated then
+        local iso = ok and i.isolated or {}
+        copy = c.merged and " [isolated: merged]" or c.discarded and " [isolated: dropped]" or
+          (" [isolated: %s]"):format(iso.changed and iso.changed > 0 and (iso.changed .. " file(s) changed, not merged")
+            or "own copy")
+      end
+      lines[#lines + 1] = ("%s  %-10s %-9s turn %s%s%s  %s"):format(c.id, c.role or "?", status, tostring(turn),
+        c.delivered and " (collected)" or "", copy, (c.task or ""):gsub("%s+", " "):sub(1, 80))
     end
     return table.concat(lines, "\n")
   end,

@@ -1,5 +1,8 @@
 -- $(spawn ROLE "task"): start a child agent on a sub-task; it runs beside this one (its own
 -- thread, runtime and session ROOT-N) and its result comes back with $(await).
+-- $(spawn --isolated ROLE "task"): the child works in its own copy of the tree; its change
+-- comes back with $(await) and reaches this tree only by $(merge ID) (or is dropped by
+-- $(discard ID)). [agent] isolate_writers = true isolates every child that can write.
 local parser = require("lib.machine.parser")
 local function children() return require("lib.agent.children") end
 
@@ -11,13 +14,15 @@ return {
   tool = true,
   parse = function(text)
     local words = parser.words(text)
+    local isolated = words[1] == "--isolated"
+    if isolated then table.remove(words, 1) end
     local role = words[1]
     table.remove(words, 1)
     local task = table.concat(words, " ")
     if not role or task:match("^%s*$") then
       moss.error("usage", 'spawn needs a role and a task: $(spawn explorer "find where the config is read")')
     end
-    return { role, task }
+    return { role, task, isolated }
   end,
   run = function(ctx, a)
     local role, task = a[1], a[2]
@@ -30,14 +35,19 @@ return {
       return ("Not started: %d children are already running or waiting to be collected ([agent] max_children); " ..
         "collect them with $(await) first."):format(running), false, true
     end
+    local isolated = children().isolated(role, a[3])
     local h = moss.spawn {
       task = task, role = role, machine = cfg.child_machine or "v1",
       max_turns = cfg.child_max_turns or 8, auto_approve = env.auto_approve,
-      events = env.format,
+      events = env.format, isolate = isolated,
+      -- an isolated child is held to its role's level: one that cannot write gets a copy of
+      -- hard links (cheap), which is safe only while nothing in it can write
+      access = isolated and children().access_of(role) or nil,
     }
-    children().track(S, h, role, task)
-    ctx.log("spawn", { child = h.id, role = role, task = task, turn = S.turn })
-    return ("started child agent %s (%s): %s\nIt works beside you; collect its result with $(await %s) " ..
-      "or every pending one with $(await)."):format(h.id, role, task, h.id), true
+    children().track(S, h, role, task, isolated)
+    ctx.log("spawn", { child = h.id, role = role, task = task, turn = S.turn, isolated = isolated })
+    return ("started child agent %s (%s%s): %s\nIt works beside you%s; collect its result with $(await %s) " ..
+      "or every pending one with $(await)."):format(h.id, role, isolated and ", isolated" or "", task,
+        isolated and ", in its own copy of the tree" or "", h.id), true
   end,
 }

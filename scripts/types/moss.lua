@@ -1041,6 +1041,7 @@ function moss.runs.alert(run_id, spec) end
 ---@field message? string with resume: a message for a finished child, which goes on
 ---@field script? string the script the child runs (default "agent")
 ---@field entry? string the entry of that script the host calls with this spec (default "child"; docs/agent.md)
+---@field isolate? boolean work in its own copy of the tree; its change comes back as `patch` and `changed`, for h:merge() or h:discard()
 
 ---@class moss.ChildResult
 ---@field answer string|nil
@@ -1053,6 +1054,25 @@ function moss.runs.alert(run_id, spec) end
 ---@field evidence string[] the working memory it kept, capped
 ---@field error? string for a failed child: "child ID failed: ..."
 ---@field status? "done"|"failed"|"cancelled" how the child's entry files it (default done)
+---@field isolated? boolean it worked in its own copy of the tree (the fields below are the host's)
+---@field patch? string its change as a unified diff against where it started (binary files named, deletions included; what .gitignore ignores left out)
+---@field patch_cut? boolean the patch was longer than 256 KiB and is cut (it ends with a marker line)
+---@field patch_stat? {files: integer, added: integer, removed: integer, binary: integer, bytes: integer}
+---@field changed? string[] the paths it changed (added, modified, deleted)
+---@field patch_error? string why its change could not be read
+---@field merge_state? "merged"|"discarded"|"gone" (resumed) its copy is no more
+
+---@class moss.MergeConflict
+---@field path string
+---@field reason string both changed, added in both, deleted by the child, deleted in the tree, refused, blocked, ...
+---@field detail? string
+---@field hunks? string[] the conflicting regions, marked <<<<<<< tree / ======= / >>>>>>> child, with the tree's line
+
+---@class moss.MergeResult
+---@field applied string[] paths that now hold the child's version (or a clean merge of both)
+---@field conflicts moss.MergeConflict[] paths left as they are in the tree
+---@field changed string[] every path the child changed
+---@field snapshot string the snapshot taken before the merge (moss.shadow.restore undoes it)
 
 ---@class moss.AgentHandle
 ---@field id string
@@ -1072,17 +1092,28 @@ function AgentHandle:status() end
 function AgentHandle:pause() end
 --- Go on (a paused child; a finished one with a message starts again from its checkpoint).
 ---
---- Errors: `usage`, `config`, `denied`, `not_found`.
+--- Errors: `usage`, `config`, `denied`, `not_found`, `io`, `timeout`.
 ---@param message? string
 function AgentHandle:resume(message) end
 --- Stop it (at once, or at its next turn boundary); its result says "cancelled".
 ---
 --- Errors: `not_found`.
 function AgentHandle:cancel() end
+--- An isolated child's change merged into this agent's tree (three-way, against where it
+--- started; a conflicting file is left as it is). A snapshot comes first; the copy is removed.
+---
+--- Errors: `usage`, `config`, `denied`, `not_found`, `locked`, `io`, `timeout`.
+---@return moss.MergeResult
+function AgentHandle:merge() end
+--- Drop an isolated child's copy (its change is not merged).
+---
+--- Errors: `usage`, `not_found`.
+---@return {discarded: boolean, bytes: integer}
+function AgentHandle:discard() end
 
 --- Start a child agent in its own thread and Lua runtime; returns at once.
 ---
---- Errors: `usage`, `config`, `denied`, `not_found`.
+--- Errors: `usage`, `config`, `denied`, `not_found`, `io`, `timeout`.
 ---@param spec moss.SpawnSpec
 ---@return moss.AgentHandle
 function moss.spawn(spec) end
@@ -1107,7 +1138,7 @@ function moss.wait_all(handles, timeout) end
 moss.agents = {}
 --- Start a child (what moss.spawn calls): its id.
 ---
---- Errors: `usage`, `config`, `denied`, `not_found`.
+--- Errors: `usage`, `config`, `denied`, `not_found`, `io`, `timeout`.
 ---@param spec moss.SpawnSpec
 ---@return string
 function moss.agents.start(spec) end
@@ -1146,7 +1177,7 @@ function moss.agents.info(id) end
 function moss.agents.pause(id) end
 --- Let a paused child go on; `message` reaches it as a note from its parent.
 ---
---- Errors: `usage`, `config`, `denied`, `not_found`.
+--- Errors: `usage`, `config`, `denied`, `not_found`, `io`, `timeout`.
 ---@param id string
 ---@param message? string
 ---@return boolean
@@ -1169,7 +1200,7 @@ function moss.agents.boundary(turn, state) end
 --- Errors: `usage`.
 ---@param event table
 function moss.agents.progress(event) end
---- This agent: {id, parent, tree, role, max_access, child}.
+--- This agent: {id, parent, tree, role, max_access, child, isolated} (isolated: it works in its own copy of the tree).
 ---@return table
 function moss.agents.self() end
 --- The saved direct children of a session (this one by default), from their checkpoints.
@@ -1178,6 +1209,20 @@ function moss.agents.self() end
 ---@param id? string
 ---@return table[]
 function moss.agents.children(id) end
+--- Merge a finished isolated child's change into this agent's tree: a snapshot first, then a
+--- three-way merge against where the child started, path by path; a conflicting path is left
+--- as it is and reported with its hunks; never into .moss/ or .git. The copy is removed.
+---
+--- Errors: `usage`, `config`, `denied`, `not_found`, `locked`, `io`, `timeout`.
+---@param id string
+---@return moss.MergeResult
+function moss.agents.merge(id) end
+--- Drop a finished isolated child's copy without merging it: {discarded, bytes}.
+---
+--- Errors: `usage`, `not_found`.
+---@param id string
+---@return {discarded: boolean, bytes: integer}
+function moss.agents.discard(id) end
 
 -- ---- locks -------------------------------------------------------------------------
 

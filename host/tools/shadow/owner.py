@@ -165,3 +165,13 @@ def _write_owner_record(root: Path, record: dict) -> None:
         safefs.replace_file(path, _dumps(record) + "\n", 0o600)
     except OSError:
         pass
+
+
+def forget(root: Path) -> None:
+    """Drop the owner record of `root`'s store (a folder about to be deleted: an isolated
+    child's copy, host/tools/worktree/)."""
+    _owners.pop(str(root), None)
+    try:
+        os.unlink(_owner_record_path(root))
+    except OSError:
+        pass

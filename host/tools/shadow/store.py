@@ -49,7 +49,7 @@ class Store(Git):
 
     def __init__(self, root: Path | str, *, max_file_bytes: int = DEFAULT_MAX_FILE,
                  max_total_bytes: int = DEFAULT_MAX_TOTAL, lock_timeout: float = 60.0,
-                 notify=None):
+                 notify=None, borrow: tuple[Path, ...] = ()):
         root_path = Path(root)
         if not root_path.is_dir():
             raise MossError(f"shadow: project root {str(root)!r} is not a directory",
@@ -67,6 +67,9 @@ class Store(Git):
         self.journal_path = self.git_dir / "moss-journal.jsonl"
         self._tree = safefs.tree(self.root)
         self._notify = notify
+        # object folders a new store may read from (git alternates): an isolated child's copy
+        # borrows its parent's store, so its first capture stores nothing the parent has
+        self._borrow = tuple(str(Path(b).resolve()) for b in borrow if Path(b).is_dir())
         self._verified = False
         git_bin = shutil.which("git")
         if git_bin is None:
@@ -362,6 +365,9 @@ class Store(Git):
                 raise MossError("shadow: git init failed: "
                                 + proc.stderr.decode(errors="replace").strip(), kind="io")
             self._own()
+            if self._borrow:
+                self._tree.write_atomic(f"{_STORE}/objects/info/alternates", "\n".join(self._borrow) + "\n",
+                                        0o644, sync=False)
         # Invisible to the user's own git even where .moss/ is not ignored yet (their
         # .gitignore is theirs; a .gitignore inside shadow.git covers just this dir).
         self._write_if_changed(".gitignore", "*\n")

@@ -58,11 +58,30 @@ function M.setup(S, opts)
     log(S, "validation_config", { steps = steps, source = source, on = st.validate_on })
   end
   if writes and not st.start_snapshot then
-    st.start_snapshot = moss.shadow.snapshot("session " .. S.id .. " start")
-    st.good_snapshot = st.start_snapshot
-    log(S, "snapshot", { id = st.start_snapshot, label = "session start" })
+    if moss.agents.self().isolated then
+      -- an isolated child's copy is as it started until its first write, and its first
+      -- write's snapshot is taken once the copy is whole: that one is the session's start
+      st.start_lazy = true
+    else
+      M.started(S, moss.shadow.snapshot("session " .. S.id .. " start"))
+    end
   end
   return M.hooks(S)
+end
+
+--- The session's start snapshot (where a rollback of work that never validated goes back to).
+function M.started(S, id)
+  local st = S.safety
+  st.start_snapshot, st.start_lazy = id, nil
+  st.good_snapshot = st.good_snapshot or id
+  log(S, "snapshot", { id = id, label = "session start" })
+end
+
+--- A write's snapshot: the session's start too, when that was left for the first write.
+local function begin_write(S, label)
+  local id = moss.shadow.begin_write(label)
+  if S.safety.start_lazy then M.started(S, id) end
+  return id
 end
 
 --- What a restore did, path by path, for the model and the user (at most `cap` paths a list).
@@ -107,7 +126,7 @@ end
 function M.run(S, why)
   local st = S.safety
   -- what validation itself writes (build output, caches) is this session's too
-  local w = st.writes and moss.shadow.begin_write("validation after turn " .. S.turn)
+  local w = st.writes and begin_write(S, "validation after turn " .. S.turn)
   local ok, r = pcall(validate.run, st.steps)
   if w then moss.shadow.end_write(w) end
   if not ok then error(r, 0) end
@@ -220,7 +239,7 @@ function M.hooks(S)
   -- action started (a resumed session uses it to undo a turn cut off mid-way).
   function hooks.before_write(label)
     if not st.writes then return nil end
-    local id = moss.shadow.begin_write(label)
+    local id = begin_write(S, label)
     st.last_snapshot = id
     log(S, "action_start", { turn = S.turn, label = label, snapshot = id })
     return { snapshot = id, label = label }

@@ -95,7 +95,19 @@ M.EVENTS = {
   end },
   compact_failed = { "yellow", function(e) return "could not compact: " .. short(e.error, 80) end },
   child_start = { "cyan", function(e) return ("child %s (%s): %s"):format(short(e.child or e.id), short(e.role), short(e.task, 70)) end },
-  child_end = { "cyan", function(e) return ("child %s ended %s"):format(short(e.child or e.id), short(e.reason)) end },
+  child_end = { "cyan", function(e)
+    local changed = type(e.changed) == "table" and (", %d file(s) changed in its copy"):format(#e.changed) or ""
+    return ("child %s ended %s%s"):format(short(e.child or e.id), short(e.reason), changed)
+  end },
+  child_isolated = { "cyan", function(e)
+    return ("child %s works in its own copy: %s files (%s) in %.2fs"):format(short(e.child), short(e.files),
+      short(e.strategy), num(e.seconds) or 0)
+  end },
+  child_merge = { "bold cyan", function(e)
+    return ("merged child %s: %d applied, %d conflict(s)%s"):format(short(e.child), #(e.applied or {}),
+      #(e.conflicts or {}), #(e.conflicts or {}) > 0 and (" (" .. short(M.paths(e.conflicts), 60) .. ")") or "")
+  end },
+  child_discard = { "cyan", function(e) return ("dropped child %s's copy"):format(short(e.child)) end },
   interrupt = { "yellow", function(e) return "stopped by " .. (e.by == "parent" and "its parent" or "a signal (Ctrl-C)") end },
   entry_failed = { "red", function(e) return ("%s entry failed: %s"):format(short(e.entry), short(e.error)) end },
   session_end = { "bold", function(e)
@@ -150,9 +162,69 @@ local function children_of(sid, all)
   return kids
 end
 
-local function label(s)
+function M.paths(list)
+  local out = {}
+  for _, x in ipairs(list or {}) do out[#out + 1] = type(x) == "table" and tostring(x.path) or tostring(x) end
+  return table.concat(out, ", ")
+end
+
+--- Isolated children of a session, from its log: child id -> {changed, added, removed, state,
+-- applied?, conflicts?} (state: "not merged", "merged", "discarded").
+function M.isolation(events)
+  local out = {}
+  for _, e in ipairs(events) do
+    local c = type(e.child) == "string" and e.child or nil
+    if c and e.event == "child_isolated" then
+      out[c] = out[c] or { state = "not merged" }
+    elseif c and e.event == "child_end" and e.isolated then
+      local st = type(e.patch_stat) == "table" and e.patch_stat or {}
+      out[c] = out[c] or { state = "not merged" }
+      out[c].changed = type(e.changed) == "table" and #e.changed or 0
+      out[c].added, out[c].removed = num(st.added) or 0, num(st.removed) or 0
+    elseif c and out[c] and e.event == "child_merge" then
+      out[c].state, out[c].applied, out[c].conflicts = "merged", #(e.applied or {}), #(e.conflicts or {})
+    elseif c and out[c] and e.event == "child_discard" then
+      out[c].state = "discarded"
+    end
+  end
+  return out
+end
+
+M.PATCH_SHOWN = 20000 -- characters of an isolated child's patch in the data (`moss ui` shows it)
+
+--- Where an isolated child's patch is kept, if it changed anything.
+function M.patch_file(id)
+  local path = ".moss/agent/patches/" .. id .. ".patch"
+  local ok, there = pcall(moss.fs.exists, path)
+  return ok and there and path or nil
+end
+
+--- The patch an isolated child ended with (.moss/agent/patches/ID.patch), capped; nil if none.
+function M.patch_of(id)
+  local path = ".moss/agent/patches/" .. id .. ".patch"
+  local ok, text = pcall(moss.fs.read, path)
+  if not ok or type(text) ~= "string" then return nil end
+  if #text > M.PATCH_SHOWN then text = text:sub(1, M.PATCH_SHOWN) .. "\n… (cut; the whole patch is in " .. path .. ")" end
+  return text
+end
+
+--- M.isolation of session `sid`'s log ({} when it has none: a child's log may be gone).
+function M.isolation_of(sid)
+  local ok, events = pcall(moss.session.events, sid)
+  return ok and M.isolation(events) or {}
+end
+
+--- One line about an isolated child's change and what became of it.
+function M.isolation_text(iso)
+  local change = iso.changed and ("%d file(s) +%d -%d"):format(iso.changed, iso.added, iso.removed) or "running"
+  local state = iso.state
+  if state == "merged" then state = ("merged: %d applied, %d conflict(s)"):format(iso.applied, iso.conflicts) end
+  return ("isolated · %s · %s"):format(change, state)
+end
+
+local function label(s, iso)
   return ("%s %s · %s · %d turns%s"):format(s.id, short(s.role or "?"), short(M.reason(s)),
-    num(s.turn) or 0, "")
+    num(s.turn) or 0, iso and (" · " .. M.isolation_text(iso)) or "")
 end
 
 --- Lines drawing the session's child agents as a tree (none when it has no children).
@@ -160,13 +232,16 @@ function M.tree(sid, all)
   local lines = {}
   local function add(id, prefix, depth)
     local kids = children_of(id, all)
+    local iso = #kids > 0 and M.isolation_of(id) or {}
     for i, k in ipairs(kids) do
       local last = i == #kids
-      lines[#lines + 1] = prefix .. (last and "└─ " or "├─ ") .. label(k.s)
+      lines[#lines + 1] = prefix .. (last and "└─ " or "├─ ") .. label(k.s, iso[k.s.id])
       local S_ok, S = pcall(moss.session.load, k.s.id)
       if S_ok and S.answer then
         lines[#lines + 1] = prefix .. (last and "   " or "│  ") .. "   " .. short(S.answer, 90)
       end
+      local patch = iso[k.s.id] and M.patch_file(k.s.id)
+      if patch then lines[#lines + 1] = prefix .. (last and "   " or "│  ") .. "   patch: " .. patch end
       if depth < 8 then add(k.s.id, prefix .. (last and "   " or "│  "), depth + 1) end
     end
   end
@@ -183,9 +258,13 @@ end
 function M.nodes(sid, all, depth)
   depth = depth or 0
   local out = {}
-  for _, k in ipairs(children_of(sid, all)) do
+  local kids = children_of(sid, all)
+  local iso = #kids > 0 and M.isolation_of(sid) or {}
+  for _, k in ipairs(kids) do
     local S_ok, S = pcall(moss.session.load, k.s.id)
     out[#out + 1] = { id = k.s.id, role = k.s.role or moss.json.null, state = M.reason(k.s),
+      isolation = iso[k.s.id] and { text = M.isolation_text(iso[k.s.id]), state = iso[k.s.id].state,
+        patch = M.patch_of(k.s.id) } or moss.json.null,
       turns = num(k.s.turn) or 0, answer = (S_ok and type(S.answer) == "string") and short(S.answer, 200) or moss.json.null,
       children = depth < 8 and M.nodes(k.s.id, all, depth + 1) or {} }
   end
