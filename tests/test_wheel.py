@@ -37,6 +37,11 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
                    "moss/board/static/uplot/uPlot.iife.min.js", "moss/board/static/uplot/uPlot.min.css",
                    "moss/board/static/uplot/LICENSE"):
         assert needed in names, needed
+    # every package under host/ ships (pyproject lists them by hand: a new one left out of the list
+    # installs from a checkout, where the package-dir mapping finds it, and is missing from a wheel)
+    packages = {str(p.parent.relative_to(REPO / "host")) for p in (REPO / "host").rglob("__init__.py")}
+    missing = sorted(p for p in packages if f"moss/{p}/__init__.py".replace("/./", "/") not in names)
+    assert not missing, f"packages under host/ missing from the wheel (pyproject's packages list): {missing}"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
     # A fresh venv with only the wheel installed; its dependencies come from this
