@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -13,9 +14,15 @@ from conftest import REPO
 
 
 def test_wheel_carries_scripts_and_runs(tmp_path):
+    # built from a copy of what a clean clone holds: setuptools reuses a checkout's build/ folder,
+    # where a file of an earlier build would hide one the package list now leaves out
+    src = tmp_path / "src"
+    top = {".git", ".venv", "build", "dist", "moss_agent.egg-info", "tests", "bench", "docs", ".moss"}
+    shutil.copytree(REPO, src, ignore=lambda d, names: [n for n in names if n == "__pycache__"
+                                                        or (d == str(REPO) and n in top)])
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(dist), str(REPO)], check=True, capture_output=True, timeout=300)
+                    "-w", str(dist), str(src)], check=True, capture_output=True, timeout=300)
     wheel = next(dist.glob("moss_agent-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("moss/bootstrap.lua", "moss/scripts/agent.lua", "moss/scripts/lib/machine/runner.lua",
