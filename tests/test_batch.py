@@ -395,7 +395,7 @@ def test_a_mistake_on_the_command_line_is_one_clear_line(project, words, message
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-# ---- the patch itself (host/eval/patch.py), on copies made by hand -------------------------
+# ---- the patch itself (host/tools/patch.py), on copies made by hand -------------------------
 
 def _snap(tmp_path: Path, files: dict[str, bytes | str]) -> tuple[Path, Path]:
     copy = tmp_path / "home" / "repo"
@@ -403,7 +403,7 @@ def _snap(tmp_path: Path, files: dict[str, bytes | str]) -> tuple[Path, Path]:
         p = copy / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data if isinstance(data, bytes) else data.encode())
-    from moss.eval import patch
+    from moss.tools import patch
 
     return copy, patch.snapshot(copy, tmp_path / "home")
 
@@ -413,7 +413,7 @@ def test_a_patch_notes_binary_files_and_leaves_out_moss_and_git_folders(tmp_path
     an image and deletes a file; moss wrote its session log under `.moss/`. The patch has the
     text change and the deletion as a unified diff, names the binary file without carrying it,
     and holds nothing of `.moss/` or of the repository's own `.git/`; its numbers say so."""
-    from moss.eval import patch
+    from moss.tools import patch
 
     copy, base = _snap(tmp_path, {"a.txt": "one\ntwo\n", "logo.png": b"\x89PNG\0\1\2", "old.txt": "bye\n",
                                   ".git/HEAD": "ref: refs/heads/main\n", ".moss/config.toml": "[llm]\n"})
@@ -433,7 +433,7 @@ def test_a_patch_notes_binary_files_and_leaves_out_moss_and_git_folders(tmp_path
 def test_a_patch_larger_than_the_cap_is_cut_with_a_marker_git_apply_refuses(tmp_path):
     """A change larger than the cap: the patch in the row is cut at a line end and ends with a
     marker saying how much of it is shown; `git apply` refuses it rather than applying half."""
-    from moss.eval import patch
+    from moss.tools import patch
 
     copy, base = _snap(tmp_path, {"big.txt": "x\n"})
     (copy / "big.txt").write_text("".join(f"line {i}\n" for i in range(5000)))
@@ -451,7 +451,7 @@ def test_making_a_patch_runs_nothing_the_repository_or_the_user_configured(tmp_p
     and the user's `~/.gitconfig` define them as commands (and an fsmonitor), and GIT_DIR in
     the environment points elsewhere: snapshotting and diffing the copy runs none of them, and
     the patch is the plain text change."""
-    from moss.eval import patch
+    from moss.tools import patch
 
     marker = tmp_path / "ran"
     cmd = f"sh -c 'echo ran >> {marker}; cat'"

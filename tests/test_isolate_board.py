@@ -10,17 +10,19 @@ import time
 
 import pytest
 from boardserver import board
-from test_board_browser import CHROMIUM, DRIVER, HOSTILE, browser, shot, text_of, wait  # noqa: F401
+from browserkit import BROWSER_MARKS, chromium, shot, wait
+from test_board_browser import HOSTILE
 
-pytestmark = [
-    pytest.mark.slow, pytest.mark.browser,
-    pytest.mark.skipif(not (__import__("os").path.exists(CHROMIUM) and __import__("os").path.exists(DRIVER)),
-                       reason="chromium and chromium-driver are not installed (apt-get install chromium "
-                              "chromium-driver; .ci/run does)"),
-]
+pytestmark = BROWSER_MARKS
 
 
-def test_the_child_tree_shows_each_isolated_childs_change_and_merge_state(project, browser):  # noqa: F811
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for the tests of this file."""
+    yield from chromium()
+
+
+def test_the_child_tree_shows_each_isolated_childs_change_and_merge_state(project, browser):
     from selenium.webdriver.common.by import By
 
     agent = project.root / ".moss" / "agent"

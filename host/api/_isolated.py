@@ -18,14 +18,6 @@ from pathlib import Path
 
 from ..errors import MossError
 
-def ready(ctx) -> None:
-    """Before anything writes in this agent's tree: an isolated child's copy still being
-    completed (its hard links replaced by copies) is waited for (host/tools/worktree/)."""
-    from ..tools.worktree import wait_ready
-
-    wait_ready(ctx.workdir, ctx.cancelled)
-
-
 def patch_path(root: Path, cid: str) -> Path:
     from ..storage import agent_dir
 
@@ -117,7 +109,9 @@ def merge(ctx, child) -> dict:
 
     wt = _usable(child, "merge")
     require_write(ctx.access, f"merging child {child.id}'s change (it writes files)")
-    ready(ctx)
+    from ..tools.worktree import wait_ready
+
+    wait_ready(ctx.workdir, ctx.cancelled)  # the copy whole before the merge reads it
     got = getattr(child, "change", None) or wt.changes()
     paths = [c["path"] for c in got["changes"] if not merging.refused(c["path"])]
     with hold(ctx, [Target(p) for p in paths], lock_timeout(ctx), "merge"):

@@ -27,11 +27,11 @@ def functions(ctx):
         from ..tools.sandbox import require_write
         from .locks import for_edit
 
-        from ._isolated import ready
+        from ..tools.worktree import wait_ready
 
         specs = _specs(specs)
         require_write(ctx.access, "editing files")
-        ready(ctx)
+        wait_ready(ctx.workdir, ctx.cancelled)
         with for_edit(ctx, specs):
             hold = os.environ.get("MOSS_TEST_EDIT_HOLD")
             if hold:  # test-only: widen the read-apply-write window (see tests/test_spawn.py)

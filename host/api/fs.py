@@ -36,10 +36,10 @@ def functions(ctx):
         from ..tools.resolve import require_regular
         from ..tools.sandbox import require_write
 
-        from ._isolated import ready
+        from ..tools.worktree import wait_ready
 
         require_write(ctx.access, f"writing {path}")
-        ready(ctx)
+        wait_ready(ctx.workdir, ctx.cancelled)
         p = confine(ctx.workdir, path, writing=True)
         root = Path(os.path.realpath(ctx.workdir))
         # The root or a folder is no file to write: writing "through" it would put a temp

@@ -63,9 +63,9 @@ def functions(ctx):
 
     def begin_write(label=""):
         """Capture before a write; the bound session will own what the write changes."""
-        from ._isolated import ready
+        from ..tools.worktree import wait_ready
 
-        ready(ctx)  # a write follows: an isolated child's copy must be whole first
+        wait_ready(ctx.workdir, ctx.cancelled)  # a write follows: an isolated child's copy must be whole first
         wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.tree_id)
         ctx.log("snapshot", {"id": wid, "label": label})
         return wid
@@ -79,10 +79,10 @@ def functions(ctx):
     def restore(sid):
         from ..tools.sandbox import require_write
 
-        from ._isolated import ready
+        from ..tools.worktree import wait_ready
 
         require_write(ctx.access, "restoring a snapshot (it rewrites files)")
-        ready(ctx)
+        wait_ready(ctx.workdir, ctx.cancelled)
         with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
             result = _shadow(ctx).restore(sid, session=ctx.tree_id)
         ctx.log("rollback", {"id": sid, **{k: result[k] for k in (

@@ -48,10 +48,10 @@ def functions(ctx):
             if env != []:
                 raise MossError("moss.shell.run: env must be a table of NAME = value", kind="usage")
             env = {}
-        from ._isolated import ready
+        from ..tools.worktree import wait_ready
 
         cfg = ctx.config.get("shell", {})
-        ready(ctx)  # a command may write in place: never while a copy still shares a file
+        wait_ready(ctx.workdir, ctx.cancelled)  # a command may write in place: never while a copy still shares a file
         locks = _shell_locks(ctx, opts.get("locks"))
         try:
             with locks:

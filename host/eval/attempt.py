@@ -17,7 +17,7 @@ whether it passed:
     check       {passed, detail} (absent when no check ran), detail (what went wrong),
     patch, patch_stat {files, added, removed, binary, bytes}, patch_cut
                 what the agent did to the copy, a unified diff against the repository as given
-                (host/eval/patch.py); absent when the agent never ran, ``patch_error`` when git
+                (host/tools/patch.py); absent when the agent never ran, ``patch_error`` when git
                 could not make it
 """
 

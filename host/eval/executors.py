@@ -26,7 +26,8 @@ from ..errors import MossError
 from ..llm.usage import total_tokens
 from ..tools import procs
 from . import attempt as att
-from . import cassettes, copies, patch, results
+from ..tools import patch
+from . import cassettes, copies, results
 
 KILL_AFTER = 20.0  # seconds after SIGINT before a stopped agent's process group is killed
 OUTPUT_KEPT = 4000  # characters of a failed check's output kept in its row (the tail)

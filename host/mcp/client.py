@@ -236,9 +236,9 @@ class Servers:
         # folder nor its script's folder first on sys.path; the server's own `env` may set it to "".
         extra = {"PYTHONSAFEPATH": "1", **extra, "MOSS_PROJECT_ROOT": str(self.ctx.workdir)}
         env = command_env(extra, setup_from_config(self.ctx.user_config, self.ctx.config), sandboxed=False)
-        from ..api._isolated import ready
+        from ..tools.worktree import wait_ready
 
-        ready(self.ctx)  # an isolated child's servers start once its copy is whole, and are told its copy
+        wait_ready(self.ctx.workdir, self.ctx.cancelled)  # an isolated child's servers start once its copy is whole, and are told its copy
         return StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env, cwd=str(neutral_folder()))
 
     def _log_file(self, name: str):

@@ -1,5 +1,5 @@
 """A child's change: its copy now against the tree it started from, made as `moss batch`
-makes an attempt's patch (host/eval/patch.py).
+makes an attempt's patch (host/tools/patch.py).
 
 When the copy is made, ``start`` indexes it in a throwaway repository beside it
 (``HOME/patch.git``): that tree is the child's starting point, the base of its patch and of
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from ...errors import MossError
-from ...eval import patch as batch
+from .. import patch as batch
 
 GIT_DIR = "patch.git"
 
