@@ -723,7 +723,7 @@ function moss.eval.batch(path) end
 --- `file`: the results file (default `out`/attempts.jsonl; with it, `out` holds only the logs).
 --- `retries`: an attempt that ends `infra_error` runs again up to that many times (its row's
 --- `tries`, `retried`). `executor` "ray": each attempt a Ray job at `ray_address` asking for
---- `num_cpus` (docs/fleet.md). Every row carries the `patch` its agent made (host/eval/patch.py).
+--- `num_cpus` (docs/fleet.md). Every row carries the `patch` its agent made (host/tools/patch.py).
 --- The live panel on a terminal starts with `title`; `tally` "cells" (default) shows each cell's
 --- pass rate so far, "outcomes" counts the `outcome` each recorded verdict names (a batch's).
 --- `check_timeout`: seconds each check command may take (default: the task's; an exercise's is its
