@@ -6,9 +6,11 @@ threads, at most ``-j`` at once) and must end soon after ``control.stop(reason)`
 stopped cleanly (SIGINT: its session keeps its checkpoint). Everything around it is the
 runner's and the same for every executor: the budget, the order, the JSONL file, the progress.
 
-A new executor (a Ray cluster: each attempt a job running the same ``moss @agent`` command in
-a copy made there) is a subclass with a ``name``, made known with ``@register``;
-``moss eval --executor NAME`` then reaches it.
+The two moss ships are named in ``EXECUTORS`` by their paths and imported when first chosen
+(host/tools/registry.py): ``local`` below, and ``ray`` (host/eval/ray_executor.py: each attempt
+a Ray job running the same ``moss @agent`` command in a copy made there). A new executor is a
+subclass with a ``name``, made known with ``register(cls)``; ``moss eval --executor NAME``
+then reaches it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from ..errors import MossError
 from ..llm.usage import total_tokens
 from ..tools import procs
+from ..tools.registry import Registry
 from . import attempt as att
 from . import cassettes, copies, patch, results
 
@@ -81,25 +84,25 @@ class AttemptExecutor:
         """The eval ended: release what the executor holds."""
 
 
-_REGISTRY: dict[str, type[AttemptExecutor]] = {}
+EXECUTORS: Registry[type[AttemptExecutor]] = Registry("--executor", {
+    "local": "moss.eval.executors:LocalAttempts",
+    "ray": "moss.eval.ray_executor:RayAttempts",
+})
 
 
 def register(cls: type[AttemptExecutor]) -> type[AttemptExecutor]:
-    if not cls.name or cls.name in _REGISTRY:
-        raise ValueError(f"attempt executor name {cls.name!r} is empty or taken")
-    _REGISTRY[cls.name] = cls
+    """Make an AttemptExecutor subclass reachable by its ``name`` (also usable as a class decorator)."""
+    EXECUTORS.register(cls.name, cls)
     return cls
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    return EXECUTORS.names()
 
 
 def executor(name: str) -> type[AttemptExecutor]:
-    cls = _REGISTRY.get(name) if isinstance(name, str) else None
-    if cls is None:
-        raise MossError(f"--executor must be one of {', '.join(_REGISTRY)}, got {name!r}", kind="usage")
-    return cls
+    """The executor class called `name`; MossError(kind="usage") naming the known ones."""
+    return EXECUTORS.get(name)
 
 
 _LIBC: ctypes.CDLL | None
@@ -140,7 +143,6 @@ def sdk_apis(argv: list[str], cwd, env: dict) -> tuple[str, ...]:
         return tuple(zygote.SDKS)
 
 
-@register
 class LocalAttempts(AttemptExecutor):
     """Attempts on this machine: a copy under the temp folder, the agent as a subprocess in its
     own session (so a Ctrl-C at the terminal reaches only the eval, which stops each cleanly)."""
