@@ -132,7 +132,7 @@ def sdk_apis(argv: list[str], cwd, env: dict) -> tuple[str, ...]:
     from .. import zygote
     from ..config import deep_merge, read_toml, user_config_file
     from ..llm.providers import resolve_provider
-    from ..run import split_host_options
+    from ..hostoptions import split_host_options
 
     try:
         words = [str(a) for a in argv]
