@@ -3,7 +3,8 @@ writes, stopping it. The one place moss starts its agent as a process of its own
 or a batch's attempts (host/eval/executors.py, on this machine or on a Ray node through
 host/eval/remote.py), the MCP server's agents (host/mcp/server.py), and the agent script's
 `sessions` entry that the MCP server and the board list and show sessions with
-(host/board/sessions.py).
+(host/board/sessions.py); and the board's other moss commands read for one JSON document
+(`run_moss`).
 
 What differs between those callers is a parameter here, not a copy:
 
@@ -36,10 +37,13 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import IO, TYPE_CHECKING, Any, Callable, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from .streamevents import EVENTS, StreamEvent
 from .tools import procs
+
+if TYPE_CHECKING:
+    from .zygote import Zygote
 
 __all__ = ["AgentProcess", "Finished", "Forker", "StreamEvent", "command", "parse", "run_entry", "run_moss",
            "start"]
@@ -73,7 +77,7 @@ class Forker:
     needs more before forking it. `close` ends the zygote (agents still running get SIGTERM)."""
 
     def __init__(self) -> None:
-        self._zygote: Any = None
+        self._zygote: Zygote | None = None
         self._lock = threading.Lock()
 
     def popen(self, argv: list[str], apis: tuple[str, ...], **kw) -> subprocess.Popen:
