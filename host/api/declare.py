@@ -517,8 +517,7 @@ def _py_type(expr: str, events: dict[tuple[str, str], EventType]) -> str:
             elif t.startswith("moss.events."):
                 helper = events[("events", t[len("moss.events."):])]
                 if helper.schema is not None:  # an alias: its JSON type
-                    out.append(_PY_SIMPLE[{"integer": "integer", "number": "number", "string": "string"}[
-                        helper.schema["type"]]])
+                    out.append(_PY_SIMPLE[helper.schema["type"]])
                 else:
                     out.append(_camel(helper.name))
             else:
