@@ -252,6 +252,7 @@ def _child(proj: str, n: int, dest: str, moss_bin: str) -> None:
     from collections import defaultdict
 
     t_start = time.perf_counter()
+    import moss.agentproc as agentproc
     import moss.eval.attempt as att
     import moss.eval.copies as copies
     import moss.eval.executors as ex
@@ -291,7 +292,7 @@ def _child(proj: str, n: int, dest: str, moss_bin: str) -> None:
     timed(sess.EvalRun, "record", "record")
 
     # the agent subprocess: the time Popen takes to return (fork + exec of the agent)
-    real_popen = ex.subprocess.Popen
+    real_popen = agentproc.subprocess.Popen
 
     class Popen(real_popen):  # type: ignore[misc,valid-type]
         def __init__(self, *a, **k):
@@ -300,7 +301,7 @@ def _child(proj: str, n: int, dest: str, moss_bin: str) -> None:
             spent["spawn"] += pc() - t0
             calls["spawn"] += 1
 
-    ex.subprocess.Popen = Popen  # type: ignore[misc]
+    agentproc.subprocess.Popen = Popen  # type: ignore[misc]
 
     out_dir = Path(proj) / ".moss" / "eval-profile"
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -312,7 +313,7 @@ def _child(proj: str, n: int, dest: str, moss_bin: str) -> None:
         code = run_mod.run_script("eval", args)
     finally:
         sys.stdout = real_out
-        ex.subprocess.Popen = real_popen  # type: ignore[misc]
+        agentproc.subprocess.Popen = real_popen  # type: ignore[misc]
     total = pc() - t0
     if code != 0:
         raise SystemExit(f"moss eval in-process exited {code}")

@@ -565,7 +565,7 @@ The prompt and the reading of the reply are Lua: scripts/memory.lua.
 @click.option("--yes", "-y", is_flag=True, help="Write the changes without asking.")
 @click.argument("host_options", nargs=-1, type=click.UNPROCESSED)
 def memory_organize(yes, host_options):
-    from .run import split_host_options
+    from .hostoptions import split_host_options
 
     _, rest = split_host_options(list(host_options))
     if rest:

@@ -6,9 +6,10 @@ of host/ and collect every `MossError(..., kind="...")` (and its subclasses with
 kind) on the way. Calls are resolved where the source says what they are: a nested or
 module function, an imported name or module, `self.method`, and a method of an object
 whose class can be seen (`Cls(...)`, a function annotated or built to return one, a local
-variable holding either). Calls made inside a `try` whose handler catches every moss error
-without raising are not followed. What it cannot resolve it leaves out, so what it finds is
-a floor: each kind listed here has a path from the primitive to a raise (`why`).
+variable holding either, a module-level one made by `Cls(...)`). Calls made inside a `try`
+whose handler catches every moss error without raising are not followed. What it cannot
+resolve it leaves out, so what it finds is a floor: each kind listed here has a path from
+the primitive to a raise (`why`).
 """
 
 from __future__ import annotations
@@ -177,7 +178,21 @@ class Graph:
             for n in _own_nodes(fn):
                 if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets):
                     return self._type(fn, n.value, depth + 1)
+            return self._global(fn.mod, expr.id, depth)
         return None
+
+    def _global(self, mod: str, name: str, depth: int) -> tuple[str, str] | None:
+        """The class of a module-level `NAME = Cls(...)` (or `NAME: T = Cls(...)`) of `mod`, or
+        of the one it imports as NAME (a registry made where its interface is)."""
+        for n in self.mods[mod].body:
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets) or \
+                    isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == name:
+                v = n.value
+                return self._class(mod, v.func.id) if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) \
+                    else None
+        imp = self.imports.get(mod, {}).get(name)
+        return self._global(imp[1], imp[2], depth + 1) if imp and imp[0] == "name" and depth < 3 \
+            and imp[1] in self.mods else None
 
     def _resolve(self, fn: _Fn, call: ast.Call, depth: int = 0) -> list[_Fn]:
         f = call.func

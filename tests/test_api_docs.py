@@ -254,10 +254,10 @@ def test_a_primitive_that_takes_arguments_declares_usage():
 # ---- options and fields the code reads ----------------------------------------------------
 
 def test_the_host_options_are_the_declared_moss_options():
-    """Every option the host takes out of a script's arguments (host/run.py) is a field of
+    """Every option the host takes out of a script's arguments (host/hostoptions.py) is a field of
     moss.Options, with its flag, and a type that matches how it is parsed; nothing is
     declared that the host does not parse; `--help` lists each one."""
-    from moss.run import HOST_FLAGS, HOST_OPTIONS, HOST_OPTIONS_HELP, NUMERIC
+    from moss.hostoptions import HOST_FLAGS, HOST_OPTIONS, HOST_OPTIONS_HELP, NUMERIC
 
     fields = {f.name: f for f in DECL.classes["moss.Options"]}
     parsed = {**{key: flag for flag, key in HOST_OPTIONS.items()}, **{key: flag for flag, key in HOST_FLAGS.items()}}

@@ -79,7 +79,7 @@ class Faraway(Executor):
 def faraway():
     register(Faraway)
     yield Faraway
-    registry._REGISTRY.pop(Faraway.name)
+    registry.unregister(Faraway.name)
 
 
 def _wait_for(m, rid, status, seconds=20):

@@ -35,7 +35,6 @@ RUN_USERS = {"moss.cli", "moss.entry"}
 KNOWN_CROSSINGS = {
     ("moss.tools.sandbox", "moss.llm.providers"): "the presets' key variables, kept out of commands' environment",
     ("moss.api.agents", "moss.run"): "a child agent is built, and a session resumed after an interrupt, by run.py",
-    ("moss.eval.executors", "moss.run"): "run.split_host_options reads an attempt's flags",
     ("moss.inbox", "moss.api.session"): "the session store (see KNOWN_CIRCLES)",
     ("moss.mcp.server", "moss.api.session"): "the session store",
     ("moss.board.sessions", "moss.api.session"): "the session store",

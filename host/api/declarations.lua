@@ -54,7 +54,7 @@ moss = {}
 
 --- The host options: taken out of any script's arguments (`--max-cost 0.5` or `--max-cost=0.5`;
 --- a flag takes no value) before the script sees them, and given to it as `moss.options`.
---- tests/test_api_docs.py checks this list against the options the host parses (host/run.py).
+--- tests/test_api_docs.py checks this list against the options the host parses (host/hostoptions.py).
 ---@class moss.Options
 ---@field provider? string         # --provider NAME: the LLM provider (anthropic, openai, ollama, ..., replay, script)
 ---@field model? string            # --model NAME: the model name

@@ -14,9 +14,10 @@ classes and aliases they use and `moss.ErrorKind`, the table of error kinds. Fro
 
 `events.lua` (beside it) declares the events moss writes the same way, one `---@class` per
 event: the stream-json lines (`moss.stream.NAME`) and the session-log records
-(`moss.log.NAME`). From it: docs/events.schema.json (`events_schema`) and the tables of
+(`moss.log.NAME`). From it: docs/events.schema.json (`events_schema`), the tables of
 docs/events.md (and the LLM client's in docs/llm.md) between `<!-- events: stream|log [PREFIX] -->`
-and `<!-- /events -->` (`update_events_doc`).
+and `<!-- /events -->` (`update_events_doc`), and host/streamevents.py, the stream-json
+events as the Python types the host's readers of an agent process use (`stream_types`).
 
 `python -m moss.api` rewrites the generated files; tests/test_api_docs.py fails when
 they differ from what the declarations make.
@@ -488,6 +489,91 @@ def update_events_doc(doc: str, events: dict[tuple[str, str], EventType]) -> str
     return _EVENTS_BLOCK.sub(lambda m: m[1] + events_table(events, m[2], m[3]) + "\n" + m[5], doc)
 
 
+_PY_SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "any": "Any",
+              "table": "list[Any] | dict[str, Any]"}
+STREAM_TYPES = "host/streamevents.py"
+
+
+def _camel(name: str) -> str:
+    return "".join(w.capitalize() for w in name.split("_"))
+
+
+def _py_type(expr: str, events: dict[tuple[str, str], EventType]) -> str:
+    """The Python annotation of a type written in events.lua."""
+    parts = _split(expr.strip(), "|")
+    nullable = "nil" in parts
+    parts = [p for p in parts if p != "nil"]
+    if all(p.startswith('"') and p.endswith('"') for p in parts):
+        out = [f"Literal[{', '.join(parts)}]"]
+    else:
+        out = []
+        for t in parts:
+            if t in _PY_SIMPLE:
+                out.append(_PY_SIMPLE[t])
+            elif t.endswith("[]"):
+                out.append(f"list[{_py_type(t[:-2], events)}]")
+            elif re.fullmatch(r"-?\d+", t):
+                out.append(f"Literal[{t}]")
+            elif t.startswith("moss.events."):
+                helper = events[("events", t[len("moss.events."):])]
+                if helper.schema is not None:  # an alias: its JSON type
+                    out.append(_PY_SIMPLE[helper.schema["type"]])
+                else:
+                    out.append(_camel(helper.name))
+            else:
+                raise ValueError(f"events.lua: unknown type {t!r}")
+    if "Any" in out:
+        return "Any"
+    return " | ".join(out + (["None"] if nullable else []))
+
+
+def _typed_dict(name: str, doc: str, fields: list[tuple[str, str, str]]) -> str:
+    lines = [f"# {doc}"] if doc else []
+    lines.append(f'{name} = TypedDict("{name}", {{')
+    for field_name, annotation, note in fields:
+        lines.append(f'    "{field_name}": {annotation},' + (f"  # {note}" if note else ""))
+    return "\n".join(lines + ["})"])
+
+
+def stream_types(events: dict[tuple[str, str], EventType]) -> str:
+    """host/streamevents.py: each stream-json event (and each helper class its fields use) as a
+    TypedDict, for the host's own readers of an agent's stream (host/agentproc.py)."""
+    blocks = []
+    for (group, name), ev in events.items():
+        if group == "events" and ev.schema is None:
+            fields = [(f.name, f"NotRequired[{_py_type(f.type, events)}]", f.note) for f in ev.fields]
+            blocks.append(_typed_dict(_camel(name), ev.doc, fields))
+    streams = [(name, ev) for (group, name), ev in events.items() if group == "stream"]
+    for name, ev in streams:
+        fields = [("type", f'Literal["{name}"]', "")]
+        fields += [(f.name, f"NotRequired[{_py_type(f.type, events)}]", f.note) for f in _fields(ev, events)]
+        blocks.append(_typed_dict(_camel(name), ev.doc, fields))
+    union = "".join(f"\n    {_camel(name)}," for name, _ in streams)
+    table = "".join(f'\n    "{name}": {_camel(name)},' for name, _ in streams)
+    return f'''"""The stream-json events of `moss @agent --output-format stream-json` as Python types.
+
+GENERATED from host/api/events.lua by `python -m moss.api`: edit that file, not this one.
+
+One TypedDict per event, keyed by its `type` (`StreamEvent` is any of them, `EVENTS` each by
+name), for the host's readers of an agent process's stream (host/agentproc.py). Every field
+but `type` is NotRequired whatever events.lua says, because that is all a reader can promise:
+an agent script may leave a field out (a nil in Lua), and the reader leaves out a field whose
+value is not of its declared type; a field that is there has its declared type.
+"""
+
+from typing import Any, Literal, NotRequired, TypedDict, Union
+
+{(chr(10) * 3).join(blocks)}
+
+
+StreamEvent = Union[{union}
+]
+
+EVENTS: dict[str, Any] = {{{table}
+}}
+'''
+
+
 def outputs(root: Path) -> dict[Path, str]:
     """Every generated file under the repository `root`, with the text it should have."""
     decl = parse((root / "host/api/declarations.lua").read_text(encoding="utf-8"))
@@ -497,14 +583,16 @@ def outputs(root: Path) -> dict[Path, str]:
             doc_path: update_doc(doc_path.read_text(encoding="utf-8"), decl),
             root / "docs/events.schema.json": events_schema(events),
             events_doc: update_events_doc(events_doc.read_text(encoding="utf-8"), events),
-            llm_doc: update_events_doc(llm_doc.read_text(encoding="utf-8"), events)}
+            llm_doc: update_events_doc(llm_doc.read_text(encoding="utf-8"), events),
+            root / STREAM_TYPES: stream_types(events)}
 
 
 USAGE = """usage: python -m moss.api [--check]
 
 Make scripts/types/moss.lua and the reference tables of docs/lua-api.md from
-host/api/declarations.lua, and docs/events.schema.json and the event tables of
-docs/events.md and docs/llm.md from host/api/events.lua (run it after editing either).
+host/api/declarations.lua, and docs/events.schema.json, the event tables of
+docs/events.md and docs/llm.md and host/streamevents.py from host/api/events.lua (run it
+after editing either).
 --check writes nothing and exits 1 when a generated file is stale."""
 
 

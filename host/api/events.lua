@@ -2,7 +2,8 @@
 -- The events moss writes, declared once (host/api/declare.py reads this file, as it reads
 -- declarations.lua): the stream-json lines of `--output-format stream-json` and the records
 -- of a session's log (.moss/agent/logs/ID.jsonl). `python -m moss.api` makes
--- docs/events.schema.json and the reference tables of docs/events.md from it;
+-- docs/events.schema.json, the reference tables of docs/events.md and the stream-json events'
+-- Python types (host/streamevents.py, what host/agentproc.py reads an agent's stream as) from it;
 -- tests/test_api_docs.py fails when they are stale, tests/test_events.py when code under
 -- host/ or scripts/ logs an event name not declared here (or a declared one is never logged)
 -- and when a real session writes a field its block lacks.

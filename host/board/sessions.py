@@ -14,16 +14,13 @@ pause / resume go through the inbox exactly as `moss say` sends them (host/inbox
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-import subprocess
 import time
 from pathlib import Path
 
-from .. import inbox, live, storage
+from .. import agentproc, inbox, live, storage
 from ..api.session import checkpoint_path, log_path
 from ..errors import MossError
-from ..tools import procs
 from .html import Html, esc, join, render, tag
 
 MAX_LOG_READ = 4 << 20     # bytes of a log read per step of a stream
@@ -36,28 +33,24 @@ async def moss_json(root: Path, argv: list[str], what: str, kind: str) -> tuple[
     """Run `moss ARGV` in the project as a user would, without blocking the server; its last
     stdout line as a JSON object, and all its lines. No object: MossError(`kind`) naming `what`,
     with the end of its stderr."""
-    proc = await asyncio.create_subprocess_exec(
-        *procs.moss_command(*argv), cwd=root,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = await proc.communicate()
-    lines = out.decode("utf-8", "replace").strip().splitlines()
-    try:
-        data = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        data = None
+    return _json_of(await agentproc.run_moss(root, argv), what, kind)
+
+
+def _json_of(done: agentproc.Finished, what: str, kind: str) -> tuple[dict, list[str]]:
+    data = done.last_json()
     if not isinstance(data, dict):
-        tail = err.decode("utf-8", "replace").strip()[-2000:]
-        if proc.returncode == 2 and tail:  # the person's mistake, said as moss says it on a terminal
+        tail = done.stderr.decode("utf-8", "replace").strip()[-2000:]
+        if done.returncode == 2 and tail:  # the person's mistake, said as moss says it on a terminal
             said = [ln.removeprefix("error: ") for ln in tail.splitlines() if ln.strip()]
             raise MossError(next((ln for ln in said if not ln.startswith(" ")), said[-1]), kind="usage")
-        raise MossError(f"{what} gave no data (exit {proc.returncode})" + (f": {tail}" if tail else ""), kind=kind)
-    return data, lines
+        raise MossError(f"{what} gave no data (exit {done.returncode})" + (f": {tail}" if tail else ""), kind=kind)
+    return data, done.lines()
 
 
 async def entry(root: Path, *words: str) -> dict:
     """The agent script's `sessions` entry, run as `moss sessions` runs it; its one JSON line."""
-    data, _ = await moss_json(root, ["@agent", "--entry", "sessions", *words],
-                              f"the agent script's sessions entry ({' '.join(words)})", "internal")
+    data, _ = _json_of(await agentproc.run_entry(root, "sessions", *words),
+                       f"the agent script's sessions entry ({' '.join(words)})", "internal")
     return data
 
 

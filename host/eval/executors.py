@@ -6,25 +6,24 @@ threads, at most ``-j`` at once) and must end soon after ``control.stop(reason)`
 stopped cleanly (SIGINT: its session keeps its checkpoint). Everything around it is the
 runner's and the same for every executor: the budget, the order, the JSONL file, the progress.
 
-A new executor (a Ray cluster: each attempt a job running the same ``moss @agent`` command in
-a copy made there) is a subclass with a ``name``, made known with ``@register``;
-``moss eval --executor NAME`` then reaches it.
+The two moss ships are named in ``EXECUTORS`` by their paths and imported when first chosen
+(host/tools/registry.py): ``local`` below, and ``ray`` (host/eval/ray_executor.py: each attempt
+a Ray job running the same ``moss @agent`` command in a copy made there). A new executor is a
+subclass with a ``name``, made known with ``register(cls)``; ``moss eval --executor NAME``
+then reaches it.
 """
 
 from __future__ import annotations
 
-import ctypes
-import json
 import os
-import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 
+from .. import agentproc
 from ..errors import MossError
 from ..llm.usage import total_tokens
-from ..tools import procs
+from ..streamevents import Result
+from ..tools.registry import Registry
 from . import attempt as att
 from ..tools import patch
 from . import cassettes, copies, results
@@ -82,40 +81,25 @@ class AttemptExecutor:
         """The eval ended: release what the executor holds."""
 
 
-_REGISTRY: dict[str, type[AttemptExecutor]] = {}
+EXECUTORS: Registry[type[AttemptExecutor]] = Registry("--executor", {
+    "local": "moss.eval.executors:LocalAttempts",
+    "ray": "moss.eval.ray_executor:RayAttempts",
+})
 
 
 def register(cls: type[AttemptExecutor]) -> type[AttemptExecutor]:
-    if not cls.name or cls.name in _REGISTRY:
-        raise ValueError(f"attempt executor name {cls.name!r} is empty or taken")
-    _REGISTRY[cls.name] = cls
+    """Make an AttemptExecutor subclass reachable by its ``name`` (also usable as a class decorator)."""
+    EXECUTORS.register(cls.name, cls)
     return cls
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    return EXECUTORS.names()
 
 
 def executor(name: str) -> type[AttemptExecutor]:
-    cls = _REGISTRY.get(name) if isinstance(name, str) else None
-    if cls is None:
-        raise MossError(f"--executor must be one of {', '.join(_REGISTRY)}, got {name!r}", kind="usage")
-    return cls
-
-
-_LIBC: ctypes.CDLL | None
-try:
-    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: nothing is imported between fork and exec
-except OSError:  # pragma: no cover
-    _LIBC = None
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """The agent ends when the thread that started it ends (the eval killed: SIGKILL leaves no
-    one to stop it): the kernel sends it SIGTERM."""
-    if _LIBC is not None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    """The executor class called `name`; MossError(kind="usage") naming the known ones."""
+    return EXECUTORS.get(name)
 
 
 def sdk_apis(argv: list[str], cwd, env: dict) -> tuple[str, ...]:
@@ -129,8 +113,8 @@ def sdk_apis(argv: list[str], cwd, env: dict) -> tuple[str, ...]:
     as a new interpreter does."""
     from .. import zygote
     from ..config import deep_merge, read_toml, user_config_file
+    from ..hostoptions import split_host_options
     from ..llm.providers import resolve_provider
-    from ..run import split_host_options
 
     try:
         words = [str(a) for a in argv]
@@ -141,7 +125,6 @@ def sdk_apis(argv: list[str], cwd, env: dict) -> tuple[str, ...]:
         return tuple(zygote.SDKS)
 
 
-@register
 class LocalAttempts(AttemptExecutor):
     """Attempts on this machine: a copy under the temp folder, the agent as a subprocess in its
     own session (so a Ctrl-C at the terminal reaches only the eval, which stops each cleanly)."""
@@ -156,32 +139,23 @@ class LocalAttempts(AttemptExecutor):
 
     def __init__(self, **kw):
         super().__init__(**kw)
-        self._zygote = None
-        self._zygote_lock = threading.Lock()
+        self._forker = agentproc.Forker()
         self._few = False  # expect(): too few attempts for a zygote to pay for itself
 
     def expect(self, n: int) -> None:
         self._few = n < self.FORK_FROM
 
-    def _start(self, argv: list[str], **kw) -> subprocess.Popen:
+    def _start(self, argv: list[str], *, cwd: Path, env: dict, stderr) -> agentproc.AgentProcess:
         """The agent's process: forked from this run's zygote (which imported moss and the SDKs
         once, instead of once per attempt), or a new interpreter where it cannot be or where
         too few attempts run for the zygote to pay for itself (FORK_FROM)."""
         if not self.forked or self._few:
-            return subprocess.Popen(argv, preexec_fn=_die_with_parent, **kw)
-        from .. import zygote
-
-        sdks = zygote.preload_for(sdk_apis(argv, kw.get("cwd"), kw["env"]))
-        with self._zygote_lock:
-            if self._zygote is None:
-                self._zygote = zygote.Zygote(kw["env"], sdks)
-        return self._zygote.popen(argv, preload=sdks, **kw)
+            return agentproc.start(argv, cwd=cwd, env=env, stderr=stderr, die_with_parent=True)
+        return agentproc.start(argv, cwd=cwd, env=env, stderr=stderr, forker=self._forker,
+                               apis=sdk_apis(argv, cwd, env))
 
     def close(self) -> None:
-        with self._zygote_lock:
-            if self._zygote is not None:
-                self._zygote.close()
-                self._zygote = None
+        self._forker.close()
 
     def run(self, spec: att.Spec, control: att.Control) -> dict:
         row = att.base_row(spec)
@@ -267,9 +241,9 @@ class LocalAttempts(AttemptExecutor):
             row.update(reason="diverged", diverged=d, detail="replay diverged: " + cassettes.describe(d))
 
     def _agent(self, spec: att.Spec, control: att.Control, copy: Path, row: dict, prompt: str,
-               resume: str | None = None) -> dict | None:
+               resume: str | None = None) -> Result | None:
         """Run the agent in the copy (`resume`: a later try, the same session given `prompt`)."""
-        argv = procs.moss_command("@agent", "--output-format", "stream-json", "-n", "--trust", *spec.args)
+        argv = agentproc.command("--output-format", "stream-json", "-n", "--trust", *spec.args)
         # a budget is per invocation: a later try gets what the earlier ones left
         if spec.max_cost is not None:
             argv += ["--max-cost", f"{max(spec.max_cost - float(row.get('cost') or 0.0), 0.0):.6f}"]
@@ -289,38 +263,19 @@ class LocalAttempts(AttemptExecutor):
         stderr_path = self.logs / f"{safe}.stderr"
         env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
         with results.open_log(stderr_path) as err:
-            proc = self._start(argv, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=err, start_new_session=True)
-
-            def interrupt() -> None:
-                try:
-                    os.kill(proc.pid, signal.SIGINT)
-                except ProcessLookupError:
-                    return
-                # an agent that does not end after SIGINT (stuck where Ctrl-C cannot reach) is killed
-                def kill() -> None:
-                    if proc.poll() is None:
-                        procs.signal_group(proc.pid, signal.SIGKILL)
-
-                timer = threading.Timer(KILL_AFTER, kill)
-                timer.daemon = True
-                timer.start()
-
-            control.on_stop(interrupt)
-            result, sid = None, None
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(ev, dict):
-                    continue
-                if ev.get("type") == "session_start" and not sid:
+            agent = self._start(argv, cwd=copy, env=env, stderr=err)
+            # Stopped (the budget, Ctrl-C): SIGINT to the agent alone, which stops its own commands
+            # and saves its checkpoint; one that does not end (stuck where Ctrl-C cannot reach)
+            # is killed KILL_AFTER s later.
+            control.on_stop(lambda: agent.interrupt(group=False, kill_after=KILL_AFTER))
+            result: Result | None = None
+            sid = None
+            for ev in agent.events():
+                if ev["type"] == "session_start" and not sid:
                     sid = ev.get("session_id")
-                elif ev.get("type") == "result":
+                elif ev["type"] == "result":
                     result = ev
-            code = proc.wait()
+            code = agent.wait()
             control.on_stop(None)
         row["exit"] = code
         row["stderr"] = str(stderr_path)
@@ -335,9 +290,10 @@ class LocalAttempts(AttemptExecutor):
                    turns=result.get("turns"), usage=usage, session_id=sid,
                    tokens=total_tokens(usage),
                    cost=float(usage.get("cost_usd", 0.0) or 0.0))
-        for k in ("detail", "error_kind"):
-            if result.get(k):
-                row[k] = result[k]
+        if result.get("detail"):
+            row["detail"] = result["detail"]
+        if result.get("error_kind"):
+            row["error_kind"] = result["error_kind"]
         if spec.replay is not None and not control.stopped:  # a request the recording could not answer
             self._diverged(copy, spec.replay, row, None)
         if sid:

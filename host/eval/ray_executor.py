@@ -55,7 +55,7 @@ from ..errors import MossError
 from ..tools import ray_jobs
 from . import attempt as att
 from . import remote, results
-from .executors import AttemptExecutor, register
+from .executors import AttemptExecutor
 
 STATE = "ray.json"     # in the results folder: the run's id, the cluster, the jobs the eval stopped
 POLL = 0.5             # seconds between status requests for one job
@@ -208,7 +208,6 @@ def data_package(members: list[tuple[str, Path]]) -> tuple[str, bytes]:
     return _zip([(remote.TAR, _tar(members), 0o644)])
 
 
-@register
 class RayAttempts(AttemptExecutor):
     """Each attempt one Ray job on the cluster at ``--ray-address`` / ``[eval] ray_address`` /
     $RAY_ADDRESS (the dashboard, e.g. http://HEAD:8265)."""

@@ -14,7 +14,6 @@ from pathlib import Path
 from ..errors import MossError
 from . import attempt as att
 from . import cassettes, copies, executors, progress, results, runner
-from . import ray_executor  # noqa: F401  (registers the `ray` executor)
 
 
 class EvalRun:

@@ -2,12 +2,12 @@
 
 Over stdio, stdout carries JSON-RPC and nothing else: agents run as child processes through
 the agent script's `serve` entry (`python -m moss @agent --entry serve REQUEST`, REQUEST one
-JSON object; docs/agent.md, "Entry points an agent script provides") whose stdout is read
-here: stream-json lines, of which this server reads only `session_start` (the id), `turn`
-(progress) and the last `result`. The SDK points fd 1 at stderr while it serves, so a stray
-print cannot corrupt the wire. Tools are async so a cancelled call stops at once: `run_agent`
-then sends SIGINT to its child, which saves its checkpoint and exits 130, so the session stays
-resumable.
+JSON object; docs/agent.md, "Entry points an agent script provides"), started and read by
+host/agentproc.py: of their stream-json events this server uses only `session_start` (the
+id), `turn` (progress) and the last `result`. The SDK points fd 1 at stderr while it serves,
+so a stray print cannot corrupt the wire. Tools are async so a cancelled call stops at once:
+`run_agent` then sends SIGINT to its child, which saves its checkpoint and exits 130, so the
+session stays resumable.
 
 The project is the current directory's (host/context.find_project_root). The agents obey
 trust like any moss run: nothing here passes --trust or --allow-full. `view` and
@@ -21,7 +21,6 @@ import functools
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,16 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
+from .. import agentproc
 from ..errors import MossError
-from ..tools import procs
+from ..streamevents import Result
 
 MAX_TEXT = 20_000          # a view or search result, as the agent sees it
 STDERR_TAIL = 4_000        # how much of a failed child's stderr an error result quotes
 MAX_TASK_BYTES = 100_000   # a task or message travels as one argument of the agent's command line,
                            # which Linux caps at 128 KiB (MAX_ARG_STRLEN)
 INTERRUPT_GRACE = 15.0     # seconds a child gets after SIGINT to save and exit
-_children: set[subprocess.Popen] = set()  # running agents, stopped with the server
+_children: set[agentproc.AgentProcess] = set()  # running agents, stopped with the server
 
 INSTRUCTIONS = (
     "moss is a coding agent for the project this server was started in. run_agent asks it a "
@@ -192,13 +192,8 @@ async def _sessions(root: Path) -> list[dict]:
     """The saved sessions as the agent script's `sessions` entry lists them (`sessions json`:
     one JSON object on stdout; docs/agent.md): what a session holds, and how one that is not
     running stands, are the script's to say; `running` is the host's fact it relays."""
-    done = await anyio.run_process(procs.moss_command("@agent", "--entry", "sessions", "json"),
-                                   cwd=root, stdin=subprocess.DEVNULL, check=False)
-    out = done.stdout.decode("utf-8", "replace").strip().splitlines()
-    try:
-        data = json.loads(out[-1]) if out else None
-    except ValueError:
-        data = None
+    done = await agentproc.run_entry(root, "sessions", "json")
+    data = done.last_json()
     rows = data.get("sessions") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         tail = done.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
@@ -212,8 +207,7 @@ async def _timeline(root: Path, sid: str) -> str:
     it shows), as tab-separated text."""
     from ..tools.caps import cap
 
-    done = await anyio.run_process(procs.moss_command("@agent", "--entry", "sessions", "show", sid),
-                                   cwd=root, stdin=subprocess.DEVNULL, check=False)
+    done = await agentproc.run_entry(root, "sessions", "show", sid)
     return cap(done.stdout.decode("utf-8", "replace"), MAX_TEXT)
 
 
@@ -222,7 +216,7 @@ async def _run_child(root: Path, request: dict, ctx: Context, max_turns: int | N
     `turn` event, and return its `result` event. Cancellation: SIGINT, then wait for its exit."""
     arg = json.dumps(request, ensure_ascii=False)
     _fits("the agent's request", "task", arg)  # escaping may lengthen it
-    cmd = procs.moss_command("@agent", "--entry", "serve", arg)
+    argv = agentproc.command("--entry", "serve", arg)
     env = dict(os.environ)
     env.pop("MOSS_ASSUME_TTY", None)  # nobody can answer a question on this channel
     env["PYTHONUNBUFFERED"] = "1"
@@ -230,27 +224,23 @@ async def _run_child(root: Path, request: dict, ctx: Context, max_turns: int | N
 
     stderr_path = _stderr_file(root)
     err = storage.create_new(stderr_path)
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=err, start_new_session=True)
-    _children.add(proc)
+    agent = agentproc.start(argv, cwd=root, env=env, stderr=err)
+    _children.add(agent)
     state: dict[str, Any] = {"session_id": None, "result": None}
     try:
         try:
-            await _read_events(proc, ctx, state, max_turns)
-            code = await anyio.to_thread.run_sync(proc.wait)
+            await _read_events(agent, ctx, state, max_turns)
+            code = await anyio.to_thread.run_sync(agent.wait)
         except BaseException:
             # Cancelled (the client sent notifications/cancelled or went away): let the agent
-            # save its checkpoint and stop, as Ctrl-C would.
+            # save its checkpoint and stop, as Ctrl-C would; killed if it has not INTERRUPT_GRACE s later.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_interrupt, proc)
+                await anyio.to_thread.run_sync(functools.partial(agent.interrupt, kill_after=INTERRUPT_GRACE,
+                                                                 block=True))
             raise
     finally:
-        _children.discard(proc)
-        try:
-            if proc.stdout is not None:
-                proc.stdout.close()
-        except Exception:
-            pass
+        _children.discard(agent)
+        agent.close()
         err.seek(0, 2)
         size = err.tell()
         err.seek(max(0, size - STDERR_TAIL))
@@ -261,13 +251,11 @@ async def _run_child(root: Path, request: dict, ctx: Context, max_turns: int | N
         except (OSError, storage.UnsafePath):
             pass
     sid = state["session_id"]
-    result = state["result"]
+    result: Result | None = state["result"]
     if result is not None and result.get("reason") == "error" and not result.get("session_id"):
         raise ToolError(str(result.get("detail") or "the agent could not start"))  # e.g. no such session
     if result is not None:
-        result.pop("type", None)
-        result["exit_code"] = code
-        return result
+        return {**{k: v for k, v in result.items() if k != "type"}, "exit_code": code}
     if code == 130:
         raise ToolError("the agent was interrupted (exit 130)" + (
             f"; session {sid} keeps its checkpoint: resume_session(session_id={sid!r})" if sid else ""))
@@ -282,15 +270,15 @@ def _stderr_file(root: Path) -> Path:
     return agent_dir(root) / "mcp" / f"agent-{os.getpid()}-{id(object())}.stderr"
 
 
-async def _read_events(proc: subprocess.Popen, ctx: Context, state: dict, max_turns: int | None) -> None:
-    assert proc.stdout is not None  # started with stdout=PIPE
-    stdout = proc.stdout
-    send, receive = anyio.create_memory_object_stream[bytes](100)
+async def _read_events(agent: agentproc.AgentProcess, ctx: Context, state: dict, max_turns: int | None) -> None:
+    """Read the agent's events (in a thread: a pipe blocks) until its stdout closes: its
+    session id, a progress notification per `turn`, its `result`."""
+    send, receive = anyio.create_memory_object_stream[agentproc.StreamEvent](100)
 
     def reader():
         try:
-            for line in stdout:
-                anyio.from_thread.run(send.send, line)
+            for event in agent.events():
+                anyio.from_thread.run(send.send, event)
         except Exception:
             pass
         finally:
@@ -302,17 +290,10 @@ async def _read_events(proc: subprocess.Popen, ctx: Context, state: dict, max_tu
     async with anyio.create_task_group() as tg:
         tg.start_soon(functools.partial(anyio.to_thread.run_sync, reader, abandon_on_cancel=True))
         async with receive:
-            async for line in receive:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(event, dict):
-                    continue
-                kind = event.get("type")
-                if kind == "session_start":
+            async for event in receive:
+                if event["type"] == "session_start":
                     state["session_id"] = event.get("session_id")
-                elif kind == "turn":
+                elif event["type"] == "turn":
                     turn = event.get("turn") or 0
                     total = event.get("max_turns") or max_turns
                     sid = event.get("session_id") or state["session_id"]
@@ -321,35 +302,13 @@ async def _read_events(proc: subprocess.Popen, ctx: Context, state: dict, max_tu
                         await ctx.report_progress(turn, total, msg)
                     except Exception:
                         pass  # a client that went away: the run goes on until cancelled
-                elif kind == "result":
+                elif event["type"] == "result":
                     state["result"] = event
 
 
-def _interrupt(proc: subprocess.Popen) -> None:
-    """SIGINT (the agent saves and exits 130), then SIGKILL if it does not stop in time."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-    except (ProcessLookupError, PermissionError):
-        return
-    try:
-        proc.wait(INTERRUPT_GRACE)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-
-
 def _stop_children(signum=None, frame=None) -> None:
-    for proc in list(_children):
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGINT)
-            except (ProcessLookupError, PermissionError):
-                pass
+    for agent in list(_children):
+        agent.interrupt()  # SIGINT to each agent's group: it saves its checkpoint and exits
     if signum is not None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
