@@ -1,4 +1,4 @@
-"""What every language's extractor uses: the source being read (`_Ctx`), signatures cut
+"""What every language's extractor uses: the source being read (`Ctx`), signatures cut
 from it and cleaned, doc comments turned into a summary line.
 """
 
@@ -12,7 +12,7 @@ _CLOSE_PAD = re.compile(r",? ([)\]])")
 _BRACE_PAD = re.compile(r", ?}")
 
 
-def _clean(text: str, limit: int = 160) -> str:
+def clean(text: str, limit: int = 160) -> str:
     """One line, whitespace collapsed, bracket padding removed, length capped."""
     s = " ".join(text.split())  # str.split() and re's \s agree on what is whitespace
     # Each substitution only where it can match (most signatures need none of them).
@@ -27,14 +27,14 @@ def _clean(text: str, limit: int = 160) -> str:
     return s
 
 
-def _end_line(node) -> int:
+def end_line(node) -> int:
     row, col = node.end_point
     if col == 0 and row > node.start_point[0]:
         return row  # ends with a newline: the last line is the previous one
     return row + 1
 
 
-class _Ctx:
+class Ctx:
     """The source being extracted. `lite`: names, kinds, nesting and lines only — no
     signatures or doc summaries (what search labels and symbol lookup need)."""
 
@@ -50,7 +50,7 @@ class _Ctx:
         return self.src[node_or_start:end].decode("utf-8", "replace")
 
 
-def _summary(lines: list[str]) -> str | None:
+def summary(lines: list[str]) -> str | None:
     """First paragraph of a doc text, as one line; None when trivial."""
     para: list[str] = []
     for line in lines:
@@ -70,7 +70,7 @@ def _summary(lines: list[str]) -> str | None:
     return text
 
 
-def _comment_lines(text: str) -> list[str]:
+def comment_lines(text: str) -> list[str]:
     """Strip comment syntax from a doc comment (///, //!, /** */, --, #)."""
     t = text.strip()
     if t.startswith("/*"):
@@ -93,15 +93,15 @@ def _comment_lines(text: str) -> list[str]:
     return out
 
 
-def _sig_to(ctx: _Ctx, start: int, stop_node, node, limit: int = 160) -> str:
+def sig_to(ctx: Ctx, start: int, stop_node, node, limit: int = 160) -> str:
     """Source from `start` up to `stop_node` (a body), else the whole node."""
     if ctx.lite:
         return ""
     end = stop_node.start_byte if stop_node is not None else node.end_byte
-    s = _clean(ctx.text(start, end), limit)
+    s = clean(ctx.text(start, end), limit)
     return s.rstrip("{:;, ").rstrip() if stop_node is not None else s.rstrip(";,")
 
 
-def _name(node, ctx: _Ctx, fieldname: str = "name") -> str | None:
+def name_of(node, ctx: Ctx, fieldname: str = "name") -> str | None:
     n = node.child_by_field_name(fieldname)
     return ctx.text(n) if n is not None else None

@@ -7,17 +7,17 @@ from __future__ import annotations
 import re
 
 from ..symbols import Symbol
-from .common import _comment_lines, _Ctx, _end_line, _summary
-from .languages import LANGUAGES, _query, parse
-from .python import _python_captures, _python_doc
+from . import grammars, python
+from .common import Ctx, comment_lines, end_line, summary
+from .languages import LANGUAGES, query
 
 
 # Languages whose symbols may start above their node (`_leading`: doc comments, Rust
 # attributes); a Python symbol starts with its node (decorators are inside it).
-_LEADING_LANGS = frozenset({"rust", "javascript", "typescript", "tsx", "go", "lua"})
+LEADING_LANGS = frozenset({"rust", "javascript", "typescript", "tsx", "go", "lua"})
 
 
-def _is_doc_comment(lang: str, node, ctx: _Ctx) -> bool:
+def _is_doc_comment(lang: str, node, ctx: Ctx) -> bool:
     t = ctx.text(node)
     if lang == "rust":
         return (t.startswith("///") and not t.startswith("////")) or (
@@ -31,7 +31,7 @@ def _is_doc_comment(lang: str, node, ctx: _Ctx) -> bool:
     return False
 
 
-def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | None]:
+def _leading(lang: str, outer, ctx: Ctx) -> tuple[int, int, int, int, str | None]:
     """Attributes and doc comments directly above `outer`.
 
     Returns (start_byte, start_row, doc_start_byte, doc_start_row, doc summary)."""
@@ -41,7 +41,7 @@ def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | Non
     prev = outer.prev_named_sibling
     top_row = start_r
     while prev is not None:
-        if _end_line(prev) < top_row:  # a blank line (or more) in between
+        if end_line(prev) < top_row:  # a blank line (or more) in between
             break
         if prev.type == "attribute_item" and lang == "rust":
             if doc_b == start_b:  # attributes below the docs belong to the item
@@ -55,58 +55,58 @@ def _leading(lang: str, outer, ctx: _Ctx) -> tuple[int, int, int, int, str | Non
             break
         top_row = prev.start_point[0]
         prev = prev.prev_named_sibling
-    summary = None
+    doc_summary = None
     if docs and not ctx.lite:
         lines: list[str] = []
         for d in docs:
-            lines.extend(_comment_lines(d))
-        summary = _summary(lines)
-    return start_b, start_r, doc_b, doc_r, summary
+            lines.extend(comment_lines(d))
+        doc_summary = summary(lines)
+    return start_b, start_r, doc_b, doc_r, doc_summary
 
 
 _CONTAINERS = {"class", "impl", "trait", "interface", "struct"}
 
 
-def module_doc(tree, ctx: _Ctx) -> str | None:
+def module_doc(tree, ctx: Ctx) -> str | None:
     """The file's own doc: a Python module docstring, Rust `//!`, a leading comment."""
     root = tree.root_node
     if ctx.lang == "python":
-        return _python_doc(root, ctx)
+        return python.docstring(root, ctx)
     if ctx.lang == "rust":
         lines = []
         for c in root.named_children:
             t = ctx.text(c) if c.type in ("line_comment", "block_comment") else ""
             if t.startswith("//!") or t.startswith("/*!"):
-                lines.extend(_comment_lines(t))
+                lines.extend(comment_lines(t))
             else:
                 break
-        return _summary(lines) if lines else None
+        return summary(lines) if lines else None
     return None
 
 
-def _extract(src: bytes, lang: str, lite: bool = False,
+def extract_file(src: bytes, lang: str, lite: bool = False,
              nodes: dict | None = None) -> tuple[list[Symbol], str | None]:
     """The file's symbols, nested, and its module doc. `lite` leaves signatures empty and
-    docs None (see _Ctx); `nodes`, if given, receives id(symbol) -> (symbol, its node, its
-    outer node) so `_complete` can fill a lite symbol in while the tree is alive."""
-    tree = parse(src, lang)
-    ctx = _Ctx(src, lang, lite)
-    return (_build(_captures(tree.root_node, lang), ctx, nodes, unique=lang == "python"),
+    docs None (see Ctx); `nodes`, if given, receives id(symbol) -> (symbol, its node, its
+    outer node) so `complete_symbol` can fill a lite symbol in while the tree is alive."""
+    tree = grammars.parse(src, lang)
+    ctx = Ctx(src, lang, lite)
+    return (build(_captures(tree.root_node, lang), ctx, nodes, unique=lang == "python"),
             None if lite else module_doc(tree, ctx))
 
 
 def _captures(root, lang: str) -> list:
     """The nodes the language's symbol query captures in the whole tree."""
     if lang == "python":
-        return _python_captures(root)
+        return python.captures(root)
     import tree_sitter as ts
-    return ts.QueryCursor(_query(lang)).captures(root).get("s", [])
+    return ts.QueryCursor(query(lang)).captures(root).get("s", [])
 
 
-_NAMED_MAX = 400  # occurrences of a name beyond which _extract_named gives up
+_NAMED_MAX = 400  # occurrences of a name beyond which extract_named gives up
 
 
-def _extract_named(src: bytes, lang: str, name: str, nodes: dict | None = None) -> list[Symbol] | None:
+def extract_named(src: bytes, lang: str, name: str, nodes: dict | None = None) -> list[Symbol] | None:
     """Lite symbols of the file that contain an occurrence of `name` (ASCII letters in
     any case), with their ancestors, without running the symbol query over the whole
     tree: every symbol named `name` exactly (a symbol's name is text inside it), and in an
@@ -119,24 +119,24 @@ def _extract_named(src: bytes, lang: str, name: str, nodes: dict | None = None) 
     if not spans or len(spans) > _NAMED_MAX:
         return None
     import tree_sitter as ts
-    tree = parse(src, lang)
+    tree = grammars.parse(src, lang)
     root = tree.root_node
-    query = _query(lang)
+    symbol_query = query(lang)
     captured = []
     for a, b in spans:
-        cursor = ts.QueryCursor(query)
+        cursor = ts.QueryCursor(symbol_query)
         cursor.set_byte_range(a, b)  # symbols intersecting the occurrence: its ancestors
         captured.extend(cursor.captures(root).get("s", []))
     captured.sort(key=lambda n: (n.start_byte, -n.end_byte))  # document order, as one query gives
-    return _build(captured, _Ctx(src, lang, lite=True), nodes)
+    return build(captured, Ctx(src, lang, lite=True), nodes)
 
 
-def _build(captured: list, ctx: _Ctx, nodes: dict | None, unique: bool = False) -> list[Symbol]:
+def build(captured: list, ctx: Ctx, nodes: dict | None, unique: bool = False) -> list[Symbol]:
     """Symbols from the captured nodes, nested by byte containment. `unique`: no node is
     in `captured` twice (else the repeats are skipped)."""
     lang = ctx.lang
     handler = LANGUAGES[lang].extract
-    leading = lang in _LEADING_LANGS
+    leading = lang in LEADING_LANGS
     seen: set[tuple[int, int, str]] = set()
     flat: list[tuple[Symbol, int, int]] = []
     for node in captured:
@@ -157,7 +157,7 @@ def _build(captured: list, ctx: _Ctx, nodes: dict | None, unique: bool = False) 
             lead_doc = None
         sym = Symbol(
             name=name, kind=kind, signature=sig,
-            start_line=sr + 1, end_line=_end_line(outer),
+            start_line=sr + 1, end_line=end_line(outer),
             start_byte=sb, end_byte=outer.end_byte,
             doc=doc if doc is not None and doc != "" else (lead_doc if doc is None else None),
             doc_start_line=dr + 1, doc_start_byte=db, container=container,
@@ -184,9 +184,9 @@ def _build(captured: list, ctx: _Ctx, nodes: dict | None, unique: bool = False) 
     return top
 
 
-def _complete(sym: Symbol, node, src: bytes, lang: str) -> None:
+def complete_symbol(sym: Symbol, node, src: bytes, lang: str) -> None:
     """Fill in a lite symbol's signature and doc from its node (as a full extraction would)."""
-    ctx = _Ctx(src, lang)
+    ctx = Ctx(src, lang)
     made = LANGUAGES[lang].extract(node, ctx)
     if made is None:  # pragma: no cover - the lite pass kept it, so the full one does
         return

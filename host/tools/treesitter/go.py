@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import re
 
-from .common import _Ctx, _clean, _name, _sig_to
+from .common import Ctx, clean, name_of, sig_to
 
 
-def _go_type_name(node, ctx: _Ctx) -> str:
+def _go_type_name(node, ctx: Ctx) -> str:
     t = ctx.text(node)
     t = t.lstrip("*&").strip()
     return re.sub(r"\[.*", "", t)
 
 
-def _go(node, ctx: _Ctx):
+def extract(node, ctx: Ctx):
     t = node.type
     if t in ("const_spec", "var_spec"):
         decl = node.parent
@@ -22,22 +22,22 @@ def _go(node, ctx: _Ctx):
             decl = decl.parent
         if decl is None or decl.parent is None or decl.parent.type != "source_file":
             return None
-        name = _name(node, ctx) or "?"
+        name = name_of(node, ctx) or "?"
         word = "const" if t == "const_spec" else "var"
         if node.parent.type != "var_spec_list" and decl.named_child_count == 1:
             outer = decl
-            sig = _clean(ctx.text(decl), 120)
+            sig = clean(ctx.text(decl), 120)
         else:  # one of a parenthesised group
             outer = node
-            sig = _clean(f"{word} {ctx.text(node)}", 120)
+            sig = clean(f"{word} {ctx.text(node)}", 120)
         return name, "const" if t == "const_spec" else "var", sig, outer, None, None
     if t == "field_declaration":
-        name = _name(node, ctx) or _go_type_name(node.child_by_field_name("type") or node, ctx)
-        return name, "field", _clean(ctx.text(node), 120), node, None, None
+        name = name_of(node, ctx) or _go_type_name(node.child_by_field_name("type") or node, ctx)
+        return name, "field", clean(ctx.text(node), 120), node, None, None
     if t in ("method_elem", "method_spec"):
-        return _name(node, ctx) or "?", "method", _clean(ctx.text(node), 120), node, None, None
+        return name_of(node, ctx) or "?", "method", clean(ctx.text(node), 120), node, None, None
     if t in ("type_spec", "type_alias"):
-        name = _name(node, ctx) or "?"
+        name = name_of(node, ctx) or "?"
         ty = node.child_by_field_name("type")
         kind = {"struct_type": "struct", "interface_type": "interface"}.get(
             ty.type if ty is not None else "", "type")
@@ -47,13 +47,13 @@ def _go(node, ctx: _Ctx):
         start = outer.start_byte
         if kind in ("struct", "interface"):
             text = ctx.text(start, ty.end_byte)
-            sig = _clean(text.split("{", 1)[0]).rstrip()
+            sig = clean(text.split("{", 1)[0]).rstrip()
         else:
-            sig = _clean(ctx.text(start, node.end_byte), 120)
+            sig = clean(ctx.text(start, node.end_byte), 120)
         return name, kind, sig, outer, None, None
     body = node.child_by_field_name("body")
-    name = _name(node, ctx) or "?"
-    sig = _sig_to(ctx, node.start_byte, body, node)
+    name = name_of(node, ctx) or "?"
+    sig = sig_to(ctx, node.start_byte, body, node)
     if t == "method_declaration":
         recv = node.child_by_field_name("receiver")
         container = None

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from .common import _Ctx, _clean, _name, _sig_to
+from .common import Ctx, clean, name_of, sig_to
 
 
-def _js(node, ctx: _Ctx):
+def extract(node, ctx: Ctx):
     t = node.type
     outer = node
     if t == "variable_declarator":
@@ -21,15 +21,15 @@ def _js(node, ctx: _Ctx):
         outer = decl
         if decl.parent is not None and decl.parent.type == "export_statement":
             outer = decl.parent
-        name = _name(node, ctx) or "?"
+        name = name_of(node, ctx) or "?"
         kind = "class" if value.type == "class" else "function"
         body = value.child_by_field_name("body")
         if body is not None and body.type in ("statement_block", "class_body"):
-            sig = _sig_to(ctx, outer.start_byte, body, node)
+            sig = sig_to(ctx, outer.start_byte, body, node)
         elif body is not None:  # arrow function with an expression body
-            sig = _clean(ctx.text(outer.start_byte, body.start_byte))
+            sig = clean(ctx.text(outer.start_byte, body.start_byte))
         else:
-            sig = _clean(ctx.text(outer), 120)
+            sig = clean(ctx.text(outer), 120)
         return name, kind, sig, outer, None, None
     if t in ("property_signature", "method_signature"):
         p = node.parent
@@ -40,7 +40,7 @@ def _js(node, ctx: _Ctx):
     if t in ("property_identifier",):  # enum member
         return ctx.text(node), "variant", ctx.text(node), node, None, None
     if t == "enum_assignment":
-        return _name(node, ctx) or "?", "variant", _clean(ctx.text(node), 120), node, None, None
+        return name_of(node, ctx) or "?", "variant", clean(ctx.text(node), 120), node, None, None
     kinds = {"function_declaration": "function", "generator_function_declaration": "function",
              "function_signature": "function", "class_declaration": "class",
              "abstract_class_declaration": "class", "class": "class",
@@ -50,7 +50,7 @@ def _js(node, ctx: _Ctx):
              "interface_declaration": "interface", "type_alias_declaration": "type",
              "enum_declaration": "enum", "internal_module": "module"}
     kind = kinds[t]
-    name = _name(node, ctx) or _name(node, ctx, "property") or (
+    name = name_of(node, ctx) or name_of(node, ctx, "property") or (
         "default" if t == "class" else "?")
     body = node.child_by_field_name("body")
     if t == "type_alias_declaration":
@@ -60,7 +60,7 @@ def _js(node, ctx: _Ctx):
         outer = node.parent
         start = outer.start_byte
     if body is None:
-        sig = _sig_to(ctx, start, None, node, 120)
+        sig = sig_to(ctx, start, None, node, 120)
     else:
-        sig = _sig_to(ctx, start, body, node)
+        sig = sig_to(ctx, start, body, node)
     return name, kind, sig, outer, None, None

@@ -13,9 +13,11 @@ from pathlib import Path
 from ...errors import MossError
 from .. import structcache
 from ..symbols import Symbol
-from .cache import _lite_lookup, structure
-from .extract import _LEADING_LANGS, _Ctx, _build, _extract
-from .languages import LANGUAGES, _language, _parser, _query, language_for, parse
+from . import grammars
+from .cache import lite_lookup, structure
+from .common import Ctx
+from .extract import LEADING_LANGS, build, extract_file
+from .languages import LANGUAGES, language_for, query
 
 
 # ------------------------------------------------------------ many files, for search labels
@@ -59,7 +61,7 @@ def lite_entries(paths: list[Path], workers: bool = False) -> dict[Path, tuple]:
     usable = set()
     for lang in {t[1] for t in misses}:
         try:
-            _language(lang)  # a grammar package that is not installed: those files get no labels
+            grammars.language(lang)  # a grammar package that is not installed: those files get no labels
             usable.add(lang)
         except MossError:
             pass
@@ -75,7 +77,7 @@ def lite_entries(paths: list[Path], workers: bool = False) -> dict[Path, tuple]:
 
 def _entry(src: bytes, lang: str, chash: bytes) -> tuple[tuple, bytes]:
     """(symbol tuples, encoded cache entry) of one file's lite structure."""
-    syms, _ = _extract(src, lang, lite=True)
+    syms, _ = extract_file(src, lang, lite=True)
     raw = tuple(structcache.encode_symbol(s) for s in syms)
     return raw, structcache.encode_raw(raw, None, True, chash)
 
@@ -96,8 +98,8 @@ def _entries(jobs: list[tuple], workers: bool) -> list[tuple[tuple, bytes]]:
             and threading.active_count() == 1):
         return [_entry(j[2], j[1], j[3]) for j in jobs]
     for lang in {j[1] for j in jobs}:  # load grammars and queries once, before forking
-        _query(lang)
-        _parser(lang)
+        query(lang)
+        grammars.parser(lang)
     bins: list[list[int]] = [[] for _ in range(n)]
     loads = [0] * n
     for i in sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2])):
@@ -165,16 +167,16 @@ def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
     structure is always extracted and kept there: the next process reads it."""
     if structcache.cache_path() is not None:
         return structure(path)
-    path, lang, key, stamp, syms = _lite_lookup(path)
+    path, lang, key, stamp, syms = lite_lookup(path)
     if syms is not None:
         return syms
-    if lang in _LEADING_LANGS:
+    if lang in LEADING_LANGS:
         return structure(path)
     import tree_sitter as ts
     src = path.read_bytes()
-    tree = parse(src, lang)
+    tree = grammars.parse(src, lang)
     root = tree.root_node
-    query = _query(lang)
+    symbol_query = query(lang)
     spans = []
     for start in sorted(set(line_starts)):
         nl = src.find(b"\n", start)
@@ -194,8 +196,8 @@ def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
                 node = node.parent
     captured = []
     for a, b in spans:
-        cursor = ts.QueryCursor(query)
+        cursor = ts.QueryCursor(symbol_query)
         cursor.set_byte_range(a, b)
         captured.extend(cursor.captures(root).get("s", []))
     captured.sort(key=lambda n: (n.start_byte, -n.end_byte))
-    return _build(captured, _Ctx(src, lang, lite=True), None)
+    return build(captured, Ctx(src, lang, lite=True), None)

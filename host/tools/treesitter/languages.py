@@ -1,49 +1,46 @@
-"""The languages moss reads symbols of, and their grammars and symbol queries.
-
-Grammars come from the individual `tree-sitter-<lang>` wheels and are imported lazily:
-importing this module costs nothing until a file of that language is parsed. Parsers are
-per thread (a tree-sitter Parser is not thread-safe; child agents run in threads);
-languages and queries are shared.
+"""The languages moss reads symbols of: each one's extensions, extractor, symbol query and
+doc conventions (`LangSpec`), which language a file is, and the compiled symbol queries.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import MossError
-from .go import _go
-from .js import _js
-from .lua import _lua
-from .python import _python
-from .rust import _rust
+from . import go, js, lua, python, rust
+from .grammars import GRAMMARS, language
 
 
 class LangSpec:
     """Everything moss knows about one language; adding a language is adding one of these
-    to LANGUAGES (at the end of this module, after the extractors it names).
+    to LANGUAGES (at the end of this module), its grammar to grammars.GRAMMARS and its
+    extractor in a module of its own.
 
-    name, module (the grammar package, e.g. tree_sitter_rust), func (its function returning
-    the language), extensions, extract (node -> (name, kind, signature, outer, doc,
-    container)); kinds: node kinds that are symbols (missing ones are dropped); patterns:
-    query patterns for symbols only in some places; shebangs: interpreter words of a `#!`
-    line; doc_markers: comment starts that document the next symbol; attr_markers:
-    attribute/decorator starts that belong to it; doc_style: how a skeleton shows a doc
-    summary, module_doc_style: ... and the file's own doc."""
+    name (its grammar's, in grammars.GRAMMARS), extensions, extract (node -> (name, kind,
+    signature, outer, doc, container)); kinds: node kinds that are symbols (missing ones are
+    dropped); patterns: query patterns for symbols only in some places; shebangs:
+    interpreter words of a `#!` line; doc_markers: comment starts that document the next
+    symbol; attr_markers: attribute/decorator starts that belong to it; doc_style: how a
+    skeleton shows a doc summary, module_doc_style: ... and the file's own doc."""
 
-    __slots__ = ("name", "module", "func", "extensions", "extract", "kinds", "patterns", "shebangs",
+    __slots__ = ("name", "extensions", "extract", "kinds", "patterns", "shebangs",
                  "doc_markers", "attr_markers", "doc_style", "module_doc_style")
 
-    def __init__(self, name: str, module: str, func: str, extensions: tuple[str, ...], extract: Callable,
+    def __init__(self, name: str, extensions: tuple[str, ...], extract: Callable,
                  kinds: tuple[str, ...] = (), patterns: tuple[str, ...] = (), shebangs: tuple[str, ...] = (),
                  doc_markers: tuple[str, ...] = (), attr_markers: tuple[str, ...] = (),
                  doc_style: tuple[str, str] = ("# ", ""), module_doc_style: tuple[str, str] | None = None):
-        self.name, self.module, self.func, self.extensions, self.extract = name, module, func, extensions, extract
+        self.name, self.extensions, self.extract = name, extensions, extract
         self.kinds, self.patterns, self.shebangs = kinds, patterns, shebangs
         self.doc_markers, self.attr_markers = doc_markers, attr_markers
         self.doc_style, self.module_doc_style = doc_style, module_doc_style
+
+    @property
+    def module(self) -> str:
+        """The grammar's package (tree_sitter_rust)."""
+        return GRAMMARS[self.name][0]
 
 
 LANGUAGES: dict[str, LangSpec] = {}  # filled at the end of this module
@@ -72,26 +69,7 @@ def language_for(path: Path | str, source: bytes | None = None) -> str | None:
 
 
 _lock = threading.Lock()
-_languages: dict[str, object] = {}
 _queries: dict[str, object] = {}
-_local = threading.local()
-
-
-def _language(name: str):
-    with _lock:
-        lang = _languages.get(name)
-        if lang is None:
-            import tree_sitter as ts
-            spec = LANGUAGES[name]
-            try:
-                mod = importlib.import_module(spec.module)
-            except ImportError as e:  # pragma: no cover - depends on the install
-                pkg = spec.module.replace("_", "-")
-                raise MossError(f"{name} support needs the `{pkg}` package "
-                                f"(pip install {pkg})", kind="config") from e
-            lang = ts.Language(getattr(mod, spec.func)())
-            _languages[name] = lang
-        return lang
 
 
 def load_all() -> None:
@@ -99,34 +77,19 @@ def load_all() -> None:
     5-16 ms a language that each forked process would otherwise spend again)."""
     for name in LANGUAGES:
         try:
-            _query(name)
+            query(name)
         except MossError:
             pass  # a grammar that is not installed: its first use says so
 
 
-def _parser(name: str):
-    parsers = getattr(_local, "parsers", None)
-    if parsers is None:
-        parsers = _local.parsers = {}
-    p = parsers.get(name)
-    if p is None:
-        import tree_sitter as ts
-        p = parsers[name] = ts.Parser(_language(name))
-    return p
-
-
-def parse(source: bytes, lang: str):
-    """Parse `source` as `lang`; returns a tree_sitter.Tree."""
-    return _parser(lang).parse(source)
-
-
-def _query(name: str):
+def query(name: str):
+    """The compiled symbol query of language `name` (its captures are named `s`)."""
     with _lock:
         q = _queries.get(name)
     if q is not None:
         return q
     import tree_sitter as ts
-    lang = _language(name)
+    lang = language(name)
     spec = LANGUAGES[name]
     parts = [f"({k}) @s" for k in spec.kinds if lang.id_for_node_kind(k, True)]
     parts += spec.patterns
@@ -148,28 +111,28 @@ _TS_PATTERNS = ("(enum_body (property_identifier) @s)", "(enum_body (enum_assign
 _JS_DOC: dict[str, Any] = dict(doc_markers=("/**",), attr_markers=("@",), doc_style=("/** ", " */"))
 
 for _spec in [
-    LangSpec("python", "tree_sitter_python", "language", (".py", ".pyi", ".pyw"), _python,
+    LangSpec("python", (".py", ".pyi", ".pyw"), python.extract,
              kinds=("function_definition", "class_definition"),
              patterns=("(class_definition body: (block (expression_statement (assignment)) @s))",),
              shebangs=("python",), attr_markers=("@",), doc_style=('"""', '"""'),
              module_doc_style=('"""', '"""')),
-    LangSpec("rust", "tree_sitter_rust", "language", (".rs",), _rust,
+    LangSpec("rust", (".rs",), rust.extract,
              kinds=("function_item", "function_signature_item", "struct_item", "enum_item", "union_item",
                     "trait_item", "impl_item", "mod_item", "type_item", "const_item", "static_item",
                     "macro_definition", "field_declaration", "enum_variant", "associated_type"),
              doc_markers=("///", "/**"), attr_markers=("#[",), doc_style=("/// ", ""),
              module_doc_style=("//! ", "")),
-    LangSpec("javascript", "tree_sitter_javascript", "language", (".js", ".mjs", ".cjs", ".jsx"), _js,
+    LangSpec("javascript", (".js", ".mjs", ".cjs", ".jsx"), js.extract,
              kinds=_JS_KINDS, patterns=("(export_statement value: (class) @s)",), shebangs=("node",), **_JS_DOC),
-    LangSpec("typescript", "tree_sitter_typescript", "language_typescript", (".ts", ".mts", ".cts"), _js,
+    LangSpec("typescript", (".ts", ".mts", ".cts"), js.extract,
              kinds=_TS_KINDS, patterns=_TS_PATTERNS, shebangs=("deno",), **_JS_DOC),
-    LangSpec("tsx", "tree_sitter_typescript", "language_tsx", (".tsx",), _js,
+    LangSpec("tsx", (".tsx",), js.extract,
              kinds=_TS_KINDS, patterns=_TS_PATTERNS, **_JS_DOC),
-    LangSpec("go", "tree_sitter_go", "language", (".go",), _go,
+    LangSpec("go", (".go",), go.extract,
              kinds=("function_declaration", "method_declaration", "type_spec", "type_alias", "field_declaration",
                     "method_elem", "method_spec", "const_spec", "var_spec"),
              doc_markers=("//", "/*"), doc_style=("// ", "")),
-    LangSpec("lua", "tree_sitter_lua", "language", (".lua",), _lua,
+    LangSpec("lua", (".lua",), lua.extract,
              kinds=("function_declaration",),
              patterns=("(assignment_statement (expression_list value: (function_definition))) @s",
                        "(field name: (identifier) value: (function_definition)) @s"),

@@ -10,8 +10,8 @@ from typing import Callable
 
 from ...errors import MossError
 from ..symbols import Symbol, walk_all
-from .cache import _cached, _disk_get, outline
-from .extract import _complete, _extract, _extract_named
+from .cache import cached, disk_get, outline
+from .extract import complete_symbol, extract_file, extract_named
 from .languages import language_for
 
 
@@ -28,15 +28,15 @@ def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], C
     lang = language_for(path, src)
     if lang is None:
         return [], lambda sym: None
-    key, stamp, hit = _cached(path, lite=False)
+    key, stamp, hit = cached(path, lite=False)
     if hit is not None:
         return hit[1], lambda sym: None
-    got = _disk_get(src, lang, lite_ok=False)[2]
+    got = disk_get(src, lang, lite_ok=False)[2]
     if got is not None:
         return got[0], lambda sym: None
     nodes: dict = {}
     want = [p for p in _SPLIT.split(query.strip()) if p]
-    syms = _extract_named(src, lang, want[-1], nodes) if want else None
+    syms = extract_named(src, lang, want[-1], nodes) if want else None
     # match_symbols prefers exact-case matches, and those are all found around the
     # occurrences; case-insensitive ones are too when no case folding can change a
     # length or turn a non-ASCII letter into an ASCII one (ß, ſ, the Kelvin sign).
@@ -44,14 +44,14 @@ def for_lookup(path: Path, src: bytes, query: str = "") -> tuple[list[Symbol], C
                                      for s in walk_all(syms))
     if syms is None or not (exact or (src.isascii() and query.isascii() and match_symbols(syms, query))):
         nodes.clear()
-        syms, _ = _extract(src, lang, lite=True, nodes=nodes)
+        syms, _ = extract_file(src, lang, lite=True, nodes=nodes)
     done: set[int] = set()
 
     def complete(sym: Symbol) -> None:
         got = nodes.get(id(sym))
         if got is not None and id(sym) not in done:
             done.add(id(sym))
-            _complete(sym, got[1], src, lang)
+            complete_symbol(sym, got[1], src, lang)
 
     return syms, complete
 

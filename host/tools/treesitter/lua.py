@@ -3,30 +3,30 @@
 
 from __future__ import annotations
 
-from .common import _Ctx, _clean, _name
+from .common import Ctx, clean, name_of
 
 
-def _lua_name(n, ctx: _Ctx) -> tuple[str, str | None]:
+def _lua_name(n, ctx: Ctx) -> tuple[str, str | None]:
     if n.type == "dot_index_expression":
-        return _name(n, ctx, "field") or "?", ctx.text(n.child_by_field_name("table"))
+        return name_of(n, ctx, "field") or "?", ctx.text(n.child_by_field_name("table"))
     if n.type == "method_index_expression":
-        return _name(n, ctx, "method") or "?", ctx.text(n.child_by_field_name("table"))
+        return name_of(n, ctx, "method") or "?", ctx.text(n.child_by_field_name("table"))
     return ctx.text(n), None
 
 
-def _lua(node, ctx: _Ctx):
+def extract(node, ctx: Ctx):
     if node.type == "function_declaration":
         n = node.child_by_field_name("name")
         name, container = _lua_name(n, ctx) if n is not None else ("?", None)
         params = node.child_by_field_name("parameters")
         end = params.end_byte if params is not None else node.end_byte
         kind = "method" if container else "function"
-        return name, kind, _clean(ctx.text(node.start_byte, end)), node, None, container
+        return name, kind, clean(ctx.text(node.start_byte, end)), node, None, container
     if node.type == "field":
         fn = node.child_by_field_name("value")
         params = fn.child_by_field_name("parameters")
-        name = _name(node, ctx) or "?"
-        sig = _clean(ctx.text(node.start_byte, params.end_byte if params else fn.end_byte))
+        name = name_of(node, ctx) or "?"
+        sig = clean(ctx.text(node.start_byte, params.end_byte if params else fn.end_byte))
         return name, "function", sig, node, None, None
     # assignment_statement: `M.run = function(...)` / `local f = function(...)`
     names = node.named_children[0]
@@ -39,4 +39,4 @@ def _lua(node, ctx: _Ctx):
     outer = node.parent if node.parent is not None and \
         node.parent.type == "variable_declaration" else node
     params = fn.child_by_field_name("parameters")
-    sig = _clean(ctx.text(outer.start_byte, params.end_byte if params else fn.end_byte))
+    sig = clean(ctx.text(outer.start_byte, params.end_byte if params else fn.end_byte))
