@@ -28,6 +28,7 @@ def clean(text: str, limit: int = 160) -> str:
 
 
 def end_line(node) -> int:
+    """The 1-based line `node` ends on (one ending with a newline ends on the line before it)."""
     row, col = node.end_point
     if col == 0 and row > node.start_point[0]:
         return row  # ends with a newline: the last line is the previous one
@@ -103,5 +104,6 @@ def sig_to(ctx: Ctx, start: int, stop_node, node, limit: int = 160) -> str:
 
 
 def name_of(node, ctx: Ctx, fieldname: str = "name") -> str | None:
+    """The text of `node`'s field `fieldname`, or None when it has none."""
     n = node.child_by_field_name(fieldname)
     return ctx.text(n) if n is not None else None

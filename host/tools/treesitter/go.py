@@ -1,5 +1,4 @@
-"""Go's symbols: functions, methods with their receiver's type, types, fields, constants.
-"""
+"""Go's symbols: functions, methods with their receiver's type, types, fields, constants."""
 
 from __future__ import annotations
 
@@ -15,6 +14,8 @@ def _go_type_name(node, ctx: Ctx) -> str:
 
 
 def extract(node, ctx: Ctx):
+    """What `node`, a capture of the symbol query, is: (name, kind, signature, outer node, doc,
+    container), or None when it is not a symbol after all."""
     t = node.type
     if t in ("const_spec", "var_spec"):
         decl = node.parent

@@ -1,5 +1,4 @@
-"""JavaScript's, TypeScript's and TSX's symbols.
-"""
+"""JavaScript's, TypeScript's and TSX's symbols."""
 
 from __future__ import annotations
 
@@ -7,6 +6,8 @@ from .common import Ctx, clean, name_of, sig_to
 
 
 def extract(node, ctx: Ctx):
+    """What `node`, a capture of the symbol query, is: (name, kind, signature, outer node, doc,
+    container), or None when it is not a symbol after all."""
     t = node.type
     outer = node
     if t == "variable_declarator":

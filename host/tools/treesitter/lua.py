@@ -1,5 +1,4 @@
-"""Lua's symbols: functions declared, assigned to a name or a table field, or in a table.
-"""
+"""Lua's symbols: functions declared, assigned to a name or a table field, or in a table."""
 
 from __future__ import annotations
 
@@ -15,6 +14,8 @@ def _lua_name(n, ctx: Ctx) -> tuple[str, str | None]:
 
 
 def extract(node, ctx: Ctx):
+    """What `node`, a capture of the symbol query, is: (name, kind, signature, outer node, doc,
+    container), or None when it is not a symbol after all."""
     if node.type == "function_declaration":
         n = node.child_by_field_name("name")
         name, container = _lua_name(n, ctx) if n is not None else ("?", None)

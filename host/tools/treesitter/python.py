@@ -8,6 +8,7 @@ from .common import Ctx, clean, name_of, sig_to, summary
 
 
 def docstring(body, ctx: Ctx) -> str | None:
+    """The summary of the docstring opening `body` (a block, or the module's root), or None."""
     if ctx.lite or body is None or body.named_child_count == 0:
         return None
     first = body.named_children[0]
@@ -21,6 +22,8 @@ def docstring(body, ctx: Ctx) -> str | None:
 
 
 def extract(node, ctx: Ctx):
+    """What `node`, a capture of the symbol query, is: (name, kind, signature, outer node, doc,
+    container), or None when it is not a symbol after all."""
     if node.type == "expression_statement":  # class attribute
         a = node.named_children[0]
         left = a.child_by_field_name("left")

@@ -1,5 +1,4 @@
-"""Rust's symbols: what each item node is called, its kind and signature.
-"""
+"""Rust's symbols: what each item node is called, its kind and signature."""
 
 from __future__ import annotations
 
@@ -9,6 +8,8 @@ from .common import Ctx, clean, name_of, sig_to
 
 
 def extract(node, ctx: Ctx):
+    """What `node`, a capture of the symbol query, is: (name, kind, signature, outer node, doc,
+    container), or None when it is not a symbol after all."""
     t = node.type
     body = node.child_by_field_name("body")
     if t == "impl_item":
