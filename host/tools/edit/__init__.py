@@ -68,6 +68,12 @@ once, there): a folder swapped for a link after the check (another process, a ba
 fails the edit with a line naming the link, and nothing is read or written outside the
 project. A file is replaced by a temp file made with O_EXCL and renamed within the same
 folder descriptor.
+
+This module is the batch (`preview`, `apply`); the rest, one job per module: a spec's shape
+(`spec.py`), the files a batch touches and which one a target names (`files.py`), whole-file,
+symbol and exact-text edits (`wholefile.py`, `symbol.py`, `text.py`), the line and
+indentation helpers symbol edits lay text out with (`layout.py`), what a batch reports: its
+diffs and syntax warning (`report.py`), and writing with its rollback (`write.py`).
 """
 
 from __future__ import annotations
@@ -77,12 +83,12 @@ from pathlib import Path
 
 from ...errors import MossError
 from .. import surface
-from .files import MAX_BYTES, _File, _Plan, _locate_file
-from .report import _change, _result
-from .spec import _parse_spec, _Spec
-from .symbol import _symbol_edit
-from .wholefile import _create, _file_edit
-from .write import _commit
+from .files import MAX_BYTES, File, Plan, locate_file
+from .report import batch_result, change_entry
+from .spec import Spec, parse_spec
+from .symbol import symbol_edit
+from .wholefile import create, file_edit
+from .write import commit
 
 __all__ = ["preview", "apply", "MAX_BYTES"]
 
@@ -91,33 +97,33 @@ def preview(root: Path, specs: list[dict]) -> dict:
     """What `apply` would do, without writing anything; and, for the approval policy, what it
     changes in each file's public surface (`surfaces`: moss.tools.surface.compare)."""
     plan = _plan(root, specs)
-    return {**_result(plan), "surfaces": [surface.compare(f.rel, f.initial, f.text) for f in plan.changed()]}
+    return {**batch_result(plan), "surfaces": [surface.compare(f.rel, f.initial, f.text) for f in plan.changed()]}
 
 
 def apply(root: Path, specs: list[dict]) -> dict:
     """Apply every spec or none (see the module doc); returns what `preview` returns."""
     plan = _plan(root, specs)
-    _commit(plan.changed())
-    return _result(plan)
+    commit(plan.changed())
+    return batch_result(plan)
 
 
-def _plan(root: Path, specs) -> _Plan:
+def _plan(root: Path, specs) -> Plan:
     """Run every spec in memory, in order; raise on the first one that fails."""
     if isinstance(specs, Mapping):
         specs = [specs]
     if not specs:
         raise MossError("no edits given: pass a list of {target, action, ...} specs",
                         kind="usage")
-    plan = _Plan(root)
+    plan = Plan(root)
     for number, raw in enumerate(specs, 1):
         try:
-            spec = _parse_spec(number, raw)
-            f = _locate_file(plan, spec)
+            spec = parse_spec(number, raw)
+            f = locate_file(plan, spec)
             before = f.text
             _run_spec(f, spec)
         except MossError as e:
             raise _in_spec(e, number, len(specs), raw) from e
-        plan.changes.append(_change(f, before, spec))
+        plan.changes.append(change_entry(f, before, spec))
     return plan
 
 
@@ -131,10 +137,10 @@ def _in_spec(err: MossError, number: int, total: int, raw) -> MossError:
     return MossError(f"{where}: {err.message}\nNo file was changed.", kind=err.kind, **data)
 
 
-def _run_spec(f: _File, spec: _Spec) -> None:
+def _run_spec(f: File, spec: Spec) -> None:
     if spec.action == "create":
-        _create(f, spec)
+        create(f, spec)
     elif spec.symbol:
-        _symbol_edit(f, spec.symbol, spec)
+        symbol_edit(f, spec.symbol, spec)
     else:
-        _file_edit(f, spec)
+        file_edit(f, spec)

@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import MossError
-from .. import safefs, treesitter
+from .. import safefs
 from ..confine import confine
 from ..resolve import require_regular, resolve_path, special_kind
-from .spec import _Spec
+from ..treesitter import language_for
+from .spec import Spec
 
 MAX_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(eq=False)
-class _File:
+class File:
     """One file as the batch sees it. `text` is LF-normalized and ends with a newline
     unless empty; None means the file does not exist (not yet, or no longer)."""
 
@@ -37,7 +38,7 @@ class _File:
 
     def existing(self) -> str:
         """The text of a file that exists: every edit but create is of a file
-        `_locate_file` found."""
+        `locate_file` found."""
         assert self.text is not None
         return self.text
 
@@ -62,16 +63,16 @@ class _File:
         return self.encoded() != self.original
 
 
-class _Plan:
+class Plan:
     """Every file the batch touches, loaded once, keyed by resolved path."""
 
     def __init__(self, root: Path):
         self.root = Path(os.path.realpath(os.fspath(root)))
         self.tree = safefs.tree(self.root)
-        self.files: dict[Path, _File] = {}
+        self.files: dict[Path, File] = {}
         self.changes: list[dict] = []
 
-    def file(self, path: Path) -> _File:
+    def file(self, path: Path) -> File:
         f = self.files.get(path)
         if f is None:
             f = self.files[path] = _load(self, path)
@@ -85,11 +86,11 @@ class _Plan:
         f = self.files.get(path)
         return f.text is not None if f is not None else path.is_file()
 
-    def changed(self) -> list[_File]:
+    def changed(self) -> list[File]:
         return [f for f in self.files.values() if f.changed]
 
 
-def _locate_file(plan: _Plan, spec: _Spec) -> _File:
+def locate_file(plan: Plan, spec: Spec) -> File:
     """The file a spec edits; sets `spec.symbol` to the rest of the target."""
     if spec.action == "create":
         return plan.file(_new_file_path(plan, spec.target))
@@ -107,7 +108,7 @@ def _locate_file(plan: _Plan, spec: _Spec) -> _File:
     raise _no_file(plan, spec.target)
 
 
-def _new_file_path(plan: _Plan, target: str) -> Path:
+def _new_file_path(plan: Plan, target: str) -> Path:
     path = confine(plan.root, target, writing=True)
     if path not in plan.files:
         require_regular(path, target, "moss edits regular files only")
@@ -125,7 +126,7 @@ def _new_file_path(plan: _Plan, target: str) -> Path:
     return path
 
 
-def _no_file(plan: _Plan, target: str) -> MossError:
+def _no_file(plan: Plan, target: str) -> MossError:
     """not_found for a target with no existing file in front; suggest the real path."""
     parts = target.split("/")
     guess_len = next((i + 1 for i, p in enumerate(parts) if "." in p.strip(".")), len(parts))
@@ -145,14 +146,14 @@ def _no_file(plan: _Plan, target: str) -> MossError:
     return MossError(msg, kind="not_found")
 
 
-def _load(plan: _Plan, path: Path) -> _File:
-    """Read a file into a _File (or an absent one); refuse binary and oversized files."""
+def _load(plan: Plan, path: Path) -> File:
+    """Read a file into a File (or an absent one); refuse binary and oversized files."""
     rel = path.relative_to(plan.root).as_posix()
     try:
         fd = plan.tree.open(rel, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError):
-        return _File(path=path, rel=rel, original=None, tree=plan.tree,
-                     lang=treesitter.language_for(path, b""))
+        return File(path=path, rel=rel, original=None, tree=plan.tree,
+                     lang=language_for(path, b""))
     except IsADirectoryError:
         raise MossError(f"{rel} is not a regular file", kind="usage") from None
     with os.fdopen(fd, "rb") as fh:
@@ -175,9 +176,9 @@ def _load(plan: _Plan, path: Path) -> _File:
     eol = "\r\n" if crlf and crlf == data.count(b"\n") else "\n"
     if eol != "\n":
         text = text.replace("\r\n", "\n")
-    f = _File(path=path, rel=rel, original=data, tree=plan.tree, mode=stat.S_IMODE(st.st_mode), eol=eol,
+    f = File(path=path, rel=rel, original=data, tree=plan.tree, mode=stat.S_IMODE(st.st_mode), eol=eol,
               final_newline=not data or data.endswith(b"\n"),
-              lang=treesitter.language_for(path, data))
+              lang=language_for(path, data))
     f.set(text)
     f.initial = f.text
     return f

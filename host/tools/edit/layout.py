@@ -1,5 +1,4 @@
-"""Lines, indentation and blank lines: what symbol edits lay their text out with.
-"""
+"""Lines, indentation and blank lines: how symbol and text edits find and lay out their text."""
 
 from __future__ import annotations
 
@@ -8,17 +7,24 @@ import textwrap
 _CLOSERS = ("}", ")", "]", "end")
 
 
-def _line_start(text: str, pos: int) -> int:
+def start_of_line(text: str, pos: int) -> int:
+    """Where the line holding `pos` starts."""
     return text.rfind("\n", 0, pos) + 1
 
 
-def _line_end(text: str, end: int) -> int:
+def end_of_line(text: str, end: int) -> int:
     """Just past the newline ending the line that holds the character before `end`."""
     j = text.find("\n", max(end - 1, 0))
     return len(text) if j < 0 else j + 1
 
 
-def _indent(line: str) -> str:
+def line_number(text: str, offset: int) -> int:
+    """The 1-based number of the line holding `offset`."""
+    return text.count("\n", 0, offset) + 1
+
+
+def indent_of(line: str) -> str:
+    """The spaces and tabs `line` starts with."""
     return line[:len(line) - len(line.lstrip(" \t"))]
 
 
@@ -52,10 +58,10 @@ def _blanks_after(text: str, pos: int) -> tuple[int, int, str | None]:
 def _sibling(line: str | None, indent: str) -> bool:
     """A neighbouring line at the symbol's level or deeper (not the block's opener or
     closer, not the start or end of the file)."""
-    return line is not None and len(_indent(line)) >= len(indent)
+    return line is not None and len(indent_of(line)) >= len(indent)
 
 
-def _tidy_gap(text: str, pos: int, indent: str) -> str:
+def tidy_gap(text: str, pos: int, indent: str) -> str:
     """Blank lines around the hole a deletion left at line start `pos`."""
     n_before, run_start, prev = _blanks_before(text, pos)
     n_after, run_end, nxt = _blanks_after(text, pos)
@@ -72,7 +78,7 @@ def _tidy_gap(text: str, pos: int, indent: str) -> str:
     return text[:pos] + text[cut:]
 
 
-def _reindent(content: str, indent: str) -> str:
+def reindent(content: str, indent: str) -> str:
     """`content` as lines at `indent` (see the module doc), ending with a newline."""
     lines = content.split("\n")
     while lines and not lines[0].strip():
@@ -89,13 +95,9 @@ def _reindent(content: str, indent: str) -> str:
 
 def _lost_first_indent(lines: list[str], indent: str) -> bool:
     rest = [line for line in lines[1:] if line.strip()]
-    if _indent(lines[0]) or not indent or not rest:
+    if indent_of(lines[0]) or not indent or not rest:
         return False
-    least = min(len(_indent(line)) for line in rest)
+    least = min(len(indent_of(line)) for line in rest)
     last = rest[-1]
     return least > len(indent) or (
-        least == len(indent) == len(_indent(last)) and last.strip().startswith(_CLOSERS))
-
-
-def _line_no(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+        least == len(indent) == len(indent_of(last)) and last.strip().startswith(_CLOSERS))

@@ -6,21 +6,23 @@ from __future__ import annotations
 
 import difflib
 
-from .. import treesitter
-from .files import _File, _Plan
-from .spec import _Spec
+from ..treesitter import grammars
+from .files import File, Plan
+from .spec import Spec
 
 DIFF_CONTEXT = 2
 
 
-def _change(f: _File, before: str | None, spec: _Spec) -> dict:
+def change_entry(f: File, before: str | None, spec: Spec) -> dict:
+    """What one spec changed in its file: its diff, lines added and removed, target and action."""
     diff = _diff(f.rel, before, f.text)
     added, removed = _count(diff)
     return {"path": f.rel, "diff": diff, "added": added, "removed": removed,
             "target": spec.target, "action": spec.action}
 
 
-def _result(plan: _Plan) -> dict:
+def batch_result(plan: Plan) -> dict:
+    """What `preview` and `apply` return (see the package doc), but the surfaces."""
     changed = plan.changed()
     result = {
         "files": [f.rel for f in changed],
@@ -50,7 +52,7 @@ def _count(diff: str) -> tuple[int, int]:
             sum(1 for x in lines if x.startswith("-")))
 
 
-def _syntax_warning(f: _File) -> str | None:
+def _syntax_warning(f: File) -> str | None:
     """"path: parse error near line N" when the batch added parse errors to the file."""
     if f.lang is None or not f.text:
         return None
@@ -65,7 +67,7 @@ def _syntax_warning(f: _File) -> str | None:
 
 def _parse_errors(text: str, lang: str, limit: int = 200) -> list[int]:
     """Lines (1-based) of the ERROR and MISSING nodes in a parse, in order."""
-    root = treesitter.parse(text.encode("utf-8"), lang).root_node
+    root = grammars.parse(text.encode("utf-8"), lang).root_node
     if not root.has_error:
         return []
     found: list[int] = []

@@ -1,5 +1,4 @@
-"""An edit spec: its shape checked, its text with LF line endings.
-"""
+"""An edit spec: its shape checked, its text with LF line endings."""
 
 from __future__ import annotations
 
@@ -14,7 +13,9 @@ _KEYS = ("target", "action", "content", "position", "old")
 
 
 @dataclass
-class _Spec:
+class Spec:
+    """One edit, as `parse_spec` checked it (content and old with LF line endings)."""
+
     number: int
     target: str
     action: str
@@ -24,7 +25,7 @@ class _Spec:
     symbol: str = ""  # the target after its file path ("" for the whole file)
 
 
-def _parse_spec(number: int, raw) -> _Spec:
+def parse_spec(number: int, raw) -> Spec:
     """Check a spec's shape; returns it with newlines normalized to LF."""
     if not isinstance(raw, Mapping):
         raise MossError(f"a spec must be a table/dict, got {type(raw).__name__}", kind="usage")
@@ -38,7 +39,7 @@ def _parse_spec(number: int, raw) -> _Spec:
     if action not in ACTIONS:
         raise MossError(f"action {action!r} is not one of: {', '.join(ACTIONS)}",
                         kind="usage")
-    spec = _Spec(number, target.strip(), action)
+    spec = Spec(number, target.strip(), action)
     content = raw.get("content")
     if action in _NEEDS_CONTENT:
         if not isinstance(content, str):
@@ -66,8 +67,8 @@ def _parse_spec(number: int, raw) -> _Spec:
     return spec
 
 
-def _given(value: str | None) -> str:
-    """A spec field `_parse_spec` made sure of for the spec's action (content, old, position)."""
+def given(value: str | None) -> str:
+    """A spec field `parse_spec` made sure of for the spec's action (content, old, position)."""
     assert value is not None
     return value
 

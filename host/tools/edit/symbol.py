@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass
 
 from ...errors import MossError
-from .. import treesitter
-from .files import _File
-from .layout import _indent, _line_end, _line_no, _line_start, _reindent, _tidy_gap
-from .spec import _Spec, _given
-from .text import _exact_edit
+from ..symbols import Symbol
+from ..treesitter import LANGUAGES, grammars, pick_symbol, symbols_of
+from .files import File
+from .layout import indent_of, end_of_line, line_number, start_of_line, reindent, tidy_gap
+from .spec import Spec, given
+from .text import exact_edit
 
 _FLAT_KINDS = {"field", "variant"}
 
@@ -32,7 +33,8 @@ class _Span:
     kind: str
 
 
-def _symbol_edit(f: _File, symbol: str, spec: _Spec) -> None:
+def symbol_edit(f: File, symbol: str, spec: Spec) -> None:
+    """Delete, replace, insert next to, or edit text inside the symbol `symbol` of the file."""
     if f.lang is None:
         raise MossError(f"{f.rel} is not source code moss parses, so it has no symbol "
                         f"{symbol}; edit it with action text (old/content), or check the "
@@ -42,23 +44,23 @@ def _symbol_edit(f: _File, symbol: str, spec: _Spec) -> None:
                         f"{symbol} use insert with position before/after", kind="usage")
     text = f.existing()
     data = text.encode("utf-8")
-    syms = treesitter.symbols_of(f.path, data)
+    syms = symbols_of(f.path, data)
     sym = _pick(syms, symbol, f.rel)
     span = _symbol_span(text, data, f.lang, sym)
     if spec.action == "delete":
         f.set(_delete(text, span))
     elif spec.action == "replace":
-        f.set(_replace(text, span, _given(spec.content), f.lang))
+        f.set(_replace(text, span, given(spec.content), f.lang))
     elif spec.action == "insert":
-        f.set(_insert(text, span, _given(spec.content), _given(spec.position), f.lang, sym, syms))
+        f.set(_insert(text, span, given(spec.content), given(spec.position), f.lang, sym, syms))
     elif spec.action == "text":
-        _exact_edit(f, spec, span.doc, span.end, f"{f.rel}/{sym.path}")
+        exact_edit(f, spec, span.doc, span.end, f"{f.rel}/{sym.path}")
 
 
-def _pick(syms: list[treesitter.Symbol], query: str, rel: str) -> treesitter.Symbol:
+def _pick(syms: list[Symbol], query: str, rel: str) -> Symbol:
     """One symbol; not_found lists the file's top-level symbols."""
     try:
-        return treesitter.pick_symbol(syms, query, rel)
+        return pick_symbol(syms, query, rel)
     except MossError as e:
         if e.kind != "not_found":
             raise
@@ -72,16 +74,16 @@ def _pick(syms: list[treesitter.Symbol], query: str, rel: str) -> treesitter.Sym
         raise MossError(msg, kind="not_found", suggestions=close, symbols=top) from None
 
 
-def _symbol_span(text: str, data: bytes, lang: str, sym: treesitter.Symbol) -> _Span:
+def _symbol_span(text: str, data: bytes, lang: str, sym: Symbol) -> _Span:
     char = _char_offsets(text, data)
     doc = char(min(sym.doc_start_byte, sym.start_byte))
     end = char(sym.end_byte)
-    first, after = _line_start(text, doc), _line_end(text, end)
+    first, after = start_of_line(text, doc), end_of_line(text, end)
     lead, tail = text[first:doc], text[end:after]
     own = not lead.strip() and tail.strip() in ("", ",", ";")
     return _Span(doc=doc, attrs=char(sym.start_byte), item=char(_item_start(data, lang, sym)),
                  end=end, first=first, after=after, own_lines=own,
-                 indent=_indent(text[first:after]), kind=sym.kind)
+                 indent=indent_of(text[first:after]), kind=sym.kind)
 
 
 def _char_offsets(text: str, data: bytes):
@@ -90,9 +92,9 @@ def _char_offsets(text: str, data: bytes):
     return lambda b: len(data[:b].decode("utf-8"))
 
 
-def _item_start(data: bytes, lang: str, sym: treesitter.Symbol) -> int:
+def _item_start(data: bytes, lang: str, sym: Symbol) -> int:
     """Byte where the item itself starts, after its attributes/decorators."""
-    root = treesitter.parse(data, lang).root_node
+    root = grammars.parse(data, lang).root_node
     node = root.named_descendant_for_byte_range(sym.start_byte, sym.end_byte)
     if node is None:
         return sym.start_byte
@@ -109,7 +111,7 @@ def _item_start(data: bytes, lang: str, sym: treesitter.Symbol) -> int:
 
 def _delete(text: str, span: _Span) -> str:
     if span.own_lines:
-        return _tidy_gap(text[:span.first] + text[span.after:], span.first, span.indent)
+        return tidy_gap(text[:span.first] + text[span.after:], span.first, span.indent)
     start, end = span.doc, span.end
     m = re.match(r"[ \t]*,[ \t]*", text[end:])
     if m:
@@ -131,8 +133,8 @@ def _replace(text: str, span: _Span, content: str, lang: str) -> str:
         if text[span.end:].lstrip(" \t").startswith(",") and new.rstrip().endswith(","):
             new = new.rstrip()[:-1]
         return text[:start] + new + text[span.end:]
-    line_start = _line_start(text, start)
-    block = _reindent(content, span.indent)
+    line_start = start_of_line(text, start)
+    block = reindent(content, span.indent)
     if text[line_start:start].strip():  # something else precedes it on that line
         line_start, block = start, block.lstrip(" \t")
     sep = text[span.end:span.after].strip()
@@ -144,7 +146,7 @@ def _replace(text: str, span: _Span, content: str, lang: str) -> str:
 def _replace_start(span: _Span, content: str, lang: str) -> int:
     """See the module doc: the content's own head decides what it replaces."""
     head = next((line.strip() for line in content.split("\n") if line.strip()), "")
-    spec = treesitter.LANGUAGES.get(lang)
+    spec = LANGUAGES.get(lang)
     if spec and head.startswith(spec.doc_markers):
         return span.doc
     if spec and head.startswith(spec.attr_markers):
@@ -153,12 +155,12 @@ def _replace_start(span: _Span, content: str, lang: str) -> int:
 
 
 def _insert(text: str, span: _Span, content: str, position: str, lang: str,
-            sym: treesitter.Symbol, syms: list[treesitter.Symbol]) -> str:
+            sym: Symbol, syms: list[Symbol]) -> str:
     if not span.own_lines:
-        line = _line_no(text, span.doc)
+        line = line_number(text, span.doc)
         raise MossError(f"{sym.path} shares line {line} with other code, so there is no "
                         "line above or below it to insert on; use action text", kind="usage")
-    block = _reindent(content, span.indent)
+    block = reindent(content, span.indent)
     if not block:
         raise MossError("insert needs non-empty content", kind="usage")
     prev, nxt = _neighbours(sym, syms)
@@ -170,7 +172,7 @@ def _insert(text: str, span: _Span, content: str, position: str, lang: str,
     return text[:span.after] + "\n" * gap + block + text[span.after:]
 
 
-def _neighbours(sym: treesitter.Symbol, syms: list[treesitter.Symbol]):
+def _neighbours(sym: Symbol, syms: list[Symbol]):
     """The symbols just before and after `sym` in its block (None at either end)."""
     siblings = sym.parent.children if sym.parent is not None else syms
     i = next(k for k, s in enumerate(siblings) if s is sym)
@@ -178,7 +180,7 @@ def _neighbours(sym: treesitter.Symbol, syms: list[treesitter.Symbol]):
             siblings[i + 1] if i + 1 < len(siblings) else None)
 
 
-def _gap(upper: treesitter.Symbol | None, lower: treesitter.Symbol | None) -> int | None:
+def _gap(upper: Symbol | None, lower: Symbol | None) -> int | None:
     """Lines between two neighbouring symbols of the same sort, else None."""
     if upper is None or lower is None or _sort(upper) != _sort(lower):
         return None
@@ -186,7 +188,7 @@ def _gap(upper: treesitter.Symbol | None, lower: treesitter.Symbol | None) -> in
     return max(top - upper.end_line - 1, 0)
 
 
-def _sort(sym: treesitter.Symbol) -> str:
+def _sort(sym: Symbol) -> str:
     return "function" if sym.kind == "method" else sym.kind
 
 

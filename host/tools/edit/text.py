@@ -1,5 +1,4 @@
-"""Exact-text edits: `old` found exactly once, or an error saying where it nearly is.
-"""
+"""Exact-text edits: `old` found exactly once, or an error saying where it nearly is."""
 
 from __future__ import annotations
 
@@ -7,24 +6,26 @@ import difflib
 import re
 
 from ...errors import MossError
-from .files import _File
-from .layout import _line_no, _line_start
-from .spec import _Spec, _given
+from .files import File
+from .layout import line_number, start_of_line
+from .spec import Spec, given
 
 
-def _exact_edit(f: _File, spec: _Spec, lo: int, hi: int, where: str) -> None:
-    text, old = f.existing(), _given(spec.old)
+def exact_edit(f: File, spec: Spec, lo: int, hi: int, where: str) -> None:
+    """Replace the one occurrence of `spec.old` in the file's text[lo:hi] (`where` names it in
+    errors): not_found says where it nearly is, ambiguous on which lines it occurs."""
+    text, old = f.existing(), given(spec.old)
     hits = _occurrences(text, old, lo, hi)
     if not hits:
         raise MossError(_no_match(text, old, lo, hi, where), kind="not_found")
     if len(hits) > 1:
-        lines = [_line_no(text, i) for i in hits]
+        lines = [line_number(text, i) for i in hits]
         shown = ", ".join(map(str, lines[:10])) + (", …" if len(lines) > 10 else "")
         raise MossError(f"old text occurs {len(hits)} times in {where} (lines {shown}); "
                         "include more surrounding text so it occurs once", kind="ambiguous",
                         count=len(hits), lines=lines)
     i = hits[0]
-    f.set(text[:i] + _given(spec.content) + text[i + len(old):])
+    f.set(text[:i] + given(spec.content) + text[i + len(old):])
 
 
 def _occurrences(text: str, old: str, lo: int, hi: int, limit: int = 100) -> list[int]:
@@ -46,10 +47,10 @@ def _no_match(text: str, old: str, lo: int, hi: int, where: str) -> str:
     msg = f"old text not found in {where}"
     elsewhere = _occurrences(text, old, 0, len(text), limit=3)
     if elsewhere:
-        at = ", ".join(str(_line_no(text, i)) for i in elsewhere)
+        at = ", ".join(str(line_number(text, i)) for i in elsewhere)
         return msg + f"; it occurs outside it, at line {at}"
-    first_line = _line_no(text, lo)
-    lines = text[_line_start(text, lo):hi].split("\n")
+    first_line = line_number(text, lo)
+    lines = text[start_of_line(text, lo):hi].split("\n")
     squeezed = [_SPACES.sub(" ", line).strip() for line in lines]
     want = [_SPACES.sub(" ", line).strip() for line in old.strip("\n").split("\n")]
     i = _squeezed_match(squeezed, want)

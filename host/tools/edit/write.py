@@ -8,14 +8,14 @@ import os
 
 from ...errors import MossError
 from .. import safefs
-from .files import MAX_BYTES, _File
+from .files import MAX_BYTES, File
 
 
-def _commit(files: list[_File]) -> None:
+def commit(files: list[File]) -> None:
     """Write every changed file, or restore the ones written if one write fails."""
     for f in files:
         _check_unchanged(f)
-    done: list[_File] = []
+    done: list[File] = []
     for f in files:
         try:
             _write(f)
@@ -29,7 +29,7 @@ def _commit(files: list[_File]) -> None:
         done.append(f)
 
 
-def _read_now(f: _File) -> bytes | None:
+def _read_now(f: File) -> bytes | None:
     """What is at the file's path now (None when nothing is), read without following a
     link anywhere on the way."""
     try:
@@ -40,7 +40,7 @@ def _read_now(f: _File) -> bytes | None:
         return fh.read(MAX_BYTES + 1)
 
 
-def _check_unchanged(f: _File) -> None:
+def _check_unchanged(f: File) -> None:
     try:
         now = _read_now(f)
     except safefs.UnsafePath as e:
@@ -54,7 +54,7 @@ def _check_unchanged(f: _File) -> None:
                         kind="conflict")
 
 
-def _write(f: _File) -> None:
+def _write(f: File) -> None:
     data = f.encoded()
     if data is None:
         f.tree.unlink(f.rel, missing_ok=False)
@@ -68,7 +68,7 @@ def _write(f: _File) -> None:
         raise
 
 
-def _make_parents(f: _File) -> list[str]:
+def _make_parents(f: File) -> list[str]:
     """Create missing parent folders (never through a link); returns the ones made,
     deepest first."""
     made: list[str] = []
@@ -92,7 +92,7 @@ def _remove_dirs(tree: safefs.Tree, made: list[str]) -> None:
             break
 
 
-def _roll_back(done: list[_File]) -> list[str]:
+def _roll_back(done: list[File]) -> list[str]:
     """Put back the originals of files already written; returns those that failed."""
     failed: list[str] = []
     for f in reversed(done):
