@@ -153,7 +153,7 @@ def _load(plan: Plan, path: Path) -> File:
         fd = plan.tree.open(rel, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError):
         return File(path=path, rel=rel, original=None, tree=plan.tree,
-                     lang=language_for(path, b""))
+                    lang=language_for(path, b""))
     except IsADirectoryError:
         raise MossError(f"{rel} is not a regular file", kind="usage") from None
     with os.fdopen(fd, "rb") as fh:
@@ -177,8 +177,8 @@ def _load(plan: Plan, path: Path) -> File:
     if eol != "\n":
         text = text.replace("\r\n", "\n")
     f = File(path=path, rel=rel, original=data, tree=plan.tree, mode=stat.S_IMODE(st.st_mode), eol=eol,
-              final_newline=not data or data.endswith(b"\n"),
-              lang=language_for(path, data))
+             final_newline=not data or data.endswith(b"\n"),
+             lang=language_for(path, data))
     f.set(text)
     f.initial = f.text
     return f

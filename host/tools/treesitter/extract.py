@@ -85,7 +85,7 @@ def module_doc(tree, ctx: Ctx) -> str | None:
 
 
 def extract_file(src: bytes, lang: str, lite: bool = False,
-             nodes: dict | None = None) -> tuple[list[Symbol], str | None]:
+                 nodes: dict | None = None) -> tuple[list[Symbol], str | None]:
     """The file's symbols, nested, and its module doc. `lite` leaves signatures empty and
     docs None (see Ctx); `nodes`, if given, receives id(symbol) -> (symbol, its node, its
     outer node) so `complete_symbol` can fill a lite symbol in while the tree is alive."""
