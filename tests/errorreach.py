@@ -6,9 +6,10 @@ of host/ and collect every `MossError(..., kind="...")` (and its subclasses with
 kind) on the way. Calls are resolved where the source says what they are: a nested or
 module function, an imported name or module (through a package that re-exports it),
 `self.method`, and a method of an object whose class can be seen (`Cls(...)`, a function
-annotated or built to return one, a local variable holding either). Calls made inside a `try` whose handler catches every moss error
-without raising are not followed. What it cannot resolve it leaves out, so what it finds is
-a floor: each kind listed here has a path from the primitive to a raise (`why`).
+annotated or built to return one, a local variable holding either). Calls made inside a
+`try` whose handler catches every moss error without raising are not followed. What it
+cannot resolve it leaves out, so what it finds is a floor: each kind listed here has a path
+from the primitive to a raise (`why`).
 """
 
 from __future__ import annotations
