@@ -100,16 +100,17 @@ def check_ripgrep() -> Row:
 
 def check_grammars() -> Row:
     from .errors import MossError
-    from .tools.treesitter import LANGUAGES, _language
+    from .tools.treesitter import LANGUAGES
+    from .tools.treesitter.grammars import language, package
 
     good, bad, fixes = [], [], []
-    for name, spec in LANGUAGES.items():
+    for name in LANGUAGES:
         try:
-            _language(name)
+            language(name)
             good.append(name)
         except (MossError, Exception):
             bad.append(name)
-            pkg = spec.module.replace("_", "-")
+            pkg = package(name)
             if pkg not in fixes:
                 fixes.append(pkg)
     if bad:

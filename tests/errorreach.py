@@ -4,12 +4,12 @@ A static call graph over host/: from the function each `host/api/NAME.py` regist
 (`functions(ctx)` returns `{"ns.fn": fn, ...}`), follow the calls it makes to functions
 of host/ and collect every `MossError(..., kind="...")` (and its subclasses with a fixed
 kind) on the way. Calls are resolved where the source says what they are: a nested or
-module function, an imported name or module, `self.method`, and a method of an object
-whose class can be seen (`Cls(...)`, a function annotated or built to return one, a local
-variable holding either, a module-level one made by `Cls(...)`). Calls made inside a `try`
-whose handler catches every moss error without raising are not followed. What it cannot
-resolve it leaves out, so what it finds is a floor: each kind listed here has a path from
-the primitive to a raise (`why`).
+module function, an imported name or module (through a package that re-exports it),
+`self.method`, and a method of an object whose class can be seen (`Cls(...)`, a function
+annotated or built to return one, a local variable holding either, a module-level one made
+by `Cls(...)`). Calls made inside a `try` whose handler catches every moss error without
+raising are not followed. What it cannot resolve it leaves out, so what it finds is a floor:
+each kind listed here has a path from the primitive to a raise (`why`).
 """
 
 from __future__ import annotations
@@ -152,9 +152,18 @@ class Graph:
         if cls:
             return [self.funcs[(cls[0], f"{cls[1]}.__init__")]] if (cls[0], f"{cls[1]}.__init__") in self.funcs else []
         imp = self.imports[fn.mod].get(name)
-        if imp and imp[0] == "name" and (imp[1], imp[2]) in self.funcs:
-            return [self.funcs[(imp[1], imp[2])]]
-        return []
+        found = self._defined(imp[1], imp[2]) if imp and imp[0] == "name" else None
+        return [found] if found is not None else []
+
+    def _defined(self, mod: str, name: str, depth: int = 0) -> _Fn | None:
+        """The function `mod.name` is: defined there, or imported there from where it is (a
+        package's face re-exporting its modules' functions)."""
+        if (mod, name) in self.funcs:
+            return self.funcs[(mod, name)]
+        imp = self.imports.get(mod, {}).get(name)
+        if imp is None or imp[0] != "name" or depth > 4:
+            return None
+        return self._defined(imp[1], imp[2], depth + 1)
 
     def _returns(self, fn: _Fn) -> tuple[str, str] | None:
         r = fn.node.returns
@@ -203,7 +212,8 @@ class Graph:
         if isinstance(f.value, ast.Name):
             imp = self.imports[fn.mod].get(f.value.id)
             if imp and imp[0] == "mod":
-                return [self.funcs[(imp[1], f.attr)]] if (imp[1], f.attr) in self.funcs else []
+                found = self._defined(imp[1], f.attr)
+                return [found] if found is not None else []
             if f.value.id in ("self", "cls"):
                 scope: _Fn | None = fn
                 while scope is not None and scope.cls is None:

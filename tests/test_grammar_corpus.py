@@ -43,7 +43,7 @@ def fenced(src: corpus.Source) -> str:
 
 def placeholder(src: corpus.Source, text: str = "placeholder") -> bytes:
     """A file the model rewrites: its line endings and final-newline habit are the source's (a
-    whole-file replace keeps a file's own; see host/tools/edit.py)."""
+    whole-file replace keeps a file's own; see host/tools/edit/files.py)."""
     eol = "\r\n" if "\r\n" in src.text else "\n"
     return (text.replace("\n", eol) + (eol if src.text.endswith("\n") else "")).encode()
 
@@ -133,7 +133,7 @@ def other_forms(project, sources) -> tuple[list[str], dict[str, tuple[str, bytes
         cmds.append(f"$(run mkdir -p {base} && cat > {rel} <<'MOSS_EOF'\n{code}MOSS_EOF\n)")
         expected[rel] = ("run heredoc", code.encode())
     cmds.append(f"$(batch-edit {' | '.join(batch)})")
-    # a symbol insert: real Python after a function, at its level (re-indented: host/tools/edit.py),
+    # a symbol insert: real Python after a function, at its level (re-indented: host/tools/edit/layout.py),
     # blank lines around it aside; a module without __all__, which would make the function private
     py = next(s for s in sources["python"][1:] if "__all__" not in s.text and "\r" not in s.text)
     project.write("forms/anchor.py", "def anchor():\n    return 1\n")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from moss.tools import structcache, treesitter
+from moss.tools.treesitter import grammars
 from moss.tools.search import search
 from moss.tools.view import view
 
@@ -31,8 +32,7 @@ def _no_parsing(monkeypatch):
     from the cache."""
     def refuse(*a, **k):
         raise AssertionError("parsed although the cache holds this file")
-    monkeypatch.setattr(treesitter, "_extract", refuse)
-    monkeypatch.setattr(treesitter, "parse", refuse)
+    monkeypatch.setattr(grammars, "parse", refuse)  # every extraction parses through it
     treesitter.clear_caches()  # as a new process: nothing in memory
 
 
@@ -94,7 +94,7 @@ def test_an_entry_planted_in_the_repository_is_never_read(project, tmp_path, mon
     planted = [treesitter.Symbol("evil", "function", "", 1, 5, 0, len(src), container="Planted")]
     for rel in (".cache/moss/structure.sqlite3", ".moss/structure.sqlite3", ".moss/cache/structure.sqlite3"):
         monkeypatch.setenv("MOSS_STRUCTURE_CACHE", str(project.root / rel))
-        key, chash, _ = treesitter._disk_get(src, "python", lite_ok=True)
+        key, chash, _ = treesitter.cache.disk_get(src, "python", lite_ok=True)
         structcache.put(key, chash, planted, None, lite=False)
         assert structcache.get(key, chash, lite_ok=True)[0][0].path == "Planted/evil"  # it would be read...
     monkeypatch.delenv("MOSS_STRUCTURE_CACHE")
@@ -114,10 +114,10 @@ def test_an_entry_is_checked_against_the_bytes_it_was_made_from(project, tmp_pat
     treesitter.clear_caches()
     search(project.root, "needle")
     app = (project.root / "app.py").read_bytes()
-    key, chash, got = treesitter._disk_get(app, "python", lite_ok=True)
+    key, chash, got = treesitter.cache.disk_get(app, "python", lite_ok=True)
     assert got is not None
     other = (project.root / "other.py").read_bytes()
-    okey, _, _ = treesitter._disk_get(other, "python", lite_ok=True)
+    okey, _, _ = treesitter.cache.disk_get(other, "python", lite_ok=True)
     with sqlite3.connect(db) as c:
         c.execute("UPDATE entries SET data = (SELECT data FROM entries WHERE key = ?) WHERE key = ?",
                   (okey, key))
@@ -140,7 +140,7 @@ def test_damaged_entries_and_a_damaged_file_are_replaced_never_fatal(project, tm
     assert r.returncode == 0 and "(Store/load L4-5)" in r.stdout, r.stderr
     monkeypatch.setenv("MOSS_STRUCTURE_CACHE", str(db))
     src = (project.root / "app.py").read_bytes()
-    assert treesitter._disk_get(src, "python", lite_ok=True)[2] is not None  # sound again
+    assert treesitter.cache.disk_get(src, "python", lite_ok=True)[2] is not None  # sound again
 
     for extra in ("-wal", "-shm"):
         Path(str(db) + extra).unlink(missing_ok=True)

@@ -536,8 +536,8 @@ def test_python_symbols_are_the_ones_the_query_finds(tmp_path):
 
     for src in (HIDING_PLACES, BROKEN, HIDING_PLACES + BROKEN + HIDING_PLACES):
         tree = treesitter.parse(src.encode(), "python")
-        queried = ts.QueryCursor(treesitter._query("python")).captures(tree.root_node).get("s", [])
-        walked = treesitter._python_captures(tree.root_node)
+        queried = ts.QueryCursor(treesitter.query("python")).captures(tree.root_node).get("s", [])
+        walked = treesitter.python.captures(tree.root_node)
         assert sorted((n.start_byte, n.end_byte, n.type) for n in walked) == \
             sorted((n.start_byte, n.end_byte, n.type) for n in queried)
     names = [s.path for s in treesitter.walk_all(symbols_of(Path("x.py"), HIDING_PLACES.encode()))]

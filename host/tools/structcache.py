@@ -86,7 +86,12 @@ def _extractor_version(lang: str, module: str) -> bytes:
     h = blake2b(digest_size=16)
     h.update(f"{FORMAT}\0{__version__}\0{lang}\0".encode())
     here = Path(__file__).resolve().parent
-    for name in ("treesitter.py", "structcache.py"):  # the extractor's code, as it is on disk
+    try:  # the extractor's code (the treesitter package and this module), as it is on disk
+        names = sorted(f"treesitter/{e.name}" for e in os.scandir(here / "treesitter") if e.name.endswith(".py"))
+    except OSError:
+        names = []
+        h.update(b"?")
+    for name in [*names, "structcache.py"]:
         try:
             st = os.stat(here / name)
             h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())

@@ -32,23 +32,19 @@ Any other file falls back to its text: the names on lines that start with `expor
 
 from __future__ import annotations
 
-import importlib
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from . import treesitter
+from .treesitter import grammars, language_for
 
 __all__ = ["Item", "items", "compare", "language_of"]
 
-# Languages tree-sitter reads here that the symbol tools (treesitter.py) do not.
-_EXTRA_GRAMMARS = {"java": ("tree_sitter_java", "language"), "cpp": ("tree_sitter_cpp", "language")}
+# Languages read here that the symbol tools (treesitter/languages.py) do not; their grammars
+# are in treesitter/grammars.py with the others.
 _EXTRA_EXT = {".java": "java", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp",
               ".hh": "cpp", ".hxx": "cpp", ".h++": "cpp", ".h": "cpp", ".c": "cpp", ".ipp": "cpp", ".tcc": "cpp"}
-_lock = threading.Lock()
-_parsers: dict[str, object] = {}
 
 
 @dataclass(frozen=True)
@@ -66,19 +62,7 @@ def language_of(path: str, text: str = "") -> str | None:
     ext = PurePosixPath(path).suffix.lower()
     if ext in _EXTRA_EXT:
         return _EXTRA_EXT[ext]
-    return treesitter.language_for(path, text[:200].encode("utf-8", "replace"))
-
-
-def _parse(text: str, lang: str):
-    if lang not in _EXTRA_GRAMMARS:
-        return treesitter.parse(text.encode("utf-8"), lang)
-    with _lock:
-        parser = _parsers.get(lang)
-        if parser is None:
-            import tree_sitter as ts
-            module, func = _EXTRA_GRAMMARS[lang]
-            parser = _parsers[lang] = ts.Parser(ts.Language(getattr(importlib.import_module(module), func)()))
-    return parser.parse(text.encode("utf-8"))  # type: ignore[attr-defined]
+    return language_for(path, text[:200].encode("utf-8", "replace"))
 
 
 # --------------------------------------------------------------------------- normalising
@@ -648,8 +632,9 @@ def items(text: str, lang: str | None) -> list[Item]:
     extract = _EXTRACTORS.get(lang or "")
     if extract is None:
         return _textual(text)
-    tree = _parse(text, lang or "")
-    w = _Walk(text.encode("utf-8"))
+    src = text.encode("utf-8")
+    tree = grammars.parse(src, lang or "")
+    w = _Walk(src)
     extract(w, tree.root_node)
     return w.found
 

@@ -1,5 +1,5 @@
 """A named definition in a source file (`Symbol`), as tree-sitter's extractors make it
-(treesitter.py) and the structure cache stores it (structcache.py)."""
+(treesitter/) and the structure cache stores it (structcache.py)."""
 
 from __future__ import annotations
 
