@@ -45,6 +45,14 @@ def new_shadow(ctx) -> "Shadow":
                   max_total_bytes=_megabytes(cfg, "max_total_mb", 200), borrow=borrow)
 
 
+def _ready(ctx) -> None:
+    """_isolated.ready, which imports this module: an isolated child's copy still being
+    completed is waited for before anything writes in it."""
+    from ..tools.worktree import wait_ready
+
+    wait_ready(ctx.workdir, ctx.cancelled)
+
+
 def _restore_locks(ctx, sid):
     """A rollback holds the file locks of the paths it restores (host/api/locks.py)."""
     from ..tools.locks import Target
@@ -63,9 +71,7 @@ def functions(ctx):
 
     def begin_write(label=""):
         """Capture before a write; the bound session will own what the write changes."""
-        from ._isolated import ready
-
-        ready(ctx)  # a write follows: an isolated child's copy must be whole first
+        _ready(ctx)  # a write follows: an isolated child's copy must be whole first
         wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.tree_id)
         ctx.log("snapshot", {"id": wid, "label": label})
         return wid
@@ -79,10 +85,8 @@ def functions(ctx):
     def restore(sid):
         from ..tools.sandbox import require_write
 
-        from ._isolated import ready
-
         require_write(ctx.access, "restoring a snapshot (it rewrites files)")
-        ready(ctx)
+        _ready(ctx)
         with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
             result = _shadow(ctx).restore(sid, session=ctx.tree_id)
         ctx.log("rollback", {"id": sid, **{k: result[k] for k in (
