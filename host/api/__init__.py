@@ -81,6 +81,11 @@ def functions(ctx) -> dict:
 
     fns = primitives()
     checks = declare.checkers()
+    from .locks import handles
+
+    # made before any other service, so that when the run ends the locks a script still holds
+    # are released first (closing runs or MCP servers can take seconds)
+    handles(ctx)
     out = {}
     for namespace in NAMESPACES:  # (until every namespace registers its primitives)
         legacy = getattr(sys.modules[f"{__name__}.{namespace}"], "functions", None)
