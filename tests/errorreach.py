@@ -243,13 +243,6 @@ class Graph:
             for n in self.mods[mod].body:
                 if isinstance(n, ast.FunctionDef) and any(_marks_primitive(d) for d in n.decorator_list):
                     out[f"{mod[len('api.'):]}.{n.name.removesuffix('_')}"] = self.funcs[(mod, n.name)]
-            # (until every namespace registers its primitives: `functions(ctx)` returns {"ns.fn": fn})
-            reg = self.funcs.get((mod, "functions"))
-            for n in _own_nodes(reg) if reg else ():
-                if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict):
-                    for k, v in zip(n.value.keys, n.value.values):
-                        if isinstance(k, ast.Constant) and isinstance(v, ast.Name) and (target := self._named(reg, v.id)):
-                            out[k.value] = target[0]
         return out
 
 

@@ -75,10 +75,6 @@ def preload() -> None:
 
 def functions(ctx) -> dict:
     """Every primitive bound to `ctx`, by name (what host/runtime.py installs as moss.*)."""
-    import sys
-
-    from .registry import NAMESPACES
-
     fns = primitives()
     checks = declare.checkers()
     from .locks import handles
@@ -86,25 +82,9 @@ def functions(ctx) -> dict:
     # made before any other service, so that when the run ends the locks a script still holds
     # are released first (closing runs or MCP servers can take seconds)
     handles(ctx)
-    out = {}
-    for namespace in NAMESPACES:  # (until every namespace registers its primitives)
-        legacy = getattr(sys.modules[f"{__name__}.{namespace}"], "functions", None)
-        if legacy is not None:
-            out.update({name: _guarded(ctx, name, _unbound(fn), checks.get(name))
-                        for name, fn in legacy(ctx).items()})
-    out.update({name: _guarded(ctx, name, fn, checks.get(name)) for name, fn in fns.items()})
+    out = {name: _guarded(ctx, name, fn, checks.get(name)) for name, fn in fns.items()}
     out["parallel"] = partial(parallel, ctx, out)
     return out
-
-
-def _unbound(fn):
-    """A closure of a `functions(ctx)` table called as a registered primitive is (ctx first)."""
-    def call(_ctx, *args):
-        return fn(*args)
-    call.__name__, call.__doc__ = getattr(fn, "__name__", "primitive"), fn.__doc__
-    if getattr(fn, "lua_args", False):
-        call.lua_args = True  # type: ignore[attr-defined]
-    return call
 
 
 def parallel(ctx, primitives: dict, calls):

@@ -61,11 +61,9 @@ def lua_side() -> set[str]:
 def primitives() -> dict[str, Callable]:
     """Every primitive's function by name, each namespace imported once and the registration
     held to the declaration (a RuntimeError naming each disagreement)."""
-    legacy = set()  # (until every namespace registers its primitives: those of a `functions(ctx)` table)
     for name in NAMESPACES:
-        if hasattr(importlib.import_module(f"{__package__}.{name}"), "functions"):
-            legacy |= {n for n in declare.declarations().functions if n.startswith(name + ".")}
-    problems = unmatched(_REGISTERED, declare.declarations(), lua_side() | legacy)
+        importlib.import_module(f"{__package__}.{name}")
+    problems = unmatched(_REGISTERED, declare.declarations(), lua_side())
     if problems:
         raise RuntimeError("the Lua API does not match its declaration:\n  " + "\n  ".join(problems))
     return dict(_REGISTERED)
