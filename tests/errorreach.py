@@ -237,7 +237,7 @@ class Graph:
     def primitives(self) -> dict[str, _Fn]:
         """Each primitive registered in host/api and the function behind it: a top-level function
         of host/api/NAME.py marked `@primitive` is moss.NAME.<its name> (a trailing `_` dropped),
-        as host/api/__init__.py's `primitive` names it."""
+        as host/api/registry.py's `primitive` names it."""
         out = {}
         for mod in sorted(m for m in self.mods if m.startswith("api.")):
             for n in self.mods[mod].body:

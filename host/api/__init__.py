@@ -14,8 +14,7 @@ Its name is its module's and its own (a trailing `_` dropped, for names Python k
 Lua values, unconverted (moss.session.save diffs the session table itself). What a
 namespace's primitives share in one run (a run manager, a cache, the locks a script holds)
 lives in `ctx.services`, made on first use by a function of the module (`manager(ctx)` in
-runs.py), never in a closure or a module global; a service with a `close()` is closed when
-its run ends. Every module here is a namespace, but declare.py and registry.py.
+runs.py), never in a closure; a service with a `close()` is closed when its run ends. Every module here is a namespace, but declare.py and registry.py.
 
 Declare it in host/api/declarations.lua (its `---@errors` too: tests/test_api_docs.py names any
 kind its code can raise that the list lacks) and run `python -m moss.api` to make the editor
