@@ -1,8 +1,8 @@
 """Which error kinds each moss.* primitive's Python can raise, read from the source.
 
 A static call graph over host/: from the function each `host/api/NAME.py` registers
-(`functions(ctx)` returns `{"ns.fn": fn, ...}`), follow the calls it makes to functions
-of host/ and collect every `MossError(..., kind="...")` (and its subclasses with a fixed
+(a top-level `@primitive def fn(ctx, ...)` is moss.NAME.fn), follow the calls it makes to
+functions of host/ and collect every `MossError(..., kind="...")` (and its subclasses with a fixed
 kind) on the way. Calls are resolved where the source says what they are: a nested or
 module function, an imported name or module (through a package that re-exports it),
 `self.method`, and a method of an object whose class can be seen (`Cls(...)`, a function
@@ -260,16 +260,21 @@ class Graph:
         return why
 
     def primitives(self) -> dict[str, _Fn]:
-        """Each primitive registered in host/api and the function behind it."""
+        """Each primitive registered in host/api and the function behind it: a top-level function
+        of host/api/NAME.py marked `@primitive` is moss.NAME.<its name> (a trailing `_` dropped),
+        as host/api/registry.py's `primitive` names it."""
         out = {}
         for mod in sorted(m for m in self.mods if m.startswith("api.")):
-            reg = self.funcs.get((mod, "functions"))
-            for n in _own_nodes(reg) if reg else ():
-                if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict):
-                    for k, v in zip(n.value.keys, n.value.values):
-                        if isinstance(k, ast.Constant) and isinstance(v, ast.Name) and (target := self._named(reg, v.id)):
-                            out[k.value] = target[0]
+            for n in self.mods[mod].body:
+                if isinstance(n, ast.FunctionDef) and any(_marks_primitive(d) for d in n.decorator_list):
+                    out[f"{mod[len('api.'):]}.{n.name.removesuffix('_')}"] = self.funcs[(mod, n.name)]
         return out
+
+
+def _marks_primitive(decorator: ast.expr) -> bool:
+    """`@primitive` or `@primitive(...)`."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return isinstance(target, ast.Name) and target.id == "primitive"
 
 
 def reachable_kinds(host: Path) -> dict[str, dict[str, list[str]]]:

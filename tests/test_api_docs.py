@@ -88,6 +88,40 @@ def test_every_declared_primitive_exists():
     assert not stale, stale
 
 
+def test_registration_is_held_to_the_declaration(monkeypatch):
+    """A primitive is a top-level function of host/api/NAME.py marked @primitive, named by its
+    module and its own name. One registered under a name no declaration has, or a declared
+    primitive with no function behind it (in Python or in bootstrap.lua), stops the API from
+    being prepared (preload, the first functions(ctx)), naming each."""
+    from moss.api import registry
+
+    assert registry.unmatched(registry.primitives(), DECL, registry.lua_side()) == []
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+
+    def list_(ctx):
+        return []
+
+    list_.__module__ = "moss.api.demo"
+    registry.primitive(list_)
+    assert list(registry._REGISTERED) == ["demo.list"]  # a trailing _ (a name Python keeps) dropped
+
+    def other(ctx):
+        return []
+
+    other.__module__, other.__name__, other.__qualname__ = "moss.api.demo", "list", "list"
+    with pytest.raises(RuntimeError, match="moss.demo.list is registered twice"):
+        registry.primitive(other)
+
+    decl = declare.parse("---@param x string\nfunction moss.demo.go(x) end\nfunction moss.demo.made_in_lua() end")
+    assert registry.unmatched(registry._REGISTERED, decl, {"demo.made_in_lua"}) == [
+        "moss.demo.list is registered (host/api/demo.py) but not declared in host/api/declarations.lua",
+        "moss.demo.go is declared in host/api/declarations.lua but no function of host/api is registered for it "
+        "(@primitive)"]
+    with pytest.raises(RuntimeError) as e:  # what preload meets: the real declaration, this registration
+        registry.primitives.__wrapped__()
+    assert "moss.demo.list is registered" in str(e.value) and "moss.runs.start is declared" in str(e.value)
+
+
 def test_generated_files_match_the_declaration_byte_for_byte():
     """scripts/types/moss.lua and the tables in docs/lua-api.md are what `python -m moss.api`
     makes from host/api/declarations.lua; edit that file and rerun it."""
@@ -154,7 +188,7 @@ def test_a_host_fault_is_internal_with_its_traceback_in_the_session_log(tmp_path
     (root / ".moss" / "agent" / "logs").mkdir(parents=True)
     ctx = Context(root=root, config={}, options={})
     ctx.session_id = "s1"
-    broken = _guarded(ctx, "demo.divide", lambda a, b: a / b, declare.checker(
+    broken = _guarded(ctx, "demo.divide", lambda _ctx, a, b: a / b, declare.checker(
         declare.parse("---@param a number\n---@param b number\nfunction moss.demo.divide(a, b) end").functions[
             "demo.divide"], {}))
     with pytest.raises(Exception) as e:
@@ -326,7 +360,7 @@ def test_every_option_a_primitive_reads_is_declared():
     checked, missing = 0, {}
     for name, fn in g.primitives().items():
         spec = DECL.functions.get(name)
-        for arg, param in zip(fn.node.args.args, spec.params if spec else []):
+        for arg, param in zip(fn.node.args.args[1:], spec.params if spec else []):  # after ctx
             declared = _declared_keys(param.type)
             if declared is None:
                 continue

@@ -14,38 +14,40 @@ from __future__ import annotations
 
 from .. import ui
 from ..errors import MossError
-
 from ..tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first; the sandbox enforces them
+from .registry import primitive
 
 
-def functions(ctx):
-    def get():
-        return ctx.access
+@primitive
+def get(ctx):
+    return ctx.access
 
-    def set_(level, opts=None):
-        from ..tools.sandbox import check_level
 
-        check_level(level)
-        _within_trust(ctx, level, opts if isinstance(opts, dict) else {})
-        cap = ctx.max_access
-        if cap is not None and LEVELS.index(level) > LEVELS.index(cap):
-            raise MossError(f"access level {level} is above this agent's limit {cap}: a child agent never "
-                            f"gets more access than its parent", kind="denied")
-        if level == "full" and not ctx.allow_full:
-            raise MossError(
-                "access level full (unrestricted shell) needs --allow-full, or [agent] allow_full = true "
-                "in your user config (~/.config/moss/config.toml; a project's config cannot grant it)",
-                kind="denied",
-            )
-        if level == "full" and ctx.access != "full":
-            ui.console().print("[bold yellow]full access:[/] shell commands run unsandboxed")
-        ctx.access = level
-        return level
+@primitive
+def set_(ctx, level, opts=None):
+    from ..tools.sandbox import check_level
 
-    def levels():
-        return list(LEVELS)
+    check_level(level)
+    _within_trust(ctx, level, opts if isinstance(opts, dict) else {})
+    cap = ctx.max_access
+    if cap is not None and LEVELS.index(level) > LEVELS.index(cap):
+        raise MossError(f"access level {level} is above this agent's limit {cap}: a child agent never "
+                        f"gets more access than its parent", kind="denied")
+    if level == "full" and not ctx.allow_full:
+        raise MossError(
+            "access level full (unrestricted shell) needs --allow-full, or [agent] allow_full = true "
+            "in your user config (~/.config/moss/config.toml; a project's config cannot grant it)",
+            kind="denied",
+        )
+    if level == "full" and ctx.access != "full":
+        ui.console().print("[bold yellow]full access:[/] shell commands run unsandboxed")
+    ctx.access = level
+    return level
 
-    return {"access.get": get, "access.set": set_, "access.levels": levels}
+
+@primitive
+def levels(ctx):
+    return list(LEVELS)
 
 
 def _within_trust(ctx, level: str, opts: dict) -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MossError
 from ..tools.sandbox import ACCESS_LEVELS
+from .registry import primitive
 
 if TYPE_CHECKING:  # imported where a child is built (run.py), not at start-up
     from ..context import Context
@@ -232,236 +233,278 @@ def _exists(ctx, cid: str) -> bool:
     return st is not None and stat.S_ISREG(st.st_mode)
 
 
-def functions(ctx):
-    def start(spec):
-        """moss.agents.start{task=, role=, machine=, max_turns=, access=, resume=} -> child id."""
-        if not isinstance(spec, dict):
-            raise MossError("moss.spawn takes a table: {task = ..., role = ..., machine = ..., max_turns = ...}", kind="usage")
-        if ctx.runtime is None:
-            raise MossError("moss.spawn needs a running script", kind="usage")
-        if not ctx.session_id:
-            from .session import new_session_id
+@primitive
+def start(ctx, spec):
+    """moss.agents.start{task=, role=, machine=, max_turns=, access=, resume=} -> child id."""
+    if not isinstance(spec, dict):
+        raise MossError("moss.spawn takes a table: {task = ..., role = ..., machine = ..., max_turns = ...}", kind="usage")
+    if ctx.runtime is None:
+        raise MossError("moss.spawn needs a running script", kind="usage")
+    if not ctx.session_id:
+        from .session import new_session_id
 
-            ctx.session_id = new_session_id(ctx.root)  # a plain script becomes the root of its tree
-        tree = _tree(ctx)
-        spec = dict(spec)
-        if spec.get("events") == "stream-json":
-            tree.stream = True
-        resume = spec.get("resume")
-        if resume:
-            from .session import check_id
+        ctx.session_id = new_session_id(ctx.root)  # a plain script becomes the root of its tree
+    tree = _tree(ctx)
+    spec = dict(spec)
+    if spec.get("events") == "stream-json":
+        tree.stream = True
+    resume = spec.get("resume")
+    if resume:
+        cid, running = _resumed(ctx, tree, resume)
+        if running:
+            return cid
+    else:
+        task = spec.get("task")
+        if not isinstance(task, str) or not task.strip():
+            raise MossError("moss.spawn needs a task: moss.spawn{task = \"...\", role = \"explorer\"}", kind="usage")
+        cid = _next_id(ctx, tree)
+    cap = _child_access(ctx, spec.get("access"))
+    from ..entries import check_name
+    from ..roots import NAME_RE
+    from . import _isolated
 
-            cid = check_id(resume)
-            if not cid.startswith(ctx.session_id + "-"):
-                raise MossError(f"{cid} is not a child of {ctx.session_id}", kind="usage")
-            existing = tree.children.get(cid)
-            if existing is not None and existing.status not in TERMINAL:
-                return cid
-            if not _exists(ctx, cid):
-                raise MossError(f"no checkpoint for child {cid}", kind="not_found")
-        else:
-            task = spec.get("task")
-            if not isinstance(task, str) or not task.strip():
-                raise MossError("moss.spawn needs a task: moss.spawn{task = \"...\", role = \"explorer\"}", kind="usage")
-            cid = _next_id(ctx, tree)
-        cap = ctx.access
-        if ctx.max_access is not None and _rank(ctx.max_access) < _rank(cap):
-            cap = ctx.max_access
-        want = spec.get("access")
-        if want is not None:
-            if want not in ACCESS:
-                raise MossError(f"access must be one of {', '.join(ACCESS)}, got {want!r}", kind="usage")
-            if _rank(want) > _rank(cap):
-                raise MossError(f"a child never gets more access than its parent: asked {want}, the parent "
-                                f"has {cap}", kind="denied")
-            cap = want
-        from ..entries import check_name
-        from ..roots import NAME_RE
-        from . import _isolated
+    isolate = spec.get("isolate")
+    if isolate is not None and not isinstance(isolate, bool):
+        raise MossError(f"moss.spawn: isolate must be true or false, got {isolate!r}", kind="usage")
 
-        isolate = spec.get("isolate")
-        if isolate is not None and not isinstance(isolate, bool):
-            raise MossError(f"moss.spawn: isolate must be true or false, got {isolate!r}", kind="usage")
+    script = spec.get("script") or "agent"
+    if not isinstance(script, str) or not NAME_RE.match(script):
+        raise MossError(f"moss.spawn: script must be a script name like \"agent\", got {script!r}", kind="usage")
+    spec["script"] = script
+    spec["entry"] = check_name(spec.get("entry") or "child", "moss.spawn: entry")
+    spec["id"] = cid
+    spec["max_access"] = cap
+    spec["parent"] = ctx.session_id
+    worktree = _isolated.make(ctx, cid, cap, bool(resume), bool(isolate))
+    spec["isolate"] = worktree is not None
+    _launch(ctx, tree, Child(tree, cid, ctx.session_id, spec), worktree, bool(resume))
+    return cid
 
-        script = spec.get("script") or "agent"
-        if not isinstance(script, str) or not NAME_RE.match(script):
-            raise MossError(f"moss.spawn: script must be a script name like \"agent\", got {script!r}", kind="usage")
-        spec["script"] = script
-        spec["entry"] = check_name(spec.get("entry") or "child", "moss.spawn: entry")
-        spec["id"] = cid
-        spec["max_access"] = cap
-        spec["parent"] = ctx.session_id
-        worktree = _isolated.make(ctx, cid, cap, bool(resume), bool(isolate))
-        spec["isolate"] = worktree is not None
-        child = Child(tree, cid, ctx.session_id, spec)
-        child.worktree = worktree
-        tree.children[cid] = child
-        from .llm import _service
 
-        parent_llm = _service(ctx)
-        ctx.log("child_start", {"child": cid, "role": spec.get("role"), "task": spec.get("task"),
-                                "access": cap, "resume": bool(resume), "isolated": worktree is not None})
-        _start_live(tree)
-        child.thread = threading.Thread(target=_run_child, args=(ctx, child, parent_llm), name=f"moss-agent-{cid}",
-                                        daemon=True)
-        child.thread.start()
-        return cid
+def _resumed(ctx, tree: Tree, resume) -> tuple[str, bool]:
+    """The id of the child that `resume` names, and whether it still runs (nothing to start)."""
+    from .session import check_id
 
-    def _get(cid) -> Child:
-        tree = ctx.tree
-        child = tree.children.get(cid) if tree is not None and isinstance(cid, str) else None
-        if child is None:
-            raise MossError(f"no child agent {cid!r} in this tree", kind="not_found")
-        return child
+    cid = check_id(resume)
+    if not cid.startswith(ctx.session_id + "-"):
+        raise MossError(f"{cid} is not a child of {ctx.session_id}", kind="usage")
+    existing = tree.children.get(cid)
+    if existing is not None and existing.status not in TERMINAL:
+        return cid, True
+    if not _exists(ctx, cid):
+        raise MossError(f"no checkpoint for child {cid}", kind="not_found")
+    return cid, False
 
-    def _wait_for(pred, timeout):
-        tree = _tree(ctx)
-        deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
-        with tree.cond:
-            while True:
-                hit = pred()
-                if hit is not None:
-                    return hit
-                if ctx.cancelled():
-                    raise MossError("interrupted", kind="interrupted")
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return None
-                tree.cond.wait(0.5 if left is None else min(left, 0.5))
 
-    def wait(cid, timeout=None):
-        """The child's result table once it ended; nil after `timeout` seconds."""
-        child = _get(cid)
-        got = _wait_for(lambda: child.result if child.status in TERMINAL else None, timeout)
-        if got is not None:
-            ctx.log("child_result", {"child": cid, "reason": got.get("reason"), "success": got.get("success")})
-        return got
+def _child_access(ctx, want) -> str:
+    """A new child's access: its parent's (held to the parent's own cap), or the less it asks for."""
+    cap = ctx.access
+    if ctx.max_access is not None and _rank(ctx.max_access) < _rank(cap):
+        cap = ctx.max_access
+    if want is not None:
+        if want not in ACCESS:
+            raise MossError(f"access must be one of {', '.join(ACCESS)}, got {want!r}", kind="usage")
+        if _rank(want) > _rank(cap):
+            raise MossError(f"a child never gets more access than its parent: asked {want}, the parent "
+                            f"has {cap}", kind="denied")
+        cap = want
+    return cap
 
-    def wait_any(ids, timeout=None):
-        """(index, result) of the first of `ids` to end; nil after `timeout` seconds."""
-        kids = [_get(c) for c in ids or []]
-        if not kids:
-            raise MossError("moss.wait_any needs at least one handle", kind="usage")
 
-        def first():
-            for i, k in enumerate(kids, 1):
-                if k.status in TERMINAL:
-                    return i, k.result
-            return None
+def _launch(ctx, tree: Tree, child: Child, worktree, resume: bool) -> None:
+    """The child joins the tree and its thread starts, sharing the parent's LLM service."""
+    from .llm import _service
 
-        got = _wait_for(first, timeout)
-        return got if got is not None else None
+    child.worktree = worktree
+    tree.children[child.id] = child
+    parent_llm = _service(ctx)
+    spec = child.spec
+    ctx.log("child_start", {"child": child.id, "role": spec.get("role"), "task": spec.get("task"),
+                            "access": spec["max_access"], "resume": resume, "isolated": worktree is not None})
+    _start_live(tree)
+    child.thread = threading.Thread(target=_run_child, args=(ctx, child, parent_llm), name=f"moss-agent-{child.id}",
+                                    daemon=True)
+    child.thread.start()
 
-    def status(cid):
-        return _get(cid).status
 
-    def info(cid=None):
-        if cid is None:
-            tree = ctx.tree
-            return [c.snapshot() for c in tree.children.values()] if tree else []
-        c = _get(cid)
-        return {**c.snapshot(), "result": c.result}
+def _get(ctx, cid) -> Child:
+    tree = ctx.tree
+    child = tree.children.get(cid) if tree is not None and isinstance(cid, str) else None
+    if child is None:
+        raise MossError(f"no child agent {cid!r} in this tree", kind="not_found")
+    return child
 
-    def pause(cid):
-        child = _get(cid)
-        if child.status in TERMINAL:
-            return False
-        child.pause()
-        ctx.log("child_pause", {"child": cid})
-        return True
 
-    def resume(cid, message=None):
-        child = _get(cid)
-        if child.status in TERMINAL:
-            if not message:
-                return False
-            # a finished child goes on, with the message (the same script, entry and labels)
-            start({"resume": cid, "message": message, "role": child.role or None, "task": child.spec.get("task"),
-                   "script": child.spec.get("script"), "entry": child.spec.get("entry"),
-                   "access": child.spec.get("max_access")})
-            return True
-        child.resume(message if isinstance(message, str) else None)
-        ctx.log("child_resume", {"child": cid, "message": message})
-        return True
-
-    def cancel(cid):
-        child = _get(cid)
-        if child.status in TERMINAL:
-            return False
-        child.cancel()
-        ctx.log("child_cancel", {"child": cid})
-        return True
-
-    def _ended(cid, what: str) -> Child:
-        child = _get(cid)
-        if child.status not in TERMINAL:
-            raise MossError(f"child {cid} is still running: wait for it (or cancel it) before you {what} "
-                            f"its change", kind="usage")
-        return child
-
-    def merge(cid):
-        """An isolated child's change merged into this agent's tree: {applied, conflicts, snapshot}."""
-        from . import _isolated
-
-        return _isolated.merge(ctx, _ended(cid, "merge"))
-
-    def discard(cid):
-        """An isolated child's copy dropped: {discarded, bytes}."""
-        from . import _isolated
-
-        return _isolated.discard(ctx, _ended(cid, "discard"))
-
-    def boundary(turn=None, state=None):
-        """For a child's runner, between turns: {} to go on, {message=} from its parent,
-        {cancel=true} to stop. Blocks while paused. Elsewhere: {}."""
-        child = ctx.child
-        if child is None:
+def _wait_for(ctx, pred, timeout):
+    tree = _tree(ctx)
+    deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
+    with tree.cond:
+        while True:
+            hit = pred()
+            if hit is not None:
+                return hit
             if ctx.cancelled():
                 raise MossError("interrupted", kind="interrupted")
-            return {}
-        return child.boundary(turn, state)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            tree.cond.wait(0.5 if left is None else min(left, 0.5))
 
-    def progress(event):
-        """A child's progress (turn, command, finish): the live panel, and stream-json events."""
-        if not isinstance(event, dict):
-            return False
-        child = ctx.child
+
+@primitive
+def wait(ctx, cid, timeout=None):
+    """The child's result table once it ended; nil after `timeout` seconds."""
+    child = _get(ctx, cid)
+    got = _wait_for(ctx, lambda: child.result if child.status in TERMINAL else None, timeout)
+    if got is not None:
+        ctx.log("child_result", {"child": cid, "reason": got.get("reason"), "success": got.get("success")})
+    return got
+
+
+@primitive
+def wait_any(ctx, ids, timeout=None):
+    """(index, result) of the first of `ids` to end; nil after `timeout` seconds."""
+    kids = [_get(ctx, c) for c in ids or []]
+    if not kids:
+        raise MossError("moss.wait_any needs at least one handle", kind="usage")
+
+    def first():
+        for i, k in enumerate(kids, 1):
+            if k.status in TERMINAL:
+                return i, k.result
+        return None
+
+    got = _wait_for(ctx, first, timeout)
+    return got if got is not None else None
+
+
+@primitive
+def status(ctx, cid):
+    return _get(ctx, cid).status
+
+
+@primitive
+def info(ctx, cid=None):
+    if cid is None:
         tree = ctx.tree
-        if child is not None:
-            if event.get("turn") is not None:
-                child.info["turn"] = event["turn"]
-            if event.get("state"):
-                child.info["state"] = event["state"]
-        if tree is not None:
-            if tree.stream:
-                tree.emit({**event, "type": "child_" + str(event.get("type") or "event"),
-                           "session_id": ctx.session_id, "parent": ctx.parent_id})
-            tree.changed()
+        return [c.snapshot() for c in tree.children.values()] if tree else []
+    c = _get(ctx, cid)
+    return {**c.snapshot(), "result": c.result}
+
+
+@primitive
+def pause(ctx, cid):
+    child = _get(ctx, cid)
+    if child.status in TERMINAL:
+        return False
+    child.pause()
+    ctx.log("child_pause", {"child": cid})
+    return True
+
+
+@primitive
+def resume(ctx, cid, message=None):
+    child = _get(ctx, cid)
+    if child.status in TERMINAL:
+        if not message:
+            return False
+        # a finished child goes on, with the message (the same script, entry and labels)
+        start(ctx, {"resume": cid, "message": message, "role": child.role or None, "task": child.spec.get("task"),
+                    "script": child.spec.get("script"), "entry": child.spec.get("entry"),
+                    "access": child.spec.get("max_access")})
         return True
+    child.resume(message if isinstance(message, str) else None)
+    ctx.log("child_resume", {"child": cid, "message": message})
+    return True
 
-    def self_():
-        """This agent: {id, parent, tree, role, max_access, child = is it a child, isolated =
-        does it work in its own copy of the tree}."""
-        return {"id": ctx.session_id, "parent": ctx.parent_id, "tree": ctx.tree_id, "role": ctx.role,
-                "max_access": ctx.max_access, "child": ctx.child is not None, "isolated": ctx.workdir != ctx.root}
 
-    def children(sid=None):
-        """The direct children of a session (this one by default) as saved: {id, role, task,
-        done, reason, turn} from their checkpoints, for resuming a tree."""
-        from .session import list_checkpoints
+@primitive
+def cancel(ctx, cid):
+    child = _get(ctx, cid)
+    if child.status in TERMINAL:
+        return False
+    child.cancel()
+    ctx.log("child_cancel", {"child": cid})
+    return True
 
-        sid = sid or ctx.session_id
-        if not sid:
-            return []
-        pat = re.compile(re.escape(sid) + r"-(\d+)$")
-        numbered = [(int(m.group(1)), c) for c in list_checkpoints(ctx.root) if (m := pat.match(c["id"]))]
-        numbered.sort(key=lambda t: t[0])
-        return [c for _, c in numbered]
 
-    return {"agents.start": start, "agents.wait": wait, "agents.wait_any": wait_any, "agents.status": status,
-            "agents.info": info, "agents.pause": pause, "agents.resume": resume, "agents.cancel": cancel,
-            "agents.boundary": boundary, "agents.progress": progress, "agents.self": self_,
-            "agents.children": children, "agents.merge": merge, "agents.discard": discard}
+def _ended(ctx, cid, what: str) -> Child:
+    child = _get(ctx, cid)
+    if child.status not in TERMINAL:
+        raise MossError(f"child {cid} is still running: wait for it (or cancel it) before you {what} "
+                        f"its change", kind="usage")
+    return child
+
+
+@primitive
+def merge(ctx, cid):
+    """An isolated child's change merged into this agent's tree: {applied, conflicts, snapshot}."""
+    from . import _isolated
+
+    return _isolated.merge(ctx, _ended(ctx, cid, "merge"))
+
+
+@primitive
+def discard(ctx, cid):
+    """An isolated child's copy dropped: {discarded, bytes}."""
+    from . import _isolated
+
+    return _isolated.discard(ctx, _ended(ctx, cid, "discard"))
+
+
+@primitive
+def boundary(ctx, turn=None, state=None):
+    """For a child's runner, between turns: {} to go on, {message=} from its parent,
+    {cancel=true} to stop. Blocks while paused. Elsewhere: {}."""
+    child = ctx.child
+    if child is None:
+        if ctx.cancelled():
+            raise MossError("interrupted", kind="interrupted")
+        return {}
+    return child.boundary(turn, state)
+
+
+@primitive
+def progress(ctx, event):
+    """A child's progress (turn, command, finish): the live panel, and stream-json events."""
+    if not isinstance(event, dict):
+        return False
+    child = ctx.child
+    tree = ctx.tree
+    if child is not None:
+        if event.get("turn") is not None:
+            child.info["turn"] = event["turn"]
+        if event.get("state"):
+            child.info["state"] = event["state"]
+    if tree is not None:
+        if tree.stream:
+            tree.emit({**event, "type": "child_" + str(event.get("type") or "event"),
+                       "session_id": ctx.session_id, "parent": ctx.parent_id})
+        tree.changed()
+    return True
+
+
+@primitive
+def self_(ctx):
+    """This agent: {id, parent, tree, role, max_access, child = is it a child, isolated =
+    does it work in its own copy of the tree}."""
+    return {"id": ctx.session_id, "parent": ctx.parent_id, "tree": ctx.tree_id, "role": ctx.role,
+            "max_access": ctx.max_access, "child": ctx.child is not None, "isolated": ctx.workdir != ctx.root}
+
+
+@primitive
+def children(ctx, sid=None):
+    """The direct children of a session (this one by default) as saved: {id, role, task,
+    done, reason, turn} from their checkpoints, for resuming a tree."""
+    from .session import list_checkpoints
+
+    sid = sid or ctx.session_id
+    if not sid:
+        return []
+    pat = re.compile(re.escape(sid) + r"-(\d+)$")
+    numbered = [(int(m.group(1)), c) for c in list_checkpoints(ctx.root) if (m := pat.match(c["id"]))]
+    numbered.sort(key=lambda t: t[0])
+    return [c for _, c in numbered]
 
 
 def _run_child(parent_ctx, child: Child, parent_llm) -> None:

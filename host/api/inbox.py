@@ -30,6 +30,7 @@ from pathlib import Path
 from .. import inbox as store
 from .. import ui
 from ..errors import MossError
+from .registry import primitive
 
 POLL = 0.2  # seconds between inbox checks while moss waits
 
@@ -161,44 +162,49 @@ def _box(ctx) -> Inbox:
     return box
 
 
-def functions(ctx):
-    def open_(sid, opts=None):
-        """Start listening for session `sid`: it counts as running (moss say finds it), and
-        reading starts at `offset` (what an earlier run of the session already read)."""
-        global _reader
-        opts = opts or {}
-        offset = int(opts.get("offset") or 0)
-        store.mark_running(ctx.root, sid, str(opts.get("task") or ""))
-        box = Inbox(ctx, sid, offset)
-        ctx.services["inbox"] = box
-        ctx.inbox_poll = box.poll
-        stream_json = ctx.options.get("input_format") == "stream-json"
-        terminal = sys.stdin is not None and sys.stdin.isatty() and bool(opts.get("terminal", True))
-        if _reader is None and (stream_json or terminal):
-            _reader = _StdinReader(ctx.root, sid, stream_json)
-        return {"offset": box.offset, "listening": _reader is not None,
-                "channels": ["say", "mcp"] + (["stream-json"] if stream_json else []) + (["terminal"] if terminal else [])}
+@primitive
+def open_(ctx, sid, opts=None):
+    """Start listening for session `sid`: it counts as running (moss say finds it), and
+    reading starts at `offset` (what an earlier run of the session already read)."""
+    global _reader
+    opts = opts or {}
+    offset = int(opts.get("offset") or 0)
+    store.mark_running(ctx.root, sid, str(opts.get("task") or ""))
+    box = Inbox(ctx, sid, offset)
+    ctx.services["inbox"] = box
+    ctx.inbox_poll = box.poll
+    stream_json = ctx.options.get("input_format") == "stream-json"
+    terminal = sys.stdin is not None and sys.stdin.isatty() and bool(opts.get("terminal", True))
+    if _reader is None and (stream_json or terminal):
+        _reader = _StdinReader(ctx.root, sid, stream_json)
+    return {"offset": box.offset, "listening": _reader is not None,
+            "channels": ["say", "mcp"] + (["stream-json"] if stream_json else []) + (["terminal"] if terminal else [])}
 
-    def watched(on=True):
-        """Called by moss.inbox.watch (bootstrap.lua), which keeps the Lua handler."""
-        _box(ctx).watched = bool(on)
-        return True
 
-    def read():
-        """The records that arrived since the last read, and the offset to save."""
-        box = _box(ctx)
-        return {"records": box.read(), "offset": box.offset}
+@primitive
+def _watched(ctx, on=True):
+    """Called by moss.inbox.watch (bootstrap.lua), which keeps the Lua handler."""
+    _box(ctx).watched = bool(on)
+    return True
 
-    def post(sid, text, opts=None):
-        """Put a message into a session's inbox (from a script: e.g. a parent to a child)."""
-        return store.post(ctx.root, sid, text, source=str((opts or {}).get("source") or "script"))
 
-    def close():
-        box = ctx.services.pop("inbox", None)
-        ctx.inbox_poll = None
-        if box is not None:
-            store.mark_stopped(ctx.root, box.sid)
-        return True
+@primitive
+def read(ctx):
+    """The records that arrived since the last read, and the offset to save."""
+    box = _box(ctx)
+    return {"records": box.read(), "offset": box.offset}
 
-    return {"inbox.open": open_, "inbox._watched": watched, "inbox.read": read, "inbox.post": post,
-            "inbox.close": close}
+
+@primitive
+def post(ctx, sid, text, opts=None):
+    """Put a message into a session's inbox (from a script: e.g. a parent to a child)."""
+    return store.post(ctx.root, sid, text, source=str((opts or {}).get("source") or "script"))
+
+
+@primitive
+def close(ctx):
+    box = ctx.services.pop("inbox", None)
+    ctx.inbox_poll = None
+    if box is not None:
+        store.mark_stopped(ctx.root, box.sid)
+    return True

@@ -3,33 +3,35 @@
 from __future__ import annotations
 
 import json as _json
+
 from ..errors import MossError
+from .registry import primitive
 
 # Deeper than this cannot become a Lua table anyway (convert.Converter.max_depth); say so
 # before Python's own recursion limit turns into an internal error.
 MAX_DEPTH = 200
 
 
-def functions(ctx):
-    def encode(value, opts=None):
-        opts = opts or {}
-        indent = opts.get("indent")
-        return _json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=bool(opts.get("sort_keys")))
+@primitive
+def encode(ctx, value, opts=None):
+    opts = opts or {}
+    indent = opts.get("indent")
+    return _json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=bool(opts.get("sort_keys")))
 
-    def decode(text, opts=None):
-        from .session import loads
 
-        if (opts or {}).get("ordered"):
-            return _ordered(text)
-        depth = _nesting(text)
-        if depth > MAX_DEPTH:
-            raise MossError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}", kind="usage")
-        try:
-            return loads(text)  # integers beyond 64 bits come back as floats, as in Lua
-        except _json.JSONDecodeError as e:
-            raise MossError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", kind="usage") from None
+@primitive
+def decode(ctx, text, opts=None):
+    from .session import loads
 
-    return {"json.encode": encode, "json.decode": decode}
+    if (opts or {}).get("ordered"):
+        return _ordered(text)
+    depth = _nesting(text)
+    if depth > MAX_DEPTH:
+        raise MossError(f"JSON nested {depth:,} levels deep; moss.json.decode takes at most {MAX_DEPTH}", kind="usage")
+    try:
+        return loads(text)  # integers beyond 64 bits come back as floats, as in Lua
+    except _json.JSONDecodeError as e:
+        raise MossError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", kind="usage") from None
 
 
 def _ordered(text: str):

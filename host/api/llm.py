@@ -6,6 +6,7 @@ import sys
 from typing import Any, Callable
 
 from ..errors import MossError
+from .registry import primitive
 
 
 def _service(ctx):
@@ -137,58 +138,62 @@ def _answers_at_once(svc, request) -> bool:
         return False  # svc.chat says what is wrong
 
 
-def functions(ctx):
-    def chat(request):
-        if not isinstance(request, dict):
-            raise MossError("moss.llm.chat takes a table: {messages=..., system=..., ...}", kind="usage")
-        svc = _service(ctx)
-        tee = ctx.services.get("llm_stream")
-        screen = tee.screen if isinstance(tee, _Tee) else svc.stream
-        if isinstance(screen, _PartialStream):
-            label = request.get("label")
-            screen.label = label if isinstance(label, str) else None
-        # a call made while the user's message is handled (its classification, an aside) is
-        # not the session's reply: nothing of it is streamed to the screen or the live file
-        box = ctx.services.get("inbox")
-        quiet = bool(request.get("quiet")) or bool(box is not None and box.busy)
-        live = None
-        if not quiet:
-            _stderr_stream.wrote = False
-            if isinstance(tee, _Tee):
-                from ..live import LiveReply
+@primitive
+def chat(ctx, request):
+    if not isinstance(request, dict):
+        raise MossError("moss.llm.chat takes a table: {messages=..., system=..., ...}", kind="usage")
+    svc = _service(ctx)
+    tee = ctx.services.get("llm_stream")
+    screen = tee.screen if isinstance(tee, _Tee) else svc.stream
+    if isinstance(screen, _PartialStream):
+        label = request.get("label")
+        screen.label = label if isinstance(label, str) else None
+    # a call made while the user's message is handled (its classification, an aside) is
+    # not the session's reply: nothing of it is streamed to the screen or the live file
+    box = ctx.services.get("inbox")
+    quiet = bool(request.get("quiet")) or bool(box is not None and box.busy)
+    live = None
+    if not quiet:
+        _stderr_stream.wrote = False
+        if isinstance(tee, _Tee):
+            from ..live import LiveReply
 
-                # a bound session's reply streams to its live file (host/live.py), screen or not
-                live = tee.live = LiveReply(ctx.root, ctx.session_id) if ctx.session_id else None
-                svc.stream = tee if (live is not None or tee.screen is not None) else None
-        listen = getattr(ctx, "inbox_poll", None) and not _answers_at_once(svc, request)
-        try:
-            result = _chat_listening(ctx, svc, request, quiet) if listen else svc.chat(request, quiet=quiet)
-        finally:
-            if live is not None:
-                tee.live = None
-                live.end()
-        if not quiet and _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
-            sys.stderr.write("\n")  # the streamed text ends its line
-        return result
+            # a bound session's reply streams to its live file (host/live.py), screen or not
+            live = tee.live = LiveReply(ctx.root, ctx.session_id) if ctx.session_id else None
+            svc.stream = tee if (live is not None or tee.screen is not None) else None
+    listen = getattr(ctx, "inbox_poll", None) and not _answers_at_once(svc, request)
+    try:
+        result = _chat_listening(ctx, svc, request, quiet) if listen else svc.chat(request, quiet=quiet)
+    finally:
+        if live is not None:
+            tee.live = None
+            live.end()
+    if not quiet and _stderr_stream.wrote and not result.get("text", "").endswith("\n"):
+        sys.stderr.write("\n")  # the streamed text ends its line
+    return result
 
-    def usage():
-        svc = ctx.services.get("llm")
-        if svc is None:
-            return {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0,
-                    "cost_usd": 0.0, "calls": 0}
-        return svc.usage
 
-    def provider():
-        """Resolve the provider now (a local server is looked for when none is configured), so a
-        script fails before its first turn rather than in it."""
-        svc = _service(ctx)
-        p = svc.provider()
-        svc.prepare(p)  # its SDK client is made in the background meanwhile (host/llm/warm.py)
-        return {"name": p.name, "model": p.model, "base_url": p.base_url, "is_local": bool(p.local),
-                "detected": p.detected, "context_window": svc.window(p)}
+@primitive
+def usage(ctx):
+    svc = ctx.services.get("llm")
+    if svc is None:
+        return {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0,
+                "cost_usd": 0.0, "calls": 0}
+    return svc.usage
 
-    def budget():
-        svc = ctx.services.get("llm")
-        return svc.budget_reason() if svc else None
 
-    return {"llm.chat": chat, "llm.usage": usage, "llm.budget": budget, "llm.provider": provider}
+@primitive
+def provider(ctx):
+    """Resolve the provider now (a local server is looked for when none is configured), so a
+    script fails before its first turn rather than in it."""
+    svc = _service(ctx)
+    p = svc.provider()
+    svc.prepare(p)  # its SDK client is made in the background meanwhile (host/llm/warm.py)
+    return {"name": p.name, "model": p.model, "base_url": p.base_url, "is_local": bool(p.local),
+            "detected": p.detected, "context_window": svc.window(p)}
+
+
+@primitive
+def budget(ctx):
+    svc = ctx.services.get("llm")
+    return svc.budget_reason() if svc else None

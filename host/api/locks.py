@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..errors import MossError
+from .registry import primitive
 
 if TYPE_CHECKING:  # imported lazily at run time
     from ..tools.locks import Held
@@ -39,7 +40,7 @@ def lock_timeout(ctx) -> float:
         raise MossError(f"[agent] lock_timeout must be a number of seconds, got {value!r}", kind="config") from None
 
 
-def acquire(ctx, targets, timeout=None, what: str = "lock"):
+def take(ctx, targets, timeout=None, what: str = "lock"):
     """Hold `targets` (Target list) for this ctx's agent; says so while it queues."""
     from .. import ui
     from ..tools.locks import manager
@@ -72,7 +73,7 @@ def acquire(ctx, targets, timeout=None, what: str = "lock"):
 def hold(ctx, targets, timeout=None, what: str = "lock"):
     from ..tools.locks import manager
 
-    held = acquire(ctx, targets, timeout, what)
+    held = take(ctx, targets, timeout, what)
     try:
         yield held
     finally:
@@ -98,49 +99,63 @@ def for_edit(ctx, specs):
             yield
 
 
-def functions(ctx):
-    handles: dict[int, Held] = {}
+class Handles:
+    """The locks a script holds through moss.lock in one run (`ctx.services["locks"]`),
+    released when the run's services close: locks never outlive their agent."""
 
-    def acquire_(target, opts=None):
-        """moss.locks.acquire(target, {timeout=30}) -> id, or nil and "locked by ..." on timeout."""
-        from ..tools.locks import parse_target
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.held: dict[int, Held] = {}
 
-        opts = opts or {}
-        if not isinstance(opts, dict):
-            raise MossError("moss.lock: options are a table, e.g. {timeout = 30}", kind="usage")
-        targets = target if isinstance(target, list) else [target]
-        parsed = [parse_target(ctx.workdir, t) for t in targets]
-        timeout = opts.get("timeout", 30)
-        try:
-            held = acquire(ctx, parsed, None if timeout is None or timeout < 0 else float(timeout), "moss.lock")
-        except MossError as e:
-            if e.kind == "locked":
-                return None, e.message
-            raise
-        handles[held.id] = held  # (waits, timeouts and takeovers are logged; a plain take is not)
-        return held.id
-
-    def release(lock_id):
+    def close(self) -> None:
         from ..tools.locks import manager
 
-        held = handles.pop(int(lock_id), None) if lock_id is not None else None
-        if held is None:
-            return False
-        manager(ctx.workdir).release(held)
-        return True
+        for held in list(self.held.values()):
+            manager(self.ctx.workdir).release(held)
+        self.held.clear()
 
-    def list_():
-        from ..tools.locks import manager
 
-        return manager(ctx.workdir).held()
+def handles(ctx) -> Handles:
+    svc = ctx.services.get("locks")
+    if svc is None:
+        svc = ctx.services["locks"] = Handles(ctx)
+    return svc
 
-    class _Release:  # closed with the run's services: locks never outlive their agent
-        def close(self):
-            from ..tools.locks import manager
 
-            for held in list(handles.values()):
-                manager(ctx.workdir).release(held)
-            handles.clear()
+@primitive
+def acquire(ctx, target, opts=None):
+    """moss.locks.acquire(target, {timeout=30}) -> id, or nil and "locked by ..." on timeout."""
+    from ..tools.locks import parse_target
 
-    ctx.services.setdefault("locks", _Release())
-    return {"locks.acquire": acquire_, "locks.release": release, "locks.list": list_}
+    opts = opts or {}
+    if not isinstance(opts, dict):
+        raise MossError("moss.lock: options are a table, e.g. {timeout = 30}", kind="usage")
+    targets = target if isinstance(target, list) else [target]
+    parsed = [parse_target(ctx.workdir, t) for t in targets]
+    timeout = opts.get("timeout", 30)
+    try:
+        held = take(ctx, parsed, None if timeout is None or timeout < 0 else float(timeout), "moss.lock")
+    except MossError as e:
+        if e.kind == "locked":
+            return None, e.message
+        raise
+    handles(ctx).held[held.id] = held  # (waits, timeouts and takeovers are logged; a plain take is not)
+    return held.id
+
+
+@primitive
+def release(ctx, lock_id):
+    from ..tools.locks import manager
+
+    held = handles(ctx).held.pop(int(lock_id), None) if lock_id is not None else None
+    if held is None:
+        return False
+    manager(ctx.workdir).release(held)
+    return True
+
+
+@primitive
+def list_(ctx):
+    from ..tools.locks import manager
+
+    return manager(ctx.workdir).held()

@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import storage
 from ..errors import MossError
 from ..storage import UnsafePath
+from .registry import primitive
 
 KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,40}$")
 BULLET = re.compile(r"^\s*[-*]\s+(.*\S)\s*$")
@@ -80,82 +81,89 @@ def entries(root: Path) -> list[dict]:
     return out
 
 
-def functions(ctx):
-    def memorize(text, opts=None):
-        text = " ".join(str(text or "").split())
-        if not text:
-            raise MossError("memorize needs some text", kind="usage")
-        kind = (opts or {}).get("kind", "facts")
-        p = _file(ctx.root, kind)
-        old = read(ctx.root, kind)  # a planted link is refused here, before anything is written
-        if old is None:
-            old = f"# {kind.capitalize()}\n"
-        if any(e["text"].startswith(text) for e in entries(ctx.root) if e["kind"] == kind):
-            return {"kind": kind, "text": text, "duplicate": True}
-        line = f"- {text} ({time.strftime('%Y-%m-%d')})\n"
-        storage.write_atomic(p, old + ("" if old.endswith("\n") else "\n") + line)
-        ctx.log("memorize", {"kind": kind, "text": text})
-        return {"kind": kind, "text": text, "duplicate": False}
+@primitive
+def memorize(ctx, text, opts=None):
+    text = " ".join(str(text or "").split())
+    if not text:
+        raise MossError("memorize needs some text", kind="usage")
+    kind = (opts or {}).get("kind", "facts")
+    p = _file(ctx.root, kind)
+    old = read(ctx.root, kind)  # a planted link is refused here, before anything is written
+    if old is None:
+        old = f"# {kind.capitalize()}\n"
+    if any(e["text"].startswith(text) for e in entries(ctx.root) if e["kind"] == kind):
+        return {"kind": kind, "text": text, "duplicate": True}
+    line = f"- {text} ({time.strftime('%Y-%m-%d')})\n"
+    storage.write_atomic(p, old + ("" if old.endswith("\n") else "\n") + line)
+    ctx.log("memorize", {"kind": kind, "text": text})
+    return {"kind": kind, "text": text, "duplicate": False}
 
-    def recall(query, opts=None):
-        limit = int((opts or {}).get("limit", 5))
-        words = {w.lower() for w in WORD.findall(str(query or ""))}
-        scored = []
-        for e in entries(ctx.root):
-            have = {w.lower() for w in WORD.findall(e["text"])}
-            score = len(words & have)
-            if score:
-                scored.append((score, e))
-        scored.sort(key=lambda se: -se[0])
-        return [e for _, e in scored[:limit]]
 
-    def forget(pattern):
-        pattern = str(pattern or "").lower()
-        if not pattern:
-            raise MossError("forget needs some text to match", kind="usage")
-        removed = 0
-        for kind in kinds(ctx.root):
-            lines = (read(ctx.root, kind) or "").splitlines(keepends=True)
-            keep = [ln for ln in lines if not (BULLET.match(ln) and pattern in ln.lower())]
-            if len(keep) != len(lines):
-                removed += len(lines) - len(keep)
-                storage.write_atomic(_file(ctx.root, kind), "".join(keep))
-        ctx.log("memory_forget", {"pattern": pattern, "removed": removed})
-        return removed
+@primitive
+def recall(ctx, query, opts=None):
+    limit = int((opts or {}).get("limit", 5))
+    words = {w.lower() for w in WORD.findall(str(query or ""))}
+    scored = []
+    for e in entries(ctx.root):
+        have = {w.lower() for w in WORD.findall(e["text"])}
+        score = len(words & have)
+        if score:
+            scored.append((score, e))
+    scored.sort(key=lambda se: -se[0])
+    return [e for _, e in scored[:limit]]
 
-    def all_():
-        return entries(ctx.root)
 
-    def files():
-        """Every memory file, whole: [{kind, file, text}] (organising rewrites whole files)."""
-        out = []
-        for k in kinds(ctx.root):
-            try:
-                out.append({"kind": k, "file": f".moss/memory/{k}.md", "text": read(ctx.root, k) or ""})
-            except UnsafePath as e:
-                storage.skipped(_file(ctx.root, k), e)
-        return out
+@primitive
+def forget(ctx, pattern):
+    pattern = str(pattern or "").lower()
+    if not pattern:
+        raise MossError("forget needs some text to match", kind="usage")
+    removed = 0
+    for kind in kinds(ctx.root):
+        lines = (read(ctx.root, kind) or "").splitlines(keepends=True)
+        keep = [ln for ln in lines if not (BULLET.match(ln) and pattern in ln.lower())]
+        if len(keep) != len(lines):
+            removed += len(lines) - len(keep)
+            storage.write_atomic(_file(ctx.root, kind), "".join(keep))
+    ctx.log("memory_forget", {"pattern": pattern, "removed": removed})
+    return removed
 
-    def write(kind, text, opts=None):
-        """Replace a kind's whole file with `text` (atomically); {file, changed, diff}. With
-        {dry_run=true} only the unified diff is computed."""
-        import difflib
 
-        p = _file(ctx.root, kind)
-        text = str(text if text is not None else "")
-        if text and not text.endswith("\n"):
-            text += "\n"
-        old = read(ctx.root, kind)
-        exists, old = old is not None, old or ""
-        rel = f".moss/memory/{kind}.md"
-        shown = old if not old or old.endswith("\n") else old + "\n"  # a diff line per line
-        diff = "".join(difflib.unified_diff(shown.splitlines(keepends=True), text.splitlines(keepends=True),
-                                            "/dev/null" if not exists else f"a/{rel}", f"b/{rel}"))
-        changed = old != text or not exists
-        if changed and not (opts or {}).get("dry_run"):
-            storage.write_atomic(p, text)
-            ctx.log("memory_write", {"kind": kind, "chars": len(text)})
-        return {"file": rel, "changed": changed, "diff": diff}
+@primitive
+def all_(ctx):
+    return entries(ctx.root)
 
-    return {"memory.memorize": memorize, "memory.recall": recall, "memory.forget": forget, "memory.all": all_,
-            "memory.files": files, "memory.write": write}
+
+@primitive
+def files(ctx):
+    """Every memory file, whole: [{kind, file, text}] (organising rewrites whole files)."""
+    out = []
+    for k in kinds(ctx.root):
+        try:
+            out.append({"kind": k, "file": f".moss/memory/{k}.md", "text": read(ctx.root, k) or ""})
+        except UnsafePath as e:
+            storage.skipped(_file(ctx.root, k), e)
+    return out
+
+
+@primitive
+def write(ctx, kind, text, opts=None):
+    """Replace a kind's whole file with `text` (atomically); {file, changed, diff}. With
+    {dry_run=true} only the unified diff is computed."""
+    import difflib
+
+    p = _file(ctx.root, kind)
+    text = str(text if text is not None else "")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    old = read(ctx.root, kind)
+    exists, old = old is not None, old or ""
+    rel = f".moss/memory/{kind}.md"
+    shown = old if not old or old.endswith("\n") else old + "\n"  # a diff line per line
+    diff = "".join(difflib.unified_diff(shown.splitlines(keepends=True), text.splitlines(keepends=True),
+                                        "/dev/null" if not exists else f"a/{rel}", f"b/{rel}"))
+    changed = old != text or not exists
+    if changed and not (opts or {}).get("dry_run"):
+        storage.write_atomic(p, text)
+        ctx.log("memory_write", {"kind": kind, "chars": len(text)})
+    return {"file": rel, "changed": changed, "diff": diff}

@@ -26,13 +26,13 @@ from pathlib import Path
 
 from lupa.lua54 import lua_type
 
-from ..errors import MossError
-
 from .. import storage
+from ..errors import MossError
 from ..storage import (  # noqa: F401  (re-exported: the session API's own names)
     ID_RE, MAX_DEPTH, UnsafePath, agent_dir, append_line, check_id, depth_ok, dumps, ensure_dir, loads, read_lines,
     scalars, write_atomic,
 )
+from .registry import primitive
 
 
 def checkpoint_path(root: Path, sid: str) -> Path:
@@ -506,108 +506,129 @@ def new_session_id(root: Path) -> str:
             return sid
 
 
-def functions(ctx):
-    def new_id():
-        """A fresh session id (never from Lua's math.random, which --seed makes repeatable)."""
-        return new_session_id(ctx.root)
+class _Known:
+    """What one run knows of the sessions it saves and logs (`ctx.services["session"]`): the
+    journal of each it saved (what it last saved of it) and each one's paths, checked once."""
 
-    saved: dict = {}  # sid -> Journal: what this process last saved of that session
-    ckpt_paths: dict = {}  # sid -> its checkpoint's path (checked once)
+    def __init__(self) -> None:
+        self.saved: dict[str, Journal] = {}
+        self.checkpoints: dict[str, Path] = {}
+        self.logs: dict[str, Path] = {}
 
-    def save(sid, state, opts=None):
-        """The checkpoint of `sid`: a new base on the first save in this process, when due, and
-        when the caller says the session ended (`opts.final`); else one journal line."""
-        final = lua_type(opts) == "table" and opts[b"final"] is True
-        if isinstance(sid, bytes):
-            sid = sid.decode("utf-8", errors="replace")
-        p = ckpt_paths.get(sid) if isinstance(sid, str) else None
-        if p is None:
-            p = ckpt_paths[sid] = checkpoint_path(ctx.root, check_id(sid))
-        now = time.time()
-        rt = ctx.runtime
-        if rt is None or lua_type(state) != "table":  # a Python caller, or nil: nothing to diff
-            state = rt.conv.to_py(state) if rt is not None and not isinstance(state, dict) else state
-            if state is not None and not isinstance(state, dict):
-                raise MossError(f"moss.session.save: the state must be a table, got {type(state).__name__}", kind="usage")
-            saved.pop(sid, None)
-            _write_base(p, sid, dict(state or {}), now)
-            return str(p)
-        differ = _differ(rt)
-        j = saved.pop(sid, None)  # back only once this save is written: a failure starts a new base
-        ops = False
-        if j is not None and not j.due(now) and not final:
-            ops = differ.diff(j.shadow, state)
-        if ops is False:  # the first save in this process, compaction time, the end, or a new root
-            shadow = differ.copy(state)
-            _write_base(p, sid, rt.conv.to_py(shadow), now)
-            saved[sid] = Journal(p.with_suffix(".journal"), shadow, now)
-            return str(p)
-        ops = rt.conv.to_py(ops) if ops is not None else []
-        ops.append(["s", ["saved_at"], now])
-        j.append(ops)
-        saved[sid] = j
+
+def _known(ctx) -> _Known:
+    known = ctx.services.get("session")
+    if known is None:
+        known = ctx.services["session"] = _Known()
+    return known
+
+
+@primitive
+def new_id(ctx):
+    """A fresh session id (never from Lua's math.random, which --seed makes repeatable)."""
+    return new_session_id(ctx.root)
+
+
+# the session table stays in Lua: only what changed is converted (lua_args)
+@primitive(lua_args=True)
+def save(ctx, sid, state, opts=None):
+    """The checkpoint of `sid`: a new base on the first save in this process, when due, and
+    when the caller says the session ended (`opts.final`); else one journal line."""
+    final = lua_type(opts) == "table" and opts[b"final"] is True
+    if isinstance(sid, bytes):
+        sid = sid.decode("utf-8", errors="replace")
+    known = _known(ctx)
+    saved, ckpt_paths = known.saved, known.checkpoints
+    p = ckpt_paths.get(sid) if isinstance(sid, str) else None
+    if p is None:
+        p = ckpt_paths[sid] = checkpoint_path(ctx.root, check_id(sid))
+    now = time.time()
+    rt = ctx.runtime
+    if rt is None or lua_type(state) != "table":  # a Python caller, or nil: nothing to diff
+        state = rt.conv.to_py(state) if rt is not None and not isinstance(state, dict) else state
+        if state is not None and not isinstance(state, dict):
+            raise MossError(f"moss.session.save: the state must be a table, got {type(state).__name__}", kind="usage")
+        saved.pop(sid, None)
+        _write_base(p, sid, dict(state or {}), now)
         return str(p)
+    differ = _differ(rt)
+    j = saved.pop(sid, None)  # back only once this save is written: a failure starts a new base
+    ops = differ.diff(j.shadow, state) if j is not None and not j.due(now) and not final else False
+    if ops is False or j is None:  # the first save in this process, compaction time, the end, or a new root
+        shadow = differ.copy(state)
+        _write_base(p, sid, rt.conv.to_py(shadow), now)
+        saved[sid] = Journal(p.with_suffix(".journal"), shadow, now)
+        return str(p)
+    ops = rt.conv.to_py(ops) if ops is not None else []
+    ops.append(["s", ["saved_at"], now])
+    j.append(ops)
+    saved[sid] = j
+    return str(p)
 
-    # the session table stays in Lua: only what changed is converted (runtime.py reads this
-    # mark with getattr; a function object takes any attribute, which mypy cannot see)
-    save.lua_args = True  # type: ignore[attr-defined]
 
-    def load(sid=None):
-        return load_checkpoint(ctx.root, sid)
+@primitive
+def load(ctx, sid=None):
+    return load_checkpoint(ctx.root, sid)
 
-    def list_():
-        return list_checkpoints(ctx.root)
 
-    paths: dict = {}  # sid -> its log's path (checked once)
+@primitive
+def list_(ctx):
+    return list_checkpoints(ctx.root)
 
-    def log(sid, event, data=None):
-        record = {"event": str(event), "ts": round(time.time(), 3)}
-        if isinstance(data, dict):
-            record.update(data)
-        record["session"] = sid  # every line names its agent and that agent's parent
-        record["parent"] = ctx.parent_id if sid == ctx.session_id else record.get("parent")
-        p = paths.get(sid) if isinstance(sid, str) else None
-        if p is None:
-            p = log_path(ctx.root, check_id(sid))
-            paths[sid] = p
-        append_line(p, record)
-        return True
 
-    def bind(sid, opts=None):
-        """Host-side events (LLM attempts, retries) go to this session's log from now on;
-        opts.role names the agent's role (shown to agents waiting for its locks)."""
-        ctx.session_id = check_id(sid)
-        if isinstance(opts, dict) and isinstance(opts.get("role"), str):
-            ctx.role = opts["role"]
-        if isinstance(opts, dict) and isinstance(opts.get("resume"), str):
-            ctx.resume = opts["resume"]  # what run.py prints when Ctrl-C stops the session
-        if ctx.tree is not None and ctx.tree.root_id is None and ctx.parent_id is None:
-            ctx.tree.root_id = ctx.session_id
-        return True
+@primitive
+def log(ctx, sid, event, data=None):
+    record = {"event": str(event), "ts": round(time.time(), 3)}
+    if isinstance(data, dict):
+        record.update(data)
+    record["session"] = sid  # every line names its agent and that agent's parent
+    record["parent"] = ctx.parent_id if sid == ctx.session_id else record.get("parent")
+    paths = _known(ctx).logs
+    p = paths.get(sid) if isinstance(sid, str) else None
+    if p is None:
+        p = log_path(ctx.root, check_id(sid))
+        paths[sid] = p
+    append_line(p, record)
+    return True
 
-    def logs():
-        out: list[dict] = []
-        folder = agent_dir(ctx.root) / "logs"
-        with storage.Skips(folder) as skip:
-            for name in storage.listed(folder):
-                if not name.endswith(".jsonl"):
-                    continue
-                p = folder / name
-                try:
-                    with storage.open_read(p) as f:
-                        mtime = os.fstat(f.fileno()).st_mtime
-                        lines = sum(1 for _ in f)
-                except FileNotFoundError:
-                    continue
-                except UnsafePath as e:
-                    skip(p, e)  # a link, a folder or a pipe where a log should be
-                    continue
-                out.append({"id": p.stem, "path": str(p), "events": lines, "mtime": mtime})
-        out.sort(key=lambda d: d["mtime"])
-        return out
 
-    def events(sid):
-        return read_log(ctx.root, sid)
+@primitive
+def bind(ctx, sid, opts=None):
+    """Host-side events (LLM attempts, retries) go to this session's log from now on;
+    opts.role names the agent's role (shown to agents waiting for its locks)."""
+    ctx.session_id = check_id(sid)
+    if isinstance(opts, dict) and isinstance(opts.get("role"), str):
+        ctx.role = opts["role"]
+    if isinstance(opts, dict) and isinstance(opts.get("resume"), str):
+        ctx.resume = opts["resume"]  # what run.py prints when Ctrl-C stops the session
+    if ctx.tree is not None and ctx.tree.root_id is None and ctx.parent_id is None:
+        ctx.tree.root_id = ctx.session_id
+    return True
 
-    return {"session.new_id": new_id, "session.save": save, "session.load": load, "session.list": list_, "session.log": log,
-            "session.bind": bind, "session.logs": logs, "session.events": events}
+
+@primitive
+def logs(ctx):
+    out: list[dict] = []
+    folder = agent_dir(ctx.root) / "logs"
+    with storage.Skips(folder) as skip:
+        for name in storage.listed(folder):
+            if not name.endswith(".jsonl"):
+                continue
+            p = folder / name
+            try:
+                with storage.open_read(p) as f:
+                    mtime = os.fstat(f.fileno()).st_mtime
+                    lines = sum(1 for _ in f)
+            except FileNotFoundError:
+                continue
+            except UnsafePath as e:
+                skip(p, e)  # a link, a folder or a pipe where a log should be
+                continue
+            out.append({"id": p.stem, "path": str(p), "events": lines, "mtime": mtime})
+    out.sort(key=lambda d: d["mtime"])
+    return out
+
+
+@primitive
+def events(ctx, sid):
+    return read_log(ctx.root, sid)

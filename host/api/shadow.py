@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import MossError
+from .registry import primitive
 
 if TYPE_CHECKING:  # imported where a store is made, not at start-up
     from ..tools.shadow import Shadow
@@ -55,49 +56,56 @@ def _restore_locks(ctx, sid):
     return hold(ctx, [Target(p) for p in paths], lock_timeout(ctx), "rollback")
 
 
-def functions(ctx):
-    def snapshot(label=""):
-        sid = _shadow(ctx).snapshot(str(label or ""), session=ctx.tree_id)
-        ctx.log("snapshot", {"id": sid, "label": label})
-        return sid
+@primitive
+def snapshot(ctx, label=""):
+    sid = _shadow(ctx).snapshot(str(label or ""), session=ctx.tree_id)
+    ctx.log("snapshot", {"id": sid, "label": label})
+    return sid
 
-    def begin_write(label=""):
-        """Capture before a write; the bound session will own what the write changes."""
-        from ..tools.worktree import wait_ready
 
-        wait_ready(ctx.workdir, ctx.cancelled)  # a write follows: an isolated child's copy must be whole first
-        wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.tree_id)
-        ctx.log("snapshot", {"id": wid, "label": label})
-        return wid
+@primitive
+def begin_write(ctx, label=""):
+    """Capture before a write; the bound session will own what the write changes."""
+    from ..tools.worktree import wait_ready
 
-    def end_write(wid):
-        result = _shadow(ctx).end_write(wid)
-        ctx.log("write", {"id": result["id"], "changed": result["changed"],
-                          "not_captured": result["not_captured"]})
-        return result
+    wait_ready(ctx.workdir, ctx.cancelled)  # a write follows: an isolated child's copy must be whole first
+    wid = _shadow(ctx).begin_write(str(label or ""), session=ctx.tree_id)
+    ctx.log("snapshot", {"id": wid, "label": label})
+    return wid
 
-    def restore(sid):
-        from ..tools.sandbox import require_write
 
-        from ..tools.worktree import wait_ready
+@primitive
+def end_write(ctx, wid):
+    result = _shadow(ctx).end_write(wid)
+    ctx.log("write", {"id": result["id"], "changed": result["changed"],
+                      "not_captured": result["not_captured"]})
+    return result
 
-        require_write(ctx.access, "restoring a snapshot (it rewrites files)")
-        wait_ready(ctx.workdir, ctx.cancelled)
-        with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
-            result = _shadow(ctx).restore(sid, session=ctx.tree_id)
-        ctx.log("rollback", {"id": sid, **{k: result[k] for k in (
-            "reverted", "removed", "restored", "skipped", "conflicts", "scope", "backup")}})
-        return result
 
-    def list_():
-        return _shadow(ctx).list()
+@primitive
+def restore(ctx, sid):
+    from ..tools.sandbox import require_write
+    from ..tools.worktree import wait_ready
 
-    def diff(sid, paths=None):
-        return _shadow(ctx).diff(sid, paths)
+    require_write(ctx.access, "restoring a snapshot (it rewrites files)")
+    wait_ready(ctx.workdir, ctx.cancelled)
+    with _restore_locks(ctx, sid):  # what it rewrites is locked like an edit's targets
+        result = _shadow(ctx).restore(sid, session=ctx.tree_id)
+    ctx.log("rollback", {"id": sid, **{k: result[k] for k in (
+        "reverted", "removed", "restored", "skipped", "conflicts", "scope", "backup")}})
+    return result
 
-    def changed(sid):
-        return _shadow(ctx).changed(sid)
 
-    return {"shadow.snapshot": snapshot, "shadow.begin_write": begin_write,
-            "shadow.end_write": end_write, "shadow.restore": restore,
-            "shadow.list": list_, "shadow.diff": diff, "shadow.changed": changed}
+@primitive
+def list_(ctx):
+    return _shadow(ctx).list()
+
+
+@primitive
+def diff(ctx, sid, paths=None):
+    return _shadow(ctx).diff(sid, paths)
+
+
+@primitive
+def changed(ctx, sid):
+    return _shadow(ctx).changed(sid)

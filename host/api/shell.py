@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import MossError
+from .registry import primitive
 
 
 def report_git(ctx, where: str, notes: list[str], log: bool = True, **data) -> None:
@@ -35,45 +36,43 @@ def _shell_locks(ctx, paths):
     return hold(ctx, [parse_target(ctx.workdir, p) for p in paths], lock_timeout(ctx), "run")
 
 
-def functions(ctx):
-    def run(cmd, opts=None):
-        from ..tools import shell
-        from ..tools.sandbox import setup_from_config
+@primitive
+def run(ctx, cmd, opts=None):
+    from ..tools import shell
+    from ..tools.sandbox import setup_from_config
 
-        opts = opts or {}
-        if not isinstance(cmd, str) or not cmd.strip():
-            raise MossError("run needs a command string", kind="usage")
-        env = opts.get("env")
-        if env is not None and not isinstance(env, dict):
-            if env != []:
-                raise MossError("moss.shell.run: env must be a table of NAME = value", kind="usage")
-            env = {}
-        from ..tools.worktree import wait_ready
+    opts = opts or {}
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise MossError("run needs a command string", kind="usage")
+    env = opts.get("env")
+    if env is not None and not isinstance(env, dict):
+        if env != []:
+            raise MossError("moss.shell.run: env must be a table of NAME = value", kind="usage")
+        env = {}
+    from ..tools.worktree import wait_ready
 
-        cfg = ctx.config.get("shell", {})
-        wait_ready(ctx.workdir, ctx.cancelled)  # a command may write in place: never while a copy still shares a file
-        locks = _shell_locks(ctx, opts.get("locks"))
-        try:
-            with locks:
-                result = shell.run(
-                    cmd,
-                    root=ctx.workdir,
-                    bind_as=ctx.bind_as,
-                    access=ctx.access,
-                    cwd=opts.get("cwd"),
-                    timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),
-                    max_chars=int(opts.get("max_chars") or cfg.get("max_chars") or 20000),
-                    env=env,
-                    allow_full=ctx.allow_full,
-                    unsandboxed_ok=ctx.unsandboxed_ok,
-                    cancel=lambda: ctx.cancelled() or ctx.user_interrupt(),
-                    stdin=opts.get("stdin"),
-                    setup=setup_from_config(ctx.user_config, ctx.config),
-                )
-        except MossError as e:
-            report_git(ctx, "shell.run", e.data.get("git") or [], cmd=cmd)
-            raise
-        report_git(ctx, "shell.run", result.get("git") or [], cmd=cmd)
-        return result
-
-    return {"shell.run": run}
+    cfg = ctx.config.get("shell", {})
+    wait_ready(ctx.workdir, ctx.cancelled)  # a command may write in place: never while a copy still shares a file
+    locks = _shell_locks(ctx, opts.get("locks"))
+    try:
+        with locks:
+            result = shell.run(
+                cmd,
+                root=ctx.workdir,
+                bind_as=ctx.bind_as,
+                access=ctx.access,
+                cwd=opts.get("cwd"),
+                timeout=float(opts.get("timeout") or cfg.get("timeout") or 120),
+                max_chars=int(opts.get("max_chars") or cfg.get("max_chars") or 20000),
+                env=env,
+                allow_full=ctx.allow_full,
+                unsandboxed_ok=ctx.unsandboxed_ok,
+                cancel=lambda: ctx.cancelled() or ctx.user_interrupt(),
+                stdin=opts.get("stdin"),
+                setup=setup_from_config(ctx.user_config, ctx.config),
+            )
+    except MossError as e:
+        report_git(ctx, "shell.run", e.data.get("git") or [], cmd=cmd)
+        raise
+    report_git(ctx, "shell.run", result.get("git") or [], cmd=cmd)
+    return result

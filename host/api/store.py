@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import MossError
 from ..storage import ID_RE, agent_dir, read_text, write_atomic
+from .registry import primitive
 
 
 def store_dir(root: Path) -> Path:
@@ -30,26 +31,26 @@ def store_path(root: Path, name: str) -> Path:
     return store_dir(root) / f"{check_name(name)}.json"
 
 
-def functions(ctx):
-    def load(name):
-        """The document saved under `name`, or an empty table if there is none."""
-        p = store_path(ctx.root, name)
-        try:
-            text = read_text(p)  # a link, a fifo or a device there is refused (kind "denied")
-        except FileNotFoundError:
-            return {}
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise MossError(f"{p}: store is not valid JSON ({e.msg} at line {e.lineno})", kind="io") from None
+@primitive
+def load(ctx, name):
+    """The document saved under `name`, or an empty table if there is none."""
+    p = store_path(ctx.root, name)
+    try:
+        text = read_text(p)  # a link, a fifo or a device there is refused (kind "denied")
+    except FileNotFoundError:
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise MossError(f"{p}: store is not valid JSON ({e.msg} at line {e.lineno})", kind="io") from None
 
-    def save(name, data):
-        """Replace the document `name` with `data` (a table); returns the file's path."""
-        p = store_path(ctx.root, name)
-        if not isinstance(data, (dict, list)):
-            raise MossError(f"moss.store.save expects a table, got {type(data).__name__}", kind="usage")
-        write_atomic(p, json.dumps(data, ensure_ascii=False, indent=1))
-        ctx.log("store_save", {"name": name, "entries": len(data)})
-        return str(p)
 
-    return {"store.load": load, "store.save": save}
+@primitive
+def save(ctx, name, data):
+    """Replace the document `name` with `data` (a table); returns the file's path."""
+    p = store_path(ctx.root, name)
+    if not isinstance(data, (dict, list)):
+        raise MossError(f"moss.store.save expects a table, got {type(data).__name__}", kind="usage")
+    write_atomic(p, json.dumps(data, ensure_ascii=False, indent=1))
+    ctx.log("store_save", {"name": name, "entries": len(data)})
+    return str(p)
