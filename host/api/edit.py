@@ -50,8 +50,10 @@ def _apply_slowly(root, specs, seconds: float) -> dict:
     import time
 
     from ..tools import edit as tool
+    from ..tools.edit.report import batch_result
+    from ..tools.edit.write import commit
 
     plan = tool._plan(root, specs)
     time.sleep(seconds)
-    tool._commit(plan.changed())
-    return tool._result(plan)
+    commit(plan.changed())
+    return batch_result(plan)
