@@ -257,7 +257,7 @@ def after_interrupt(rt, module, info: dict, shown: str = ""):
         return _plain(rt, rt.call_after_interrupt(fn, info, timeout=INTERRUPT_GRACE))
     except (LuaScriptError, MossError) as e:
         ui.error(f"{shown or 'the script'}: its interrupted entry failed: {e.message}")
-    except BaseException as e:  # noqa: BLE001 - a second Ctrl-C, a host bug: the run is over anyway
+    except BaseException as e:  # a second Ctrl-C, a host bug: the run is over anyway
         ui.error(f"{shown or 'the script'}: its interrupted entry failed: {type(e).__name__}: {e}")
     return None
 
