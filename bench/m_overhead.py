@@ -229,6 +229,25 @@ def _child(root: str, script: str, steps: int, out: str) -> None:
     ckpt_bytes = ckpt[-1].stat().st_size if ckpt else None
     log_bytes = logs[-1].stat().st_size if logs else None
 
+    cats = _categories(box, total, inner, outer)
+    calls, inner_snap = dict(count), dict(inner)
+
+    # once more under cProfile, for the functions that cost most
+    for p in [*agent_dir.glob("session-*.json"), *agent_dir.glob("session-*.journal")]:
+        p.unlink()
+    sys.stdout = devnull
+    top = _profile_top(lambda: run_mod.run_script("agent", args), Path(rt_mod.__file__).parent)
+    sys.stdout = real_out
+
+    Path(out).write_text(json.dumps({
+        "exit": code, "steps": steps, "llm_calls": calls.get("llm.chat", 0), "total": total, "import": t_import,
+        "categories": cats, "calls": calls, "inner": inner_snap,
+        "checkpoint_bytes": ckpt_bytes, "log_bytes": log_bytes, "top": top,
+    }))
+
+
+def _categories(box: dict, total: float, inner: dict, outer: dict) -> dict[str, dict]:
+    """The run's time by category: what each primitive did (work) and its crossing (bridge)."""
     def category(name: str) -> str:
         for prefix, label in CATEGORIES:
             if name.startswith(prefix):
@@ -249,33 +268,26 @@ def _child(root: str, script: str, steps: int, out: str) -> None:
     # host-side events (LLM attempts, responses) are written from inside the LLM primitive
     add("LLM primitive (script provider, usage)", -box["hostlog"])
     add("logging (session.log, host events)", box["hostlog"])
-    calls, inner_snap = dict(count), dict(inner)
+    return cats
 
-    # once more under cProfile, for the functions that cost most
+
+def _profile_top(run, moss_dir: Path) -> list[dict]:
+    """`run()` under cProfile: the twelve functions that cost most by their own time."""
     import cProfile
     import pstats
     import sysconfig
 
-    for p in [*agent_dir.glob("session-*.json"), *agent_dir.glob("session-*.journal")]:
-        p.unlink()
     prof = cProfile.Profile()
-    sys.stdout = devnull
     prof.enable()
-    run_mod.run_script("agent", args)
+    run()
     prof.disable()
-    sys.stdout = real_out
     st = pstats.Stats(prof)
     top = []
     for (fname, line, func), (_cc, nc, tt, ct, _callers) in sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:12]:
-        short = fname.replace(str(Path(rt_mod.__file__).parent), "moss").replace(sys.prefix, "<venv>")
+        short = fname.replace(str(moss_dir), "moss").replace(sys.prefix, "<venv>")
         short = short.split("site-packages/")[-1].replace(sysconfig.get_paths()["stdlib"], "<stdlib>")
         top.append({"function": f"{short}:{line}({func})", "calls": nc, "tottime": tt, "cumtime": ct})
-
-    Path(out).write_text(json.dumps({
-        "exit": code, "steps": steps, "llm_calls": calls.get("llm.chat", 0), "total": total, "import": t_import,
-        "categories": cats, "calls": calls, "inner": inner_snap,
-        "checkpoint_bytes": ckpt_bytes, "log_bytes": log_bytes, "top": top,
-    }))
+    return top
 
 
 # --------------------------------------------------------------------------- rendering

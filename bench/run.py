@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats  # noqa: E402
+from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats
 
 MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "isolate", "runs",
                 "eval", "fleet", "startup", "fork", "grammar", "polyglot"]

@@ -231,21 +231,29 @@ class Converter:
         if isinstance(value, bytes):
             return value
         if isinstance(value, dict):
-            t = self._table()
-            for k, v in value.items():
-                if v is None:
-                    continue
-                key = k if isinstance(k, (int, float)) and not isinstance(k, bool) else str(k)
-                t[self.to_lua(key)] = self.to_lua(v, _depth + 1)
-            return t
+            return self._dict_to_lua(value, _depth)
         if isinstance(value, (list, tuple)):
-            t = self._table()
-            for i, v in enumerate(value, 1):
-                t[i] = self.null if v is None else self.to_lua(v, _depth + 1)
-            return t
+            return self._list_to_lua(value, _depth)
         if _lua_type(value) is not None:  # already a Lua object of this runtime
             return value
         raise MossError(f"cannot pass a {type(value).__name__} to Lua", kind="usage")
+
+    def _dict_to_lua(self, value: dict, depth: int):
+        """A table keyed like `value` (numbers stay numbers, other keys become strings; None values left out)."""
+        t = self._table()
+        for k, v in value.items():
+            if v is None:
+                continue
+            key = k if isinstance(k, (int, float)) and not isinstance(k, bool) else str(k)
+            t[self.to_lua(key)] = self.to_lua(v, depth + 1)
+        return t
+
+    def _list_to_lua(self, value: list | tuple, depth: int):
+        """A sequence, None as moss.json.null so it leaves no hole."""
+        t = self._table()
+        for i, v in enumerate(value, 1):
+            t[i] = self.null if v is None else self.to_lua(v, depth + 1)
+        return t
 
     # ---- Lua -> Python -------------------------------------------------------------
     def to_py(self, value: Any, _depth: int = 0, _seen=None):

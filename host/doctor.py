@@ -162,7 +162,7 @@ def check_provider(state, options: dict, env, timeout: float) -> Row:
         return Row("llm", WARN, f"{what}: not asked (its wire API, {p.api}, cannot list models)")
     try:
         models = list_models(p, timeout)
-    except Exception as e:  # noqa: BLE001 - any failure to answer is the row's finding
+    except Exception as e:  # any failure to answer is the row's finding
         reason = _failure_text(e, p)
         fix = f"check that the server at {p.base_url} is running" if p.local or p.base_url_source else \
             (f"check ${p.key_env}" if p.key_env else "")

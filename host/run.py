@@ -16,7 +16,7 @@ from .errors import MossError
 from .roots import ScriptRoots
 from .runtime import DEFAULT_MEMORY_MB, LuaScriptError, Runtime
 
-from .errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, exit_status
+from .errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, exit_status
 from .hostoptions import HOST_OPTIONS_HELP, split_host_options
 
 
@@ -121,48 +121,20 @@ def run_script(name: str, words: list[str]) -> int:
 
 def _run_script(name: str, words: list[str]) -> int:
     try:
-        options, args = split_host_options(words)
-        root = find_project_root()
-        state = trust_mod.evaluate(root, vouched=bool(options.get("trust")))
-        if not state.trusted and trust_mod.stdin_interactive():
-            state = _ask_trust(state)
-        ctx, rt = build(name, args, options, root=root, trust=state)
-        if state.ignored:  # (rich is imported only to say something)
-            trust_mod.notice(state, ui.console())
-        if not state.trusted and ScriptRoots(root).origin_of(name) == "project" \
-                and rt.roots.origin_of(name) is None:
-            ui.error(f"@{name} exists only in this project's .moss/scripts/, and this project is not "
-                     f"trusted: review and trust it with `moss trust`, or pass --trust to trust it for "
-                     f"this run")
-            return EXIT_USAGE
-        path, shown, origin = rt.roots.locate(name, what="script")
+        ready = _prepare(name, words)
     except KeyboardInterrupt:
         ui.console().print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
     except MossError as e:
         ui.error(e.message)
         return exit_status(e.kind)
+    options, args, ctx, rt, (path, shown, origin) = ready
     module = None
     try:
         with rt.sigint_cancels():
             chunk = rt.load_file(path, shown, origin)
-            result = module = rt.call(chunk, *args)
-            entry = options.get("entry")
-            if entry is not None:  # a declared entry point (host/entries.py), not main
-                from .entries import find
-
-                return _exit_status(_plain(rt, rt.call(find(module, entry, shown), args)))
-            main = _field(rt, result, "main")
-            if main is not None:
-                flags = args[: args.index("--")] if "--" in args else args  # after --, words are data
-                if any(a in ("-h", "--help") for a in flags):
-                    help_ = _field(rt, result, "help")
-                    if help_ is not None:
-                        text = rt.call(help_) if _is_function(help_) else help_
-                        sys.stdout.write(rt.to_py(text).rstrip("\n") + "\n\n" + HOST_OPTIONS_HELP + "\n")
-                        return EXIT_OK
-                result = rt.call(main, args)
-            return _exit_status(rt.to_py(result) if not _is_lua(result) else None)
+            module = rt.call(chunk, *args)
+            return _call_entry(rt, module, args, options, shown)
     except LuaScriptError as e:
         if e.kind == "interrupted":
             return _interrupted(ctx)
@@ -173,18 +145,66 @@ def _run_script(name: str, words: list[str]) -> int:
         ui.error(e.message)
         return exit_status(e.kind)
     finally:
-        tree = ctx.tree
-        if tree is not None:  # children of an interrupted or finished root stop (resumable)
-            tree.close(grace=2.0 if rt.cancelled else 5.0)
-        _settle_sessions(ctx, module, shown)
-        services = ctx.services
-        for svc in list(services.values()):
-            close = getattr(svc, "close", None)
-            if close:
-                try:
-                    close()
-                except Exception:
-                    pass
+        _wind_up(ctx, rt, module, shown)
+
+
+def _prepare(name: str, words: list[str]) -> tuple:
+    """The host's options and the script's words, its context and runtime (trust decided, asked
+    inline when a person is there) and where the script is: (options, args, ctx, rt, (path,
+    shown, origin)). MossError "usage" when the script may not run here."""
+    options, args = split_host_options(words)
+    root = find_project_root()
+    state = trust_mod.evaluate(root, vouched=bool(options.get("trust")))
+    if not state.trusted and trust_mod.stdin_interactive():
+        state = _ask_trust(state)
+    ctx, rt = build(name, args, options, root=root, trust=state)
+    if state.ignored:  # (rich is imported only to say something)
+        trust_mod.notice(state, ui.console())
+    if not state.trusted and ScriptRoots(root).origin_of(name) == "project" \
+            and rt.roots.origin_of(name) is None:
+        raise MossError(f"@{name} exists only in this project's .moss/scripts/, and this project is not "
+                        f"trusted: review and trust it with `moss trust`, or pass --trust to trust it for "
+                        f"this run", kind="usage")
+    return options, args, ctx, rt, rt.roots.locate(name, what="script")
+
+
+def _call_entry(rt, module, args: list[str], options: dict, shown: str) -> int:
+    """Call what the script returned: the entry --entry names (host/entries.py), else its
+    `main` (its `help` for -h/--help before a --), else the chunk's value is the result."""
+    entry = options.get("entry")
+    if entry is not None:  # a declared entry point (host/entries.py), not main
+        from .entries import find
+
+        return _exit_status(_plain(rt, rt.call(find(module, entry, shown), args)))
+    result = module
+    main = _field(rt, result, "main")
+    if main is not None:
+        flags = args[: args.index("--")] if "--" in args else args  # after --, words are data
+        if any(a in ("-h", "--help") for a in flags):
+            help_ = _field(rt, result, "help")
+            if help_ is not None:
+                text = rt.call(help_) if _is_function(help_) else help_
+                sys.stdout.write(rt.to_py(text).rstrip("\n") + "\n\n" + HOST_OPTIONS_HELP + "\n")
+                return EXIT_OK
+        result = rt.call(main, args)
+    return _exit_status(rt.to_py(result) if not _is_lua(result) else None)
+
+
+def _wind_up(ctx, rt, module, shown: str) -> None:
+    """After the script, however it ended: its child agents stopped (resumable), its sessions
+    settled, its services closed."""
+    tree = ctx.tree
+    if tree is not None:  # children of an interrupted or finished root stop (resumable)
+        tree.close(grace=2.0 if rt.cancelled else 5.0)
+    _settle_sessions(ctx, module, shown)
+    services = ctx.services
+    for svc in list(services.values()):
+        close = getattr(svc, "close", None)
+        if close:
+            try:
+                close()
+            except Exception:
+                pass
 
 
 def _ask_trust(state: trust_mod.Trust) -> trust_mod.Trust:
@@ -237,7 +257,7 @@ def after_interrupt(rt, module, info: dict, shown: str = ""):
         return _plain(rt, rt.call_after_interrupt(fn, info, timeout=INTERRUPT_GRACE))
     except (LuaScriptError, MossError) as e:
         ui.error(f"{shown or 'the script'}: its interrupted entry failed: {e.message}")
-    except BaseException as e:  # noqa: BLE001 - a second Ctrl-C, a host bug: the run is over anyway
+    except BaseException as e:  # a second Ctrl-C, a host bug: the run is over anyway
         ui.error(f"{shown or 'the script'}: its interrupted entry failed: {type(e).__name__}: {e}")
     return None
 

@@ -24,7 +24,7 @@ from typing import BinaryIO
 
 from .errors import MossError
 from .tools import safefs
-from .tools.safefs import UnsafePath  # noqa: F401  (re-exported for the callers of this module)
+from .tools.safefs import UnsafePath  # re-exported for the callers of this module
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 GITIGNORE = "# sessions and logs written by moss\n*\n"

@@ -305,7 +305,7 @@ def _serve(fd: int, preload: list[str]):
             prepared.update(more)  # tried once: what fails here, the forked process meets itself
             try:
                 prepare(more)
-            except Exception:  # noqa: BLE001 - as a new interpreter would, when it imports it
+            except Exception:  # as a new interpreter would, when it imports it
                 pass
         if os.fork() == 0:
             ctrl.close()
@@ -341,7 +341,7 @@ def _monitor(fds: list[int]) -> bool:
         answer.sendall(pid.to_bytes(_STATUS, "little"))
         _, sts = os.waitpid(pid, 0)
         answer.sendall(sts.to_bytes(_STATUS, "little", signed=True))
-    except BaseException:  # noqa: BLE001 - a monitor never goes back to the zygote's loop
+    except BaseException:  # a monitor never goes back to the zygote's loop
         pass
     os._exit(0)
 
@@ -375,7 +375,7 @@ def _child(fds: list[int], request: dict) -> None:
     except KeyboardInterrupt:
         sys.excepthook(*sys.exc_info())
         code = -signal.SIGINT
-    except BaseException:  # noqa: BLE001 - what the interpreter does with it, below
+    except BaseException:  # what the interpreter does with it, below
         sys.excepthook(*sys.exc_info())
         code = 1
     _end(code)
@@ -405,7 +405,7 @@ def _end(code: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:  # noqa: BLE001 - the interpreter reports it with status 120
+        except Exception:  # the interpreter reports it with status 120
             code = 120
     if code == -signal.SIGINT:
         signal.signal(signal.SIGINT, signal.SIG_DFL)

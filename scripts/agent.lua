@@ -19,7 +19,8 @@ local FLAGS = {
   { "--machine", metavar = "NAME", help = "any machine under scripts/machines/ (project ones too)" },
   { "--plan", type = "flag", help = "start with a planner state whose plan the explorer sees" },
   { "--max-turns", type = "number", help = "LLM calls before giving up (V1 15, V2 16)" },
-  { "--role", metavar = "NAME[,NAME]", help = "explorer (default), auditor, refactorer, a project role, or a pipeline" },
+  { "--role", metavar = "NAME[,NAME]",
+    help = "explorer (default), auditor, refactorer, a project role, or a pipeline" },
   { "--audit", type = "flag", help = "shorthand for --role auditor" },
   { "--refactor", type = "flag", help = "shorthand for --role refactorer" },
   { "--auto", type = "flag", help = "let a classifier pick the role from the task" },
@@ -34,7 +35,8 @@ local FLAGS = {
   { "--task-file", metavar = "FILE", help = "read the task from FILE (inside the project)" },
   { "--output-format", metavar = "FORMAT", choices = { "text", "json", "stream-json" },
     help = "text (answer on stdout), json (one object), stream-json (events)" },
-  { "--spawn", type = "flag", help = "let the model start child agents: $(spawn ROLE \"task\"), $(await), $(children)" },
+  { "--spawn", type = "flag",
+    help = "let the model start child agents: $(spawn ROLE \"task\"), $(await), $(children)" },
   { "--resume", metavar = "[ID]", optional_value = true, help = "continue a saved session (latest without ID)" },
   { "--list-sessions", type = "flag", help = "table of saved sessions (also: moss sessions list)" },
   { "--show-session", metavar = "ID", help = "one session's log as a timeline (also: moss sessions show ID)" },
@@ -62,7 +64,8 @@ docs/agent.md has the whole outcome table.
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
 .moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,
 role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on,
-validate_baseline, compact_at, spawn, max_commands_per_reply; [llm] context_window. While it works, type to it, or: moss say "...".]]
+validate_baseline, compact_at, spawn, max_commands_per_reply; [llm] context_window.
+While it works, type to it, or: moss say "...".]]
 end
 
 local copy = extend.copy -- a deep copy
@@ -125,7 +128,8 @@ local SESSION_FIELDS = { { "id", "string" }, { "machine", "string" }, { "state",
 local function check_session(S)
   for _, f in ipairs(SESSION_FIELDS) do
     local v, want = S[f[1]], f[2]
-    if not (f.optional and (v == nil or v == moss.json.null)) and (want == "integer" and math.type(v) or type(v)) ~= want then
+    local absent = f.optional and (v == nil or v == moss.json.null)
+    if not absent and (want == "integer" and math.type(v) or type(v)) ~= want then
       moss.error("config", (".moss/agent/session-%s.json is not a usable checkpoint (%s is %s, not a %s); " ..
         "delete it to start fresh, or start a new session instead of resuming this one")
         :format(S.session_id, f[1], v == nil and "missing" or type(v), want), 2)
@@ -185,7 +189,8 @@ local function run_stage(o)
   if me.child and o.clamp and me.max_access and ACCESS_RANK[access] > ACCESS_RANK[me.max_access] then
     access = me.max_access -- the parent asked for less access than the role has (a read-only auditor child)
   end
-  if me.child and o.session and ACCESS_RANK[o.session.access] and ACCESS_RANK[access] > ACCESS_RANK[o.session.access] then
+  local had_rank = o.session and ACCESS_RANK[o.session.access] -- a resumed session's
+  if me.child and had_rank and ACCESS_RANK[access] > had_rank then
     access = o.session.access -- a resumed child keeps the access it had (its parent may have asked for less)
   end
   -- the host refuses more than a child's parent has, or than [trust] max_access allows for a
@@ -270,7 +275,7 @@ local function reopen(S, machine, max_turns, answered_by_user)
   end
 end
 
-local function resume(opts, cfg, base, extra_words)
+local function resume(opts, base, extra_words)
   local id = opts.resume ~= true and opts.resume or nil
   if id and not id:match("^[%w_-]+$") then
     -- `--resume "please also add tests"`: a message for the latest session, not an id
@@ -303,7 +308,8 @@ local CONFIG = {
   max_turns = "count", max_retries = "natural", loop_limit = "count", max_tokens = "count",
   recall_limit = "natural", plan = "boolean", recall = "boolean", spawn = "boolean",
   validate_baseline = "boolean",
-  scout = "boolean", isolate_writers = "boolean", fan_out = "natural", max_children = "count", max_commands_per_reply = "count",
+  scout = "boolean", isolate_writers = "boolean", fan_out = "natural", max_children = "count",
+  max_commands_per_reply = "count",
   pipeline = "strings", validate = "strings", validate_commands = "commands",
   auto_approve = { "low", "medium", "high" }, validate_on = { "edit", "done", "turn", "never" },
 }
@@ -395,7 +401,7 @@ run_main = function(opts, cfg, rest, out, format)
     spawn = opts.spawn or cfg.spawn or false,
     format = format,
   }
-  if opts.resume then return resume(opts, cfg, base, rest) end
+  if opts.resume then return resume(opts, base, rest) end
 
   local task = table.concat(rest, " ")
   if opts.task_file then
@@ -418,7 +424,9 @@ run_main = function(opts, cfg, rest, out, format)
   local spec, why, chosen_by = choose_roles(opts, cfg, task)
   local names = {}
   for name in spec:gmatch("[^,%s]+") do names[#names + 1] = name end
-  if #names == 0 then moss.error("usage", "--role needs a role name, e.g. --role auditor or --role auditor,refactorer") end
+  if #names == 0 then
+    moss.error("usage", "--role needs a role name, e.g. --role auditor or --role auditor,refactorer")
+  end
   local roles = {}
   for i, name in ipairs(names) do roles[i] = load_module("role", name) end
   -- a role or machine that the project's config chose gets no more access than the user's
@@ -480,7 +488,8 @@ local function child(spec)
     local machine = load_module("machine", S.machine)
     reopen(S, machine, spec.max_turns, spec.message ~= nil)
     if spec.message then messages.say(S, "Your parent agent says: " .. spec.message) end
-    base.session, base.role, base.machine_name, base.task = S, load_module("role", S.role or "explorer"), S.machine, S.task
+    base.session, base.role = S, load_module("role", S.role or "explorer")
+    base.machine_name, base.task = S.machine, S.task
   else
     base.role = load_module("role", spec.role or "explorer")
     base.machine_name = spec.machine or cfg.machine or "v1"

@@ -142,7 +142,7 @@ end
 --- exercise's agent does not validate on its own: the benchmark's first try has no test results
 --- (and a detected validator, such as package.json's `npm test`, cannot run in the sandbox
 --- without the check's prepared packages); it gets the failing tests' output on its next try.
-function M.agent_config(task, cell)
+function M.agent_config(task, _cell)
   if task.exercise then return { agent = { validate_on = "never" } } end
   return nil
 end
@@ -243,7 +243,9 @@ function M.attempts(suite, cells, trials, tries)
         local recordings = nil
         if cell.recorded_as then
           recordings = { task.id .. "|" .. cell.name .. "|" .. trial }
-          for _, name in ipairs(cell.recorded_as) do recordings[#recordings + 1] = task.id .. "|" .. name .. "|" .. trial end
+          for _, name in ipairs(cell.recorded_as) do
+            recordings[#recordings + 1] = task.id .. "|" .. name .. "|" .. trial
+          end
         end
         out[#out + 1] = {
           key = task.id .. "|" .. cell.name .. "|" .. trial, task = task.id, cell = cell.name, trial = trial,
@@ -296,7 +298,9 @@ function M.rows(cells, how)
       columns[#columns + 1] = "pass@" .. k .. " CI"
     end
   end
-  for _, name in ipairs({ "turns", "tokens", "cost", "p50 s", "p90 s", "not counted" }) do columns[#columns + 1] = name end
+  for _, name in ipairs({ "turns", "tokens", "cost", "p50 s", "p90 s", "not counted" }) do
+    columns[#columns + 1] = name
+  end
   if how.replay then columns[#columns + 1] = "diverged" end
   return columns, rows
 end
@@ -348,7 +352,8 @@ function M.report(cells, how, rows)
       end
       trows[#trows + 1] = r
     end
-    sections[#sections + 1] = { title = "Tasks (passes over counted attempts, per cell)", columns = tcols, rows = trows }
+    sections[#sections + 1] = { title = "Tasks (passes over counted attempts, per cell)", columns = tcols,
+      rows = trows }
   end
   return {
     title = how.title or "moss eval", subtitle = how.subtitle, sections = sections,
@@ -476,7 +481,8 @@ function M.run(opts, rest)
   end
   local replaying = moss.options.replay ~= nil
   if opts.json then
-    print(moss.json.encode({ out = done.out, file = done.file, cells = summary, stopped = done.stopped or moss.json.null,
+    print(moss.json.encode({ out = done.out, file = done.file, cells = summary,
+                             stopped = done.stopped or moss.json.null,
                              not_run = done.not_run, suite_errors = moss.dict(suite_errors), jobs = jobs,
                              could_not_run = moss.dict(not_run),
                              peak = done.peak,

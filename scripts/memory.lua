@@ -64,21 +64,20 @@ function M.parse(reply)
   local files, current = {}, nil
   for n, line in ipairs(lines(reply)) do
     local name = line:match("^===%s*([%w_%-%.]+)%.md%s*=*%s*$")
+    local fence = line:match("^%s*```") -- a code fence around the whole reply: not content
     if name then
       if not name:match("^[a-z][a-z0-9_-]*$") then
         return nil, ("line %d names %q, not a plain lower-case memory file"):format(n, name .. ".md")
       end
       current = { kind = name, lines = {} }
       files[#files + 1] = current
-    elseif line:match("^%s*```") then
-      -- a code fence around the whole reply: not content
-    elseif current then
+    elseif current and not fence then
       local ok = line:match("^%s*$") or line:match("^#") or line:match("^%s*[-*]%s") or line:match("^%s+%S")
       if not ok then
         return nil, ("line %d is neither a heading nor a bullet: %s"):format(n, line:sub(1, 80))
       end
       current.lines[#current.lines + 1] = line
-    elseif not line:match("^%s*$") then
+    elseif not fence and not line:match("^%s*$") then
       return nil, ("it does not start with a \"=== NAME.md\" line (line %d: %s)"):format(n, line:sub(1, 80))
     end
   end
@@ -155,8 +154,8 @@ local function list()
   return 0
 end
 
-local function search(words, opts)
-  local query = table.concat(words, " ")
+local function search(terms, opts)
+  local query = table.concat(terms, " ")
   if query:match("^%s*$") then
     moss.ui.print("search needs words to look for: moss memory search QUERY", { style = "red" })
     return 2
@@ -170,8 +169,8 @@ local function search(words, opts)
   return 0
 end
 
-local function forget(words, opts)
-  local text = table.concat(words, " ")
+local function forget(terms, opts)
+  local text = table.concat(terms, " ")
   if text:match("^%s*$") then
     moss.ui.print("forget needs the text to match: moss memory forget TEXT", { style = "red" })
     return 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from fakeapi import last_user_text, state_of  # noqa: F401  (state_of is used by tests too)
+from fakeapi import last_user_text, state_of  # state_of is used by tests too
 
 
 def _headings() -> dict[str, str]:

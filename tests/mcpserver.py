@@ -86,7 +86,7 @@ if os.environ.get("MCP_TEST_HOSTILE") == "1":
         """A tool with a huge schema."""
         return "big"
 
-    tool = mcp._tool_manager.get_tool("bigschema")  # noqa: SLF001 - a test server may be odd
+    tool = mcp._tool_manager.get_tool("bigschema")  # a test server may be odd
     tool.parameters = big
 
 

@@ -110,6 +110,24 @@ class Screen:
             if final in "hl" and 7 in nums:
                 self.autowrap = final == "h"
             return
+        if final in "ABCDGdHf":
+            self._move(final, n, nums)
+        elif final == "J":
+            self._erase_display(nums[0] if nums else 0)
+        elif final == "K":
+            self._erase_line(nums[0] if nums else 0)
+        elif final == "X":
+            for x in range(self.x, min(self.x + n, self.cols)):
+                self.lines[self.y][x] = " "
+        elif final == "n" and nums == [6]:
+            self.replies.append(f"\x1b[{self.y + 1};{min(self.x, self.cols - 1) + 1}R".encode())
+        elif final == "s":
+            self.saved = (self.y, self.x)
+        elif final == "u":
+            self.y, self.x = self.saved
+
+    def _move(self, final: str, n: int, nums: list[int]) -> None:
+        """The cursor moves: up, down, right, left by n; to column n, row n; to row;col."""
         if final == "A":
             self.y = max(self.y - n, 0)
         elif final == "B":
@@ -122,33 +140,22 @@ class Screen:
             self.x = min(n - 1, self.cols - 1)
         elif final == "d":
             self.y = min(n - 1, self.rows - 1)
-        elif final in "Hf":
+        else:  # H, f
             row = nums[0] if nums and nums[0] else 1
             col = nums[1] if len(nums) > 1 and nums[1] else 1
             self.y, self.x = min(row - 1, self.rows - 1), min(col - 1, self.cols - 1)
-        elif final == "J":
-            mode = nums[0] if nums else 0
-            if mode in (2, 3):
-                self.lines = [[" "] * self.cols for _ in range(self.rows)]
-            elif mode == 0:
-                self._erase_line(0)
-                for y in range(self.y + 1, self.rows):
-                    self.lines[y] = [" "] * self.cols
-            elif mode == 1:
-                self._erase_line(1)
-                for y in range(self.y):
-                    self.lines[y] = [" "] * self.cols
-        elif final == "K":
-            self._erase_line(nums[0] if nums else 0)
-        elif final == "X":
-            for x in range(self.x, min(self.x + n, self.cols)):
-                self.lines[self.y][x] = " "
-        elif final == "n" and nums == [6]:
-            self.replies.append(f"\x1b[{self.y + 1};{min(self.x, self.cols - 1) + 1}R".encode())
-        elif final == "s":
-            self.saved = (self.y, self.x)
-        elif final == "u":
-            self.y, self.x = self.saved
+
+    def _erase_display(self, mode: int) -> None:
+        if mode in (2, 3):
+            self.lines = [[" "] * self.cols for _ in range(self.rows)]
+        elif mode == 0:
+            self._erase_line(0)
+            for y in range(self.y + 1, self.rows):
+                self.lines[y] = [" "] * self.cols
+        elif mode == 1:
+            self._erase_line(1)
+            for y in range(self.y):
+                self.lines[y] = [" "] * self.cols
 
     def _erase_line(self, mode: int) -> None:
         row = self.lines[self.y]

@@ -80,19 +80,9 @@ def apply(root: Path, outside: Path, op: tuple) -> None:
     kind, rel = op[0], (op[1] if len(op) > 1 else "")
     try:
         if kind in ("write", "append"):
-            p = _where(root, rel, follow=True)
-            if p is None or p.is_dir() or (kind == "append" and not p.is_file()):
-                return
-            p.parent.mkdir(parents=True, exist_ok=True)
-            with open(p, "ab" if kind == "append" else "wb") as f:
-                f.write(op[2])
+            _write(root, rel, op[2], append=kind == "append")
         elif kind == "delete":
-            p = _where(root, rel, follow=False)
-            if p is not None and os.path.lexists(p):
-                if p.is_dir() and not p.is_symlink():
-                    shutil.rmtree(p)
-                else:
-                    p.unlink()
+            _delete(root, rel)
         elif kind == "rename":
             src, dst = _where(root, rel, follow=False), _where(root, op[2], follow=False)
             if src is not None and dst is not None and os.path.lexists(src):
@@ -114,6 +104,24 @@ def apply(root: Path, outside: Path, op: tuple) -> None:
                 p.mkdir()
     except OSError:
         pass
+
+
+def _write(root: Path, rel: str, data: bytes, *, append: bool) -> None:
+    p = _where(root, rel, follow=True)
+    if p is None or p.is_dir() or (append and not p.is_file()):
+        return
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "ab" if append else "wb") as f:
+        f.write(data)
+
+
+def _delete(root: Path, rel: str) -> None:
+    p = _where(root, rel, follow=False)
+    if p is not None and os.path.lexists(p):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
 
 
 BASE = [("write", "a", b"alpha\n"), ("write", "d/a", b"inner\n"), ("mkdir", "d/e"),

@@ -363,7 +363,7 @@ def test_threads_share_the_cache_like_child_agents(project, tmp_path, monkeypatc
     def one() -> None:
         try:
             got.append(search(project.root, "needle"))
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:  # reported below
             errors.append(e)
 
     threads = [threading.Thread(target=one) for _ in range(4)]

@@ -538,7 +538,7 @@ def _run_child(parent_ctx, child: Child, parent_llm) -> None:
                             f"not a result table", kind="lua")
         result.setdefault("session_id", cid)
         done(result, _status(result))
-    except BaseException as e:  # noqa: BLE001 - whatever a child does, it is the child's failure
+    except BaseException as e:  # whatever a child does, it is the child's failure
         kind = getattr(e, "kind", None) or type(e).__name__
         message = getattr(e, "message", None) or str(e) or type(e).__name__
         cancelled = kind == "interrupted" and (child._cancel or (parent_ctx.runtime and parent_ctx.runtime.cancelled))

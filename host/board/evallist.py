@@ -77,7 +77,7 @@ def eval_row(root: Path, run: str) -> dict:
         meta = _meta(folder / "run.json")
         try:
             rows = results.read(file)
-        except Exception:  # noqa: BLE001 - a file that is not results: listed as empty, its page says why
+        except Exception:  # a file that is not results: listed as empty, its page says why
             rows = []
         cells = results.summary(rows)
         done = results.finished(rows).values()
@@ -97,7 +97,7 @@ def batch_row(root: Path, name: str) -> dict:
         meta = _meta(batch_dir(root) / (name + ".logs") / "run.json")
         try:
             rows = batch_rows(root, name)
-        except Exception:  # noqa: BLE001 - listed as empty; its page says what is wrong
+        except Exception:  # listed as empty; its page says what is wrong
             rows = []
         counts: dict[str, int] = {}
         for r in rows:

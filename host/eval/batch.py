@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,36 +150,51 @@ def _task(entry: dict, n: int, line_of, base: Path, shown: str) -> tuple[Task, d
     else:
         tid = raw_id
     named = tid if raw_id is not None else None
+
+    def named_err(fld: str, msg: str) -> ConfigError:
+        return err(fld, msg, named)
+
+    _check_fields(entry, named_err)
+    repo = _repo(entry["repo"], base, named_err, what="batch")
+    opts = _options(entry, named_err)
+    task = Task(id=tid, repo=repo, commit="", prompt=entry["prompt"], setup=[], tags=[], check=Check(),
+                solution=[], solution_answer=None)
+    return task, opts
+
+
+def _check_fields(entry: dict, err: Callable[[str, str], ConfigError]) -> None:
+    """No unknown field; `repo` and `prompt` there, non-empty strings."""
     for key in entry:
         if key not in FIELDS:
-            raise err(key, f"unknown field (known: {', '.join(FIELDS)})", named)
+            raise err(key, f"unknown field (known: {', '.join(FIELDS)})")
     for fld, what in (("repo", "the repository folder, relative to the batch file"),
                       ("prompt", "what the agent is asked to do")):
         if fld not in entry:
-            raise err(fld, f"missing ({what})", named)
+            raise err(fld, f"missing ({what})")
         if not isinstance(entry[fld], str):
-            raise err(fld, f"must be a string, not {entry[fld]!r}", named)
+            raise err(fld, f"must be a string, not {entry[fld]!r}")
         if not entry[fld].strip():
-            raise err(fld, "empty", named)
-    repo = _repo(entry["repo"], base, lambda fld, msg: err(fld, msg, named), what="batch")
+            raise err(fld, "empty")
+
+
+def _options(entry: dict, err: Callable[[str, str], ConfigError]) -> dict[str, Any]:
+    """A task's own machine, role, model, provider and limits, each checked."""
     opts: dict[str, Any] = {}
     for fld in ("machine", "role", "model", "provider"):
         if fld in entry:
             v = entry[fld]
             if not isinstance(v, str) or not _NAME.fullmatch(v):
-                raise err(fld, f"must be a name (letters, digits and ._:/,@+-), not {v!r}", named)
+                raise err(fld, f"must be a name (letters, digits and ._:/,@+-), not {v!r}")
             opts[fld] = v
     for fld in ("max_turns", "max_tokens"):
         if fld in entry:
             v = entry[fld]
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise err(fld, f"must be a whole number >= 1, not {v!r}", named)
+                raise err(fld, f"must be a whole number >= 1, not {v!r}")
             opts[fld] = v
     if "max_cost" in entry:
         v = entry["max_cost"]
         if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0 or v != v or v == float("inf"):
-            raise err("max_cost", f"must be a number of USD > 0, not {v!r}", named)
+            raise err("max_cost", f"must be a number of USD > 0, not {v!r}")
         opts["max_cost"] = float(v)
-    task = Task(id=tid, repo=repo, commit="", prompt=entry["prompt"], setup=[], tags=[], check=Check(),
-                solution=[], solution_answer=None)
-    return task, opts
+    return opts

@@ -187,21 +187,29 @@ class LocalAttempts(AttemptExecutor):
         row["wall"] = round(time.monotonic() - start, 3)
         return row
 
-    def _attempt(self, spec: att.Spec, control: att.Control, copy: Path, row: dict, base: Path | None) -> None:
+    def _ready(self, spec: att.Spec, control: att.Control, copy: Path, row: dict) -> bool:
+        """The task's setup run and its fail_before check made in the copy: whether the agent
+        may start (if not, the row says why)."""
         task = spec.task
         if task.setup:
             ok, why = att.run_commands(list(task.setup), copy, self.setup)
             if not ok:
                 row.update(reason="setup_error", detail=f"setup failed: {why}")
-                return
+                return False
         if task.check.run and task.check.fail_before:
             before = att.run_check(task.check, copy, self.setup, timeout=spec.check_timeout)
             if before["passed"]:
                 row.update(reason="suite_error",
                            detail="the check already passes before the agent ran (fail_before)")
-                return
+                return False
         if control.stopped:
             row.update(reason=control.reason or "interrupted")
+            return False
+        return True
+
+    def _attempt(self, spec: att.Spec, control: att.Control, copy: Path, row: dict, base: Path | None) -> None:
+        task = spec.task
+        if not self._ready(spec, control, copy, row):
             return
         prompt, checks = spec.prompt or task.prompt, []
         tries = max(1, int(spec.tries or 1)) if att.kind_of(task) == "change" else 1
@@ -243,22 +251,7 @@ class LocalAttempts(AttemptExecutor):
     def _agent(self, spec: att.Spec, control: att.Control, copy: Path, row: dict, prompt: str,
                resume: str | None = None) -> Result | None:
         """Run the agent in the copy (`resume`: a later try, the same session given `prompt`)."""
-        argv = agentproc.command("--output-format", "stream-json", "-n", "--trust", *spec.args)
-        # a budget is per invocation: a later try gets what the earlier ones left
-        if spec.max_cost is not None:
-            argv += ["--max-cost", f"{max(spec.max_cost - float(row.get('cost') or 0.0), 0.0):.6f}"]
-        if spec.max_tokens is not None:
-            argv += ["--max-tokens", str(max(int(spec.max_tokens) - int(row.get("tokens") or 0), 1))]
-        if spec.record is not None:
-            if resume is None:
-                spec.record.unlink(missing_ok=True)  # an attempt run again (--resume) records afresh
-            argv += ["--record", str(spec.record)]  # a later try's requests are appended
-        if spec.replay is not None:  # after the policy's words: the last --provider is the one used
-            argv += ["--provider", "replay", "--replay", str(spec.replay)]
-            row["replayed"] = str(spec.replay)
-        if resume:
-            argv += ["--resume", resume]
-        argv += ["--", prompt]
+        argv = self._argv(spec, row, prompt, resume)
         safe = att.safe_name(spec.key)
         stderr_path = self.logs / f"{safe}.stderr"
         env = {k: v for k, v in self.env.items() if not k.startswith("MOSS_EVAL_")}
@@ -284,24 +277,53 @@ class LocalAttempts(AttemptExecutor):
         if result is None:
             row.update(reason="infra_error", detail=f"the agent ended (exit {code}) without a result")
             return None
-        usage = result.get("usage") or {}
         sid = result.get("session_id") or sid
-        row.update(reason=result.get("reason"), success=bool(result.get("success")), answer=result.get("answer"),
-                   turns=result.get("turns"), usage=usage, session_id=sid,
-                   tokens=total_tokens(usage),
-                   cost=float(usage.get("cost_usd", 0.0) or 0.0))
-        if result.get("detail"):
-            row["detail"] = result["detail"]
-        if result.get("error_kind"):
-            row["error_kind"] = result["error_kind"]
+        _take_result(row, result, sid)
         if spec.replay is not None and not control.stopped:  # a request the recording could not answer
             self._diverged(copy, spec.replay, row, None)
         if sid:
-            log = copy / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
-            if log.is_file() and not log.is_symlink():
-                kept = self.logs / f"{safe}.jsonl"
-                results.write(kept, log.read_bytes())
-                row["log"] = str(kept)
+            self._keep_log(copy, sid, safe, row)
         if row.get("reason") == "diverged":
             return None  # the replay could not go on as recorded: no check, the attempt says nothing
         return result
+
+    @staticmethod
+    def _argv(spec: att.Spec, row: dict, prompt: str, resume: str | None) -> list[str]:
+        """The agent's command line for one try (`row`: what the tries before it spent)."""
+        argv = agentproc.command("--output-format", "stream-json", "-n", "--trust", *spec.args)
+        # a budget is per invocation: a later try gets what the earlier ones left
+        if spec.max_cost is not None:
+            argv += ["--max-cost", f"{max(spec.max_cost - float(row.get('cost') or 0.0), 0.0):.6f}"]
+        if spec.max_tokens is not None:
+            argv += ["--max-tokens", str(max(int(spec.max_tokens) - int(row.get("tokens") or 0), 1))]
+        if spec.record is not None:
+            if resume is None:
+                spec.record.unlink(missing_ok=True)  # an attempt run again (--resume) records afresh
+            argv += ["--record", str(spec.record)]  # a later try's requests are appended
+        if spec.replay is not None:  # after the policy's words: the last --provider is the one used
+            argv += ["--provider", "replay", "--replay", str(spec.replay)]
+            row["replayed"] = str(spec.replay)
+        if resume:
+            argv += ["--resume", resume]
+        return argv + ["--", prompt]
+
+    def _keep_log(self, copy: Path, sid: str, safe: str, row: dict) -> None:
+        """The session's log kept beside the eval's, out of the copy (which goes)."""
+        log = copy / ".moss" / "agent" / "logs" / f"{sid}.jsonl"
+        if log.is_file() and not log.is_symlink():
+            kept = self.logs / f"{safe}.jsonl"
+            results.write(kept, log.read_bytes())
+            row["log"] = str(kept)
+
+
+def _take_result(row: dict, result: Result, sid: str | None) -> None:
+    """The agent's `result` event into the attempt's row: outcome, answer, usage and spend."""
+    usage = result.get("usage") or {}
+    row.update(reason=result.get("reason"), success=bool(result.get("success")), answer=result.get("answer"),
+               turns=result.get("turns"), usage=usage, session_id=sid,
+               tokens=total_tokens(usage),
+               cost=float(usage.get("cost_usd", 0.0) or 0.0))
+    if result.get("detail"):
+        row["detail"] = result["detail"]
+    if result.get("error_kind"):
+        row["error_kind"] = result["error_kind"]

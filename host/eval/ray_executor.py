@@ -370,8 +370,7 @@ class RayAttempts(AttemptExecutor):
         return row
 
     def _attempt(self, spec: att.Spec, control: att.Control, row: dict) -> None:
-        client = self.client
-        if client is None:
+        if self.client is None:
             raise MossError("the ray executor was not prepared (no cluster address)", kind="usage")
         failures: list[str] = []
         wake = threading.Event()
@@ -398,22 +397,9 @@ class RayAttempts(AttemptExecutor):
                         return
                     if len(failures) > self.retries:
                         break
-                    entry, runtime_env = self._submission(spec)
-                    try:
-                        client.submit(entry, sid, runtime_env=runtime_env, num_cpus=self.num_cpus,
-                                      metadata={"moss_eval": self.run_id, "moss_attempt": spec.key, "moss_try": n,
-                                                "moss_task": spec.task.id})
-                    except MossError:
-                        if self._known(sid, control) is None:  # not a lost answer to a submission that took
-                            raise
+                    self._submit(spec, sid, n, control)
                     submitted = True
                     row["ray"] = {"submission_id": sid, "try": n + 1, "submitted": round(time.time(), 3)}
-                    with self._lock:  # a stop asked before this job existed is not this job's
-                        was = sid in self._stopped and not control.stopped
-                        if was:
-                            self._stopped.discard(sid)
-                    if was:
-                        self._save()
                 else:
                     row["ray"] = {"submission_id": sid, "try": n + 1, "attached": True}
                 info, out = self._watch(sid, control, wake, info)
@@ -438,6 +424,25 @@ class RayAttempts(AttemptExecutor):
         row.update(reason="infra_error",
                    detail=f"the Ray job failed {len(failures)} time{'s' if len(failures) != 1 else ''} "
                           f"({'; '.join(failures)}); an infrastructure failure, not the agent's")
+
+    def _submit(self, spec: att.Spec, sid: str, n: int, control: att.Control) -> None:
+        """Submit try `n` of the attempt as job `sid` (a submission whose answer was lost but
+        which the cluster took counts as made)."""
+        assert self.client is not None
+        entry, runtime_env = self._submission(spec)
+        try:
+            self.client.submit(entry, sid, runtime_env=runtime_env, num_cpus=self.num_cpus,
+                               metadata={"moss_eval": self.run_id, "moss_attempt": spec.key, "moss_try": n,
+                                         "moss_task": spec.task.id})
+        except MossError:
+            if self._known(sid, control) is None:  # not a lost answer to a submission that took
+                raise
+        with self._lock:  # a stop asked before this job existed is not this job's
+            was = sid in self._stopped and not control.stopped
+            if was:
+                self._stopped.discard(sid)
+        if was:
+            self._save()
 
     def _known(self, sid: str, control: att.Control) -> dict | None:
         """The job's status on the cluster, or None when it was never submitted; a cluster that

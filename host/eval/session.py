@@ -31,55 +31,17 @@ class EvalRun:
         self.logs = self.out if opts.get("file") else self.out / "logs"
         self.keep, self.keep_failed = bool(opts.get("keep")), bool(opts.get("keep_failed"))
         self.record_dir, self.replay_dir = _folder(opts.get("record")), _folder(opts.get("replay"))
-        if self.replay_dir is not None and not self.replay_dir.is_dir():
-            raise MossError(f"--replay {self.replay_dir}: no such folder (give the folder an eval's --record wrote)",
-                            kind="not_found")
-        if self.record_dir is not None and self.record_dir == self.replay_dir:
-            raise MossError(f"--record and --replay name the same folder {self.record_dir}: recording would "
-                            f"replace the cassettes being replayed; record into another folder", kind="usage")
+        self._check_cassettes()
         resume = bool(opts.get("resume"))
         file = self.file
-        if resume and not file.exists() and not (self.out / "run.json").exists():
-            if opts.get("file"):
-                raise MossError(f"--resume: no results at {file}", kind="not_found")
-            raise MossError(f"--resume: no eval in {self.out} (no attempts.jsonl, no run.json)", kind="not_found")
-        if file.exists() and not resume:
-            if opts.get("file"):
-                raise MossError(f"{file} already holds results: pass --resume to go on with them, or another -o",
-                                kind="usage")
-            raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
-                            f"or another --out", kind="usage")
+        self._check_results(resume, bool(opts.get("file")))
         results.mkdir(self.logs)
         results.mkdir(file.parent)
         if self.record_dir is not None:
             results.mkdir(self.record_dir)
         before = results.read(file) if file.exists() else []
         done = results.finished(before)
-        tasks = {t.id: t for t in suite.tasks}
-        check_timeout = _number(opts, "check_timeout", float) or None
-        specs, seen = [], set()
-        for a in opts.get("attempts") or []:
-            if not isinstance(a, dict) or not isinstance(a.get("key"), str):
-                raise MossError("eval.start: each attempt needs a string key", kind="usage")
-            if a["key"] in seen:
-                raise MossError(f"eval.start: attempt {a['key']!r} appears twice", kind="usage")
-            seen.add(a["key"])
-            task = tasks.get(a.get("task"))
-            if task is None:
-                raise MossError(f"eval.start: no task {a.get('task')!r} in suite {suite.name}", kind="usage")
-            if a["key"] in done:
-                continue
-            variant = a.get("variant") or None
-            specs.append(att.Spec(key=a["key"], task=task, cell=str(a.get("cell") or "default"),
-                                  trial=int(a.get("trial") or 1), args=[str(w) for w in a.get("args") or []],
-                                  variant=Path(variant).resolve() if variant else None,
-                                  info=dict(a.get("info") or {}),
-                                  max_cost=_number(a, "max_cost", float), max_tokens=_number(a, "max_tokens", int),
-                                  record=cassettes.file_for(self.record_dir, a["key"]) if self.record_dir else None,
-                                  replay=self._recording(a) if self.replay_dir else None,
-                                  prompt=str(a["prompt"]) if a.get("prompt") else None,
-                                  tries=_tries(a), retry=_retry(a.get("retry")), check_timeout=check_timeout,
-                                  config=_config(a.get("config"))))
+        specs, seen = self._specs(suite, opts, done)
         for variant in sorted({str(sp.variant) for sp in specs if sp.variant is not None}):
             copies.variant_entries(Path(variant))  # a link out of a variant folder: refused before any attempt
         self.total = len(seen)
@@ -111,6 +73,59 @@ class EvalRun:
                 "replay": str(self.replay_dir) if self.replay_dir else None, **(opts.get("meta") or {})}
         results.write(self.out / ("run.json" if not resume else "resume.json"), json.dumps(meta, indent=2) + "\n")
         self.runner.start()
+
+    def _check_cassettes(self) -> None:
+        if self.replay_dir is not None and not self.replay_dir.is_dir():
+            raise MossError(f"--replay {self.replay_dir}: no such folder (give the folder an eval's --record wrote)",
+                            kind="not_found")
+        if self.record_dir is not None and self.record_dir == self.replay_dir:
+            raise MossError(f"--record and --replay name the same folder {self.record_dir}: recording would "
+                            f"replace the cassettes being replayed; record into another folder", kind="usage")
+
+    def _check_results(self, resume: bool, own_file: bool) -> None:
+        """--resume needs results to go on with; without it, results already there are not
+        written over. `own_file`: a batch's -o names the results file."""
+        file = self.file
+        if resume and not file.exists() and not (self.out / "run.json").exists():
+            if own_file:
+                raise MossError(f"--resume: no results at {file}", kind="not_found")
+            raise MossError(f"--resume: no eval in {self.out} (no attempts.jsonl, no run.json)", kind="not_found")
+        if file.exists() and not resume:
+            if own_file:
+                raise MossError(f"{file} already holds results: pass --resume to go on with them, or another -o",
+                                kind="usage")
+            raise MossError(f"{self.out} already holds eval results: pass --resume {self.out} to go on with them, "
+                            f"or another --out", kind="usage")
+
+    def _specs(self, suite, opts: dict, done: dict) -> tuple[list[att.Spec], set[str]]:
+        """The attempts the policy asked for, each checked: those still to run, and every key."""
+        tasks = {t.id: t for t in suite.tasks}
+        check_timeout = _number(opts, "check_timeout", float) or None
+        specs: list[att.Spec] = []
+        seen: set[str] = set()
+        for a in opts.get("attempts") or []:
+            if not isinstance(a, dict) or not isinstance(a.get("key"), str):
+                raise MossError("eval.start: each attempt needs a string key", kind="usage")
+            if a["key"] in seen:
+                raise MossError(f"eval.start: attempt {a['key']!r} appears twice", kind="usage")
+            seen.add(a["key"])
+            task = tasks.get(a.get("task"))
+            if task is None:
+                raise MossError(f"eval.start: no task {a.get('task')!r} in suite {suite.name}", kind="usage")
+            if a["key"] in done:
+                continue
+            variant = a.get("variant") or None
+            specs.append(att.Spec(key=a["key"], task=task, cell=str(a.get("cell") or "default"),
+                                  trial=int(a.get("trial") or 1), args=[str(w) for w in a.get("args") or []],
+                                  variant=Path(variant).resolve() if variant else None,
+                                  info=dict(a.get("info") or {}),
+                                  max_cost=_number(a, "max_cost", float), max_tokens=_number(a, "max_tokens", int),
+                                  record=cassettes.file_for(self.record_dir, a["key"]) if self.record_dir else None,
+                                  replay=self._recording(a) if self.replay_dir else None,
+                                  prompt=str(a["prompt"]) if a.get("prompt") else None,
+                                  tries=_tries(a), retry=_retry(a.get("retry")), check_timeout=check_timeout,
+                                  config=_config(a.get("config"))))
+        return specs, seen
 
     def _recording(self, a: dict) -> Path:
         """The cassette an attempt replays: the first of its `recordings` (keys; default its own)

@@ -177,38 +177,14 @@ def _task(entry: dict, n: int, base: Path, shown: str) -> Task:
     repo = _repo(_string(entry["repo"], shown, where + "repo", tid), base, err)
     commit = _string(entry.get("commit", ""), shown, where + "commit", tid)
     if commit:
-        if not _COMMIT.fullmatch(commit):
-            raise err("commit", f"{commit!r} is not a commit or ref name")
-        git = repo / ".git"
-        if not git.exists():
-            raise err("commit", f"the repo {display_path(repo)} is not a git repository (it has no .git)")
-        # the copy's git must be its own: not a `.git` file, commondir or alternates naming another
-        if git.is_symlink() or not git.is_dir():
-            raise err("commit", f"{display_path(git)} must be a folder (a .git file points at a repository elsewhere)")
-        for other in ("commondir", "objects/info/alternates"):
-            if os.path.lexists(git / other):
-                raise err("commit", f"{display_path(git / other)} points at a repository elsewhere; "
-                                    f"the copy must hold its whole history")
+        _check_commit(commit, repo, err)
     setup = _strings(entry.get("setup", []), shown, where + "setup", tid)
     tags = _strings(entry.get("tags", []), shown, where + "tags", tid, allow_empty_items=False)
     if "check" not in entry:
         raise err("check", "missing ([task.check] with answer, regex or number for a question, run for a change)")
     check = _check(entry["check"], shown, where, tid, err)
     solution = _solution(entry.get("solution", []), shown, where, tid, err)
-    answer = entry.get("solution_answer")
-    if check.kind == "change":
-        if answer is not None:
-            raise err("solution_answer", "is for questions; a change's reference is [[task.solution]]")
-    else:
-        if solution:
-            raise err("solution", "is for changes; a question's reference answer is solution_answer")
-        if answer is None:
-            if check.regex is not None:
-                raise err("solution_answer", "missing: a regex check needs a reference answer that matches it")
-            answer = check.answer if check.answer is not None else str(check.number)
-        answer = _string(answer, shown, where + "solution_answer", tid)
-        if not check_answer(check, answer):
-            raise err("solution_answer", f"{answer!r} does not pass the task's own check")
+    answer = _reference_answer(entry.get("solution_answer"), check, solution, shown, where, tid, err)
     tries = entry.get("tries", 1)
     if isinstance(tries, bool) or not isinstance(tries, int) or not 1 <= tries <= MAX_TRIES:
         raise err("tries", f"must be a whole number from 1 to {MAX_TRIES}, not {tries!r}")
@@ -216,6 +192,42 @@ def _task(entry: dict, n: int, base: Path, shown: str) -> Task:
         raise err("tries", "is for a change: a question's check would tell the agent the answer")
     return Task(id=tid, repo=repo, commit=commit, prompt=prompt, setup=setup, tags=tags, check=check,
                 solution=solution, solution_answer=answer, tries=tries)
+
+
+def _check_commit(commit: str, repo: Path, err) -> None:
+    """A commit the copy can check out from a history of its own."""
+    if not _COMMIT.fullmatch(commit):
+        raise err("commit", f"{commit!r} is not a commit or ref name")
+    git = repo / ".git"
+    if not git.exists():
+        raise err("commit", f"the repo {display_path(repo)} is not a git repository (it has no .git)")
+    # the copy's git must be its own: not a `.git` file, commondir or alternates naming another
+    if git.is_symlink() or not git.is_dir():
+        raise err("commit", f"{display_path(git)} must be a folder (a .git file points at a repository elsewhere)")
+    for other in ("commondir", "objects/info/alternates"):
+        if os.path.lexists(git / other):
+            raise err("commit", f"{display_path(git / other)} points at a repository elsewhere; "
+                                f"the copy must hold its whole history")
+
+
+def _reference_answer(answer: Any, check: Check, solution: list[Replacement], shown: str, where: str, tid: str,
+                      err) -> str | None:
+    """A question's reference answer (given, else the check's own answer or number), which
+    must pass its check; a change has none (its reference is its solution)."""
+    if check.kind == "change":
+        if answer is not None:
+            raise err("solution_answer", "is for questions; a change's reference is [[task.solution]]")
+        return None
+    if solution:
+        raise err("solution", "is for changes; a question's reference answer is solution_answer")
+    if answer is None:
+        if check.regex is not None:
+            raise err("solution_answer", "missing: a regex check needs a reference answer that matches it")
+        answer = check.answer if check.answer is not None else str(check.number)
+    answer = _string(answer, shown, where + "solution_answer", tid)
+    if not check_answer(check, answer):
+        raise err("solution_answer", f"{answer!r} does not pass the task's own check")
+    return answer
 
 
 def _repo(rel: str, base: Path, err, what: str = "suite") -> Path:
@@ -256,15 +268,25 @@ def _check(raw: Any, shown: str, where: str, tid: str, err) -> Check:
     if not asks and "run" not in raw:
         raise err("check", "needs answer, regex or number (a question) or run (a change)")
     if "run" in raw:
-        if "tolerance" in raw:
-            raise err("check.tolerance", "is for a number check")
-        run = _strings(raw["run"], shown, where + "check.run", tid, allow_empty_items=False)
-        if not run:
-            raise err("check.run", "empty: a change needs at least one command")
-        fail_before = raw.get("fail_before", False)
-        if not isinstance(fail_before, bool):
-            raise err("check.fail_before", f"must be true or false, not {fail_before!r}")
-        return Check(run=tuple(run), fail_before=fail_before)
+        return _change_check(raw, shown, where, tid, err)
+    return _question_check(raw, shown, where, tid, err)
+
+
+def _change_check(raw: dict, shown: str, where: str, tid: str, err) -> Check:
+    """A change's check: commands run in the attempt's copy."""
+    if "tolerance" in raw:
+        raise err("check.tolerance", "is for a number check")
+    run = _strings(raw["run"], shown, where + "check.run", tid, allow_empty_items=False)
+    if not run:
+        raise err("check.run", "empty: a change needs at least one command")
+    fail_before = raw.get("fail_before", False)
+    if not isinstance(fail_before, bool):
+        raise err("check.fail_before", f"must be true or false, not {fail_before!r}")
+    return Check(run=tuple(run), fail_before=fail_before)
+
+
+def _question_check(raw: dict, shown: str, where: str, tid: str, err) -> Check:
+    """A question's check: one of answer, regex, number (with its tolerance)."""
     if "fail_before" in raw:
         raise err("check.fail_before", "is for a change (a check with run)")
     if "tolerance" in raw and "number" not in raw:

@@ -133,15 +133,8 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
     options = options or {}
     llm_cfg = (config or {}).get("llm") or {}
     cfg_provider = _nonempty(llm_cfg.get("provider"))
-    name = _nonempty(provider) or _nonempty(options.get("provider"))
-    explicit = name is not None
-    if name is None:
-        if _nonempty(options.get("replay")):
-            name = "replay"
-        elif _nonempty(options.get("script")):
-            name = "script"
-        else:
-            name = cfg_provider or auto_provider(env)
+    explicit = (_nonempty(provider) or _nonempty(options.get("provider"))) is not None
+    name = _provider_name(provider, options, cfg_provider, env)
     if name is None:
         wanted = _nonempty(model) or _nonempty(options.get("model")) or _nonempty(llm_cfg.get("model"))
         return _local(detect, wanted)
@@ -173,6 +166,32 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         raise MossError(f"provider {name!r} has no default model: pass --model NAME or set\n"
                         f'  [llm.providers.{name}]\n  model = "served-model-name"', kind="config")
 
+    base_url, source = _base_url(name, preset, overrides, from_project, options, provider, env)
+    key_env = preset.get("key_env")
+    api_key = _api_key(name, key_env, base_url, overrides, env)
+    return Provider(name=name, api=api, model=chosen_model, base_url=base_url, api_key=api_key,
+                    key_env=key_env, local=bool(preset.get("local")),
+                    max_tokens_param=preset.get("max_tokens_param") or max_tokens_param(base_url),
+                    base_url_source=source)
+
+
+def _provider_name(provider: str | None, options: Mapping, cfg_provider: str | None, env: Mapping) -> str | None:
+    """The provider asked for: the call's, the flag's, replay's or a script's, the config's, the
+    environment's keys'; None when nothing chose one."""
+    name = _nonempty(provider) or _nonempty(options.get("provider"))
+    if name is not None:
+        return name
+    if _nonempty(options.get("replay")):
+        return "replay"
+    if _nonempty(options.get("script")):
+        return "script"
+    return cfg_provider or auto_provider(env)
+
+
+def _base_url(name: str, preset: dict, overrides: dict, from_project: set, options: Mapping,
+              provider: str | None, env: Mapping) -> tuple[str, str | None]:
+    """The endpoint and who chose it (None: the provider's own): --base-url (unless the call
+    named its provider), the config, the preset's *_BASE_URL variable, the preset."""
     base_url, source = None, None
     if _nonempty(options.get("base_url")) and not _nonempty(provider):
         base_url, source = options["base_url"], "--base-url"
@@ -187,23 +206,24 @@ def resolve_provider(config: Mapping | None, options: Mapping | None = None, env
         source = None  # the provider's own endpoint, however it was named
     if not base_url:
         raise MossError(f"provider {name!r} has no base_url: set [llm.providers.{name}] base_url", kind="config")
-    key_env = preset.get("key_env")
+    return base_url, source
+
+
+def _api_key(name: str, key_env: str | None, base_url: str, overrides: dict, env: Mapping) -> str:
+    """The key from the preset's variable; "no-key" for a server of one's own that needs none."""
     api_key = _set(env, key_env)
     if name == "anthropic" and not api_key and key_env == "ANTHROPIC_API_KEY":
         api_key = _set(env, "ANTHROPIC_AUTH_TOKEN")
-    if not api_key:
-        # A server of one's own (a base URL other than the preset's) may need no key,
-        # unless the config names a key variable for it explicitly.
-        own_server = base_url != PRESETS.get(name, {}).get("base_url") and "api_key_env" not in overrides
-        if key_env and not own_server:
-            raise MossError(f"provider {name!r} needs an API key: {key_env} is not set.\n"
-                            f"  export {key_env}=...   (or pick another provider with --provider)",
-                            kind="config")
-        api_key = "no-key"  # local or self-hosted server: the SDKs insist on some key
-    return Provider(name=name, api=api, model=chosen_model, base_url=base_url, api_key=api_key,
-                    key_env=key_env, local=bool(preset.get("local")),
-                    max_tokens_param=preset.get("max_tokens_param") or max_tokens_param(base_url),
-                    base_url_source=source)
+    if api_key:
+        return api_key
+    # A server of one's own (a base URL other than the preset's) may need no key,
+    # unless the config names a key variable for it explicitly.
+    own_server = base_url != PRESETS.get(name, {}).get("base_url") and "api_key_env" not in overrides
+    if key_env and not own_server:
+        raise MossError(f"provider {name!r} needs an API key: {key_env} is not set.\n"
+                        f"  export {key_env}=...   (or pick another provider with --provider)",
+                        kind="config")
+    return "no-key"  # local or self-hosted server: the SDKs insist on some key
 
 
 def max_tokens_param(base_url: str | None) -> str:

@@ -51,30 +51,8 @@ def normalise_request(request: Any, default_max_tokens: int) -> dict:
     system_parts = [request["system"]] if request.get("system") else []
     if system_parts and not isinstance(system_parts[0], str):
         raise _usage("system must be a string")
-    raw = request.get("messages")
-    messages_in = _as_list(raw, "messages") if raw is not None else []
-    if request.get("prompt") is not None:
-        messages_in.append({"role": "user", "content": request["prompt"]})
-    messages = []
-    for i, m in enumerate(messages_in):
-        if not isinstance(m, (dict, Mapping)):
-            raise _usage(f"messages[{i}] must be a table {{role=..., content=...}}")
-        role = m.get("role")
-        if role not in ROLES:
-            raise _usage(f"messages[{i}].role must be 'user' or 'assistant', got {role!r}")
-        content = _content(m.get("content"), f"messages[{i}].content")
-        if role == "system":  # both APIs take the system prompt apart from the turns
-            system_parts.append(content if isinstance(content, str) else
-                                "".join(b.get("text", "") for b in content))
-        else:
-            messages.append({"role": role, "content": content})
-    if not messages:
-        raise _usage("needs at least one user message (messages={role='user', content='...'} or prompt='...')")
-    max_tokens = request.get("max_tokens") or default_max_tokens
-    if isinstance(max_tokens, float) and max_tokens.is_integer():
-        max_tokens = int(max_tokens)  # Lua numbers may arrive as floats
-    if not isinstance(max_tokens, int) or max_tokens <= 0:
-        raise _usage(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    messages = _messages(request, system_parts)
+    max_tokens = _max_tokens(request.get("max_tokens") or default_max_tokens)
     stop = request.get("stop")
     if isinstance(stop, str):
         stop = [stop]
@@ -88,6 +66,40 @@ def normalise_request(request: Any, default_max_tokens: int) -> dict:
         raise _usage(f"label must be a short printable string, got {label!r}")
     if request.get("quiet") is not None and not isinstance(request.get("quiet"), bool):
         raise _usage(f"quiet must be true or false, got {request.get('quiet')!r}")
-    return {"system": "\n\n".join(system_parts) or None, "label": label or None, "messages": messages, "model": request.get("model") or None,
+    return {"system": "\n\n".join(system_parts) or None, "label": label or None, "messages": messages,
+            "model": request.get("model") or None,
             "provider": request.get("provider") or None, "max_tokens": max_tokens, "stop": stop,
             "temperature": temperature}
+
+
+def _messages(request: Mapping, system_parts: list[str]) -> list[dict]:
+    """The turns, `prompt` last as a user turn; a system turn's text goes to `system_parts`
+    (both APIs take the system prompt apart from the turns)."""
+    raw = request.get("messages")
+    messages_in = _as_list(raw, "messages") if raw is not None else []
+    if request.get("prompt") is not None:
+        messages_in.append({"role": "user", "content": request["prompt"]})
+    messages = []
+    for i, m in enumerate(messages_in):
+        if not isinstance(m, (dict, Mapping)):
+            raise _usage(f"messages[{i}] must be a table {{role=..., content=...}}")
+        role = m.get("role")
+        if role not in ROLES:
+            raise _usage(f"messages[{i}].role must be 'user' or 'assistant', got {role!r}")
+        content = _content(m.get("content"), f"messages[{i}].content")
+        if role == "system":
+            system_parts.append(content if isinstance(content, str) else
+                                "".join(b.get("text", "") for b in content))
+        else:
+            messages.append({"role": role, "content": content})
+    if not messages:
+        raise _usage("needs at least one user message (messages={role='user', content='...'} or prompt='...')")
+    return messages
+
+
+def _max_tokens(max_tokens: Any) -> int:
+    if isinstance(max_tokens, float) and max_tokens.is_integer():
+        max_tokens = int(max_tokens)  # Lua numbers may arrive as floats
+    if not isinstance(max_tokens, int) or max_tokens <= 0:
+        raise _usage(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    return max_tokens

@@ -54,120 +54,146 @@ def _fail(e: BaseException) -> ToolError:
     return ToolError(f"{type(e).__name__}: {e}")
 
 
-def build(root: Path) -> MCPServer:
+class ProjectServer(MCPServer):
+    """The MCP server for one project: each tool finds the project's root through its Context."""
+
+    def __init__(self, root: Path):
+        from .. import __version__
+
+        super().__init__("moss", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+        self.root = root
+
+
+def _root(ctx: Context) -> Path:
+    server = ctx.mcp_server
+    assert isinstance(server, ProjectServer)
+    return server.root
+
+
+# The tools: module-level functions, each registered by TOOLS below (in the order clients list
+# them). A tool takes `ctx: Context` (which the client never sees) for the project's root and
+# progress; its other parameters, and its docstring, are what the client is told.
+
+
+async def run_agent(task: str, ctx: Context, role: str | None = None, machine: str | None = None,
+                    max_turns: int | None = None) -> dict[str, Any]:
+    """Run the moss agent on TASK in this project and return its result object (answer,
+    success, reason, turns, session_id, usage). role: explorer (default), auditor,
+    refactorer or a project role; machine: v1, v2, tce, wild or a project machine;
+    max_turns: a turn limit. A progress notification is sent per turn. Cancelling the
+    call interrupts the agent; its session keeps its checkpoint (resume_session)."""
+    if not task or not task.strip():
+        raise ToolError("run_agent needs a task")
+    _fits("run_agent", "task", task)
+    request: dict[str, Any] = {"task": task}
+    if role:
+        request["role"] = role
+    if machine:
+        request["machine"] = machine
+    if max_turns is not None:
+        if max_turns < 1:
+            raise ToolError("max_turns must be 1 or more")
+        request["max_turns"] = int(max_turns)
+    return await _run_child(_root(ctx), request, ctx, max_turns)
+
+
+async def resume_session(ctx: Context, session_id: str | None = None, message: str | None = None,
+                         max_turns: int | None = None) -> dict[str, Any]:
+    """Continue a saved session (the latest without session_id), optionally with a message
+    for the agent (a message also reopens an answered or blocked session). Returns the
+    result object, like run_agent."""
+    request: dict[str, Any] = {"resume": _check_id(session_id) if session_id else True}
+    if max_turns is not None:
+        request["max_turns"] = int(max_turns)
+    if message:
+        _fits("resume_session", "message", message)
+        request["message"] = message
+    return await _run_child(_root(ctx), request, ctx, max_turns)
+
+
+async def send_message(text: str, ctx: Context, session_id: str | None = None) -> dict[str, Any]:
+    """Say something to a running session (the latest running one without session_id);
+    the agent reads it at its next turn. Returns {session_id, message_id}. A session that
+    is not running is an error naming how it ended: resume_session takes a message."""
+    from .. import inbox
+
+    root = _root(ctx)
+    try:
+        sid = _check_id(session_id) if session_id else inbox.latest_running(root)
+        inbox.require_running(root, sid)  # an ended session would never read it: resume_session
+        record = inbox.post(root, sid, text, source="mcp")
+    except MossError as e:
+        raise _fail(e) from None
+    return {"session_id": sid, "message_id": record["id"]}
+
+
+async def list_sessions(ctx: Context) -> dict[str, Any]:
+    """{sessions: [...]}: saved sessions, oldest first: id, task, state, turn, reason, machine, role, done,
+    mtime, and running (whether a moss process is working on it now)."""
+    rows = await _sessions(_root(ctx))
+    return {"sessions": [{**r, "task": str(r.get("task") or "")[:500]} for r in rows]}
+
+
+async def show_session(session_id: str, ctx: Context) -> dict[str, Any]:
+    """One session: its checkpoint summary and its log as a timeline (text)."""
+    from ..api.session import read_log
+
+    root = _root(ctx)
+    try:
+        _check_id(session_id)
+        events = read_log(root, session_id)
+    except MossError as e:
+        if e.kind != "not_found":
+            raise _fail(e) from None
+        events = []
+    rows = [r for r in await _sessions(root) if r.get("id") == session_id]
+    if not rows and not events:
+        raise ToolError(f"no session {session_id} in {root}")
+    return {"session": rows[0] if rows else None, "timeline": await _timeline(root, session_id)}
+
+
+async def view(ctx: Context, target: str = ".", depth: int = 1) -> str:
+    """The agent's view tool: "." for the project tree, a file for its skeleton,
+    FILE:A-B for numbered lines, FILE/Symbol for one symbol's source. Paths are relative
+    to the project; nothing outside it can be read."""
+    from ..tools.view import view as _view
+
+    root = _root(ctx)
+    try:
+        return await anyio.to_thread.run_sync(lambda: _view(root, target, depth=depth, max_chars=MAX_TEXT))
+    except MossError as e:
+        raise _fail(e) from None
+
+
+async def text_search(pattern: str, ctx: Context, only: list[str] | None = None, limit: int = 50,
+                      ignore_case: bool = False) -> str:
+    """The agent's text-search tool: ripgrep over the project (a regex), hits grouped by
+    file with their enclosing symbols. only: globs inside the project (`*.rs`, `src/**`,
+    `!tests/**`)."""
+    from ..tools.search import search
+
+    root = _root(ctx)
+    for g in only or []:
+        bare = g.lstrip("!")
+        if os.path.isabs(bare) or bare.startswith("~") or ".." in Path(bare).parts:
+            raise ToolError(f"--only {g!r}: globs are relative to the project and stay inside it")
+    try:
+        return await anyio.to_thread.run_sync(
+            lambda: search(root, pattern, only=list(only or []) or None, limit=max(1, min(int(limit), 1000)),
+                           ignore_case=ignore_case, max_chars=MAX_TEXT))
+    except MossError as e:
+        raise _fail(e) from None
+
+
+TOOLS = (run_agent, resume_session, send_message, list_sessions, show_session, view, text_search)
+
+
+def build(root: Path) -> ProjectServer:
     """The MCP server for project `root` (tools registered, not yet running)."""
-    from .. import __version__
-
-    root = Path(root).resolve()
-    mcp = MCPServer("moss", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-
-    @mcp.tool()
-    async def run_agent(task: str, ctx: Context, role: str | None = None, machine: str | None = None,
-                        max_turns: int | None = None) -> dict[str, Any]:
-        """Run the moss agent on TASK in this project and return its result object (answer,
-        success, reason, turns, session_id, usage). role: explorer (default), auditor,
-        refactorer or a project role; machine: v1, v2, tce, wild or a project machine;
-        max_turns: a turn limit. A progress notification is sent per turn. Cancelling the
-        call interrupts the agent; its session keeps its checkpoint (resume_session)."""
-        if not task or not task.strip():
-            raise ToolError("run_agent needs a task")
-        _fits("run_agent", "task", task)
-        request: dict[str, Any] = {"task": task}
-        if role:
-            request["role"] = role
-        if machine:
-            request["machine"] = machine
-        if max_turns is not None:
-            if max_turns < 1:
-                raise ToolError("max_turns must be 1 or more")
-            request["max_turns"] = int(max_turns)
-        return await _run_child(root, request, ctx, max_turns)
-
-    @mcp.tool()
-    async def resume_session(ctx: Context, session_id: str | None = None, message: str | None = None,
-                             max_turns: int | None = None) -> dict[str, Any]:
-        """Continue a saved session (the latest without session_id), optionally with a message
-        for the agent (a message also reopens an answered or blocked session). Returns the
-        result object, like run_agent."""
-        request: dict[str, Any] = {"resume": _check_id(session_id) if session_id else True}
-        if max_turns is not None:
-            request["max_turns"] = int(max_turns)
-        if message:
-            _fits("resume_session", "message", message)
-            request["message"] = message
-        return await _run_child(root, request, ctx, max_turns)
-
-    @mcp.tool()
-    async def send_message(text: str, session_id: str | None = None) -> dict[str, Any]:
-        """Say something to a running session (the latest running one without session_id);
-        the agent reads it at its next turn. Returns {session_id, message_id}. A session that
-        is not running is an error naming how it ended: resume_session takes a message."""
-        from .. import inbox
-
-        try:
-            sid = _check_id(session_id) if session_id else inbox.latest_running(root)
-            inbox.require_running(root, sid)  # an ended session would never read it: resume_session
-            record = inbox.post(root, sid, text, source="mcp")
-        except MossError as e:
-            raise _fail(e) from None
-        return {"session_id": sid, "message_id": record["id"]}
-
-    @mcp.tool()
-    async def list_sessions() -> dict[str, Any]:
-        """{sessions: [...]}: saved sessions, oldest first: id, task, state, turn, reason, machine, role, done,
-        mtime, and running (whether a moss process is working on it now)."""
-        rows = await _sessions(root)
-        return {"sessions": [{**r, "task": str(r.get("task") or "")[:500]} for r in rows]}
-
-    @mcp.tool()
-    async def show_session(session_id: str) -> dict[str, Any]:
-        """One session: its checkpoint summary and its log as a timeline (text)."""
-        from ..api.session import read_log
-
-        try:
-            _check_id(session_id)
-            events = read_log(root, session_id)
-        except MossError as e:
-            if e.kind != "not_found":
-                raise _fail(e) from None
-            events = []
-        rows = [r for r in await _sessions(root) if r.get("id") == session_id]
-        if not rows and not events:
-            raise ToolError(f"no session {session_id} in {root}")
-        return {"session": rows[0] if rows else None, "timeline": await _timeline(root, session_id)}
-
-    @mcp.tool()
-    async def view(target: str = ".", depth: int = 1) -> str:
-        """The agent's view tool: "." for the project tree, a file for its skeleton,
-        FILE:A-B for numbered lines, FILE/Symbol for one symbol's source. Paths are relative
-        to the project; nothing outside it can be read."""
-        from ..tools.view import view as _view
-
-        try:
-            return await anyio.to_thread.run_sync(lambda: _view(root, target, depth=depth, max_chars=MAX_TEXT))
-        except MossError as e:
-            raise _fail(e) from None
-
-    @mcp.tool()
-    async def text_search(pattern: str, only: list[str] | None = None, limit: int = 50,
-                          ignore_case: bool = False) -> str:
-        """The agent's text-search tool: ripgrep over the project (a regex), hits grouped by
-        file with their enclosing symbols. only: globs inside the project (`*.rs`, `src/**`,
-        `!tests/**`)."""
-        from ..tools.search import search
-
-        for g in only or []:
-            bare = g.lstrip("!")
-            if os.path.isabs(bare) or bare.startswith("~") or ".." in Path(bare).parts:
-                raise ToolError(f"--only {g!r}: globs are relative to the project and stay inside it")
-        try:
-            return await anyio.to_thread.run_sync(
-                lambda: search(root, pattern, only=list(only or []) or None, limit=max(1, min(int(limit), 1000)),
-                               ignore_case=ignore_case, max_chars=MAX_TEXT))
-        except MossError as e:
-            raise _fail(e) from None
-
-    return mcp
+    server = ProjectServer(Path(root).resolve())
+    for tool in TOOLS:
+        server.add_tool(tool)
+    return server
 
 
 def _fits(tool: str, field: str, text: str) -> None:

@@ -158,14 +158,7 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
     if not _inside(lexical, root):
         raise MossError(f"{raw}: outside the project root {root}", kind="denied")
     if os.path.lexists(lexical):
-        real = _resolve(lexical, raw)
-        if not _inside(real, root):
-            raise MossError(f"{raw}: a symlink leading outside the project root", kind="denied")
-        if not real.exists():
-            raise MossError(f"{raw}: a broken symlink", kind="not_found")
-        if dirs_only and not real.is_dir():
-            raise MossError(f"{raw}: not a directory", kind="not_found")
-        return real
+        return _existing(lexical, root, raw, dirs_only)
     if given.is_absolute():
         raise MossError(f"{raw}: no such file or directory", kind="not_found")
 
@@ -176,6 +169,29 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
     paths = _all_paths(files if files is not None else list_files(root))
     if dirs_only:
         paths = {p: d for p, d in paths.items() if d}
+    found = _by_tail(paths, want, root, raw)
+    if found is not None:
+        return found
+    if not suggest:
+        raise MossError(f"{raw}: no such file or directory", kind="not_found")
+    raise _not_found(raw, text, want, paths)
+
+
+def _existing(lexical: Path, root: Path, raw: str, dirs_only: bool) -> Path:
+    """The path as given, which exists: real, and inside the project."""
+    real = _resolve(lexical, raw)
+    if not _inside(real, root):
+        raise MossError(f"{raw}: a symlink leading outside the project root", kind="denied")
+    if not real.exists():
+        raise MossError(f"{raw}: a broken symlink", kind="not_found")
+    if dirs_only and not real.is_dir():
+        raise MossError(f"{raw}: not a directory", kind="not_found")
+    return real
+
+
+def _by_tail(paths: dict[str, bool], want: list[str], root: Path, raw: str) -> Path | None:
+    """The one path whose trailing components are `want` (exactly, then loosely: `_norm`); None
+    when none is; MossError "ambiguous" listing them when several are."""
     for key in (lambda s: s, _norm):
         # A path matches when its trailing components equal the target's: the path is
         # the target, or ends with "/" + the target (`_norm` works character by character,
@@ -197,10 +213,11 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
                 f"{raw} matches {len(found)} paths; say which:\n{_describe(shown)}{more}",
                 kind="ambiguous", candidates=[p for p, _ in found],
             )
+    return None
 
-    if not suggest:
-        raise MossError(f"{raw}: no such file or directory", kind="not_found")
-    # Not found: suggest paths whose last component is close, then whole-path matches.
+
+def _not_found(raw: str, text: str, want: list[str], paths: dict[str, bool]) -> MossError:
+    """"No such file", suggesting paths whose last component is close, then whole-path matches."""
     last = _norm(want[-1])
     by_name: dict[str, list[str]] = {}
     for p in paths:
@@ -217,4 +234,4 @@ def resolve_path(root: Path, target: str, *, dirs_only: bool | None = None,
     msg = f"{raw}: no such file or directory"
     if sugg:
         msg += "; did you mean:\n" + _describe([(p, paths[p]) for p in sugg])
-    raise MossError(msg, kind="not_found", suggestions=sugg)
+    return MossError(msg, kind="not_found", suggestions=sugg)

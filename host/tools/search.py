@@ -20,6 +20,7 @@ import os
 import re
 import select
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 try:  # the signal numbers without `signal`, whose enums cost a command 0.7 ms to build
@@ -130,20 +131,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
     if isinstance(only, str):
         only = [only]
     limit = max(1, int(limit))
-    try:
-        glob_args, recheck = _only_args(root, only or [])
-    except OSError as e:  # a glob the OS refuses as a name (too long)
-        names = ", ".join(g if len(g) <= 60 else g[:59] + "…" for g in only or [])
-        raise MossError(f"cannot search only {names}: {e.strerror or e}", kind="usage") from None
-    # Plain lines (not --json, whose match messages repeat every submatch of a line and
-    # cannot be capped): path NUL line:column:byte-offset:text, long lines omitted.
-    cmd = [rg_binary(), "--no-config", "--no-heading", "--with-filename", "--line-number",
-           "--column", "--byte-offset", "--null", "--color", "never",
-           "--max-columns", str(MAX_LINE_BYTES), *RG_WALK_FLAGS, *glob_args]
-    if ignore_case:
-        cmd.append("--ignore-case")
-    cmd += ["-e", pattern, "--", "."]
-
+    cmd, recheck = _rg_command(root, pattern, only or [], ignore_case)
     proc = _Rg(cmd, root)
     done = False
     try:
@@ -163,6 +151,40 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
         note = " (search timed out)" if timed_out else ""
         return f"No matches for {pattern}{where}{note}\n"
 
+    hits, line_starts = _shown_hits(root, first)
+    labels_of = _labeller(root, line_starts, keep)
+    out = _compact_hits(hits, pattern, ignore_case, labels_of) if compact else _full_hits(hits, labels_of)
+    out.append("")
+    out.append(_summary(total, len(files_with), hits, timed_out))
+    text = "\n".join(out) + "\n"
+    if max_chars and 0 < max_chars < len(text):
+        from .caps import cap
+
+        text = cap(text, max_chars)
+    return text
+
+
+def _rg_command(root: Path, pattern: str, only: list[str], ignore_case: bool) -> tuple[list[str], bool]:
+    """ripgrep's command line, and whether its hits must be checked against the project's files
+    (a glob `only` cannot say to ripgrep alone: _only_args)."""
+    try:
+        glob_args, recheck = _only_args(root, only)
+    except OSError as e:  # a glob the OS refuses as a name (too long)
+        names = ", ".join(g if len(g) <= 60 else g[:59] + "…" for g in only)
+        raise MossError(f"cannot search only {names}: {e.strerror or e}", kind="usage") from None
+    # Plain lines (not --json, whose match messages repeat every submatch of a line and
+    # cannot be capped): path NUL line:column:byte-offset:text, long lines omitted.
+    cmd = [rg_binary(), "--no-config", "--no-heading", "--with-filename", "--line-number",
+           "--column", "--byte-offset", "--null", "--color", "never",
+           "--max-columns", str(MAX_LINE_BYTES), *RG_WALK_FLAGS, *glob_args]
+    if ignore_case:
+        cmd.append("--ignore-case")
+    return cmd + ["-e", pattern, "--", "."], recheck
+
+
+def _shown_hits(root: Path, first: _First) -> tuple[list[tuple[str, int, str]], dict[str, list[int]]]:
+    """The hits shown, (path, line, text) with a long line's window around its match, and each
+    file's hit lines' byte offsets (for their symbols)."""
     hits: list[tuple[str, int, str]] = []
     line_starts: dict[str, list[int]] = {}
     for path, line_no, column, offset, text in first.hits():
@@ -172,21 +194,25 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
             shown = _trim(text.decode("utf-8", "replace"), column - 1)
         hits.append((path, line_no, shown))
         line_starts.setdefault(path, []).append(offset)
+    return hits, line_starts
+
+
+def _full_hits(hits: list[tuple[str, int, str]], labels_of) -> list[str]:
+    """Each file's name, then its hits, each labelled with its enclosing symbol and its lines."""
     out: list[str] = []
     current = None
     find = _no_symbol
-    labels_of = _labeller(root, line_starts, keep)
-    if compact:
-        out = _compact_hits(hits, pattern, ignore_case, labels_of)
-    for path, line, text in [] if compact else hits:
+    for path, line, text in hits:
         if path != current:
             current = path
             out.append(f"{_shown_path(path)}:")
             find = labels_of(path)
         sym = find(line)
         out.append(f"  {line} ({sym[1]} {sym[2]}): {text}" if sym else f"  {line}: {text}")
-    out.append("")
-    nfiles = len(files_with)
+    return out
+
+
+def _summary(total: int, nfiles: int, hits: list[tuple[str, int, str]], timed_out: bool) -> str:
     summary = (f"{total:,} {'match' if total == 1 else 'matches'} in {nfiles:,} "
                f"{'file' if nfiles == 1 else 'files'}")
     if total > len(hits):
@@ -196,13 +222,7 @@ def search(root: Path, pattern: str, *, only: list[str] | None = None, limit: in
                     "the pattern or the files with only)")
     if timed_out:
         summary += f" (search stopped after {TIMEOUT_S:.0f}s; results are partial)"
-    out.append(summary)
-    text = "\n".join(out) + "\n"
-    if max_chars and 0 < max_chars < len(text):
-        from .caps import cap
-
-        text = cap(text, max_chars)
-    return text
+    return summary
 
 
 COMPACT_PER_FILE = 8   # hits a file shows in the compact form before "… N more"
@@ -392,28 +412,42 @@ def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
     """Read ripgrep's output and its messages until it ends, killing it after TIMEOUT_S:
     (matching lines, files with one, the first `limit` hits (_First), the start of its
     messages, whether it was stopped). One thread: both pipes are polled."""
-    out_fd, err_fd = proc.out_fd, proc.err_fd
-    poller = select.poll()
-    for fd in (out_fd, err_fd):
-        poller.register(fd, select.POLLIN)
-    open_fds = 2
-    deadline: float | None = time.monotonic() + TIMEOUT_S
-    timed_out = False
-    errbuf: list[bytes] = []
-    kept_err = 0
-    first = _First(limit)
-    files_with: set[str] = set()
-    total = 0
-    pending = b""
-    prev: bytes | None = None
-    path, skip = "", False
-    finditer = _RECORD.finditer
+    records = _Records(root, allowed, limit)
+    stderr, timed_out = _pump_rg(proc, records.feed)
+    records.finish()
+    return records.total, records.files_with, records.first, stderr, timed_out
 
-    def records(buf: bytes) -> int:
+
+class _Records:
+    """ripgrep's output parsed as it comes: each record counted, its file noted, the first
+    `limit` kept (_First); a hit outside `allowed` (when given) is not counted."""
+
+    def __init__(self, root: bytes, allowed: set[str] | None, limit: int):
+        self.root = root
+        self.allowed = allowed
+        self.first = _First(limit)
+        self.files_with: set[str] = set()
+        self.total = 0
+        self.pending = b""   # an unfinished last record
+        self.prev: bytes | None = None
+        self.path, self.skip = "", False
+
+    def feed(self, data: bytes) -> None:
+        buf = self.pending + data if self.pending else data
+        self.pending = buf[self._take(buf):]
+
+    def finish(self) -> None:
+        if self.pending:  # a last line without its newline (ripgrep stopped)
+            self._take(self.pending + b"\n")
+            self.pending = b""
+
+    def _take(self, buf: bytes) -> int:
         """Take the whole records in `buf`; returns where the unfinished rest begins."""
-        nonlocal prev, path, skip, total
+        # the parse state in locals for the loop (it runs once per matching line)
+        prev, path, skip, total = self.prev, self.path, self.skip, self.total
+        allowed, root, files_with, add = self.allowed, self.root, self.files_with, self.first.add
         pos = 0
-        for m in finditer(buf):
+        for m in _RECORD.finditer(buf):
             name = m[1]
             at = m.start()
             if at != pos:
@@ -427,9 +461,23 @@ def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
             if skip:
                 continue
             total += 1
-            first.add(path, m)
+            add(path, m)
+        self.prev, self.path, self.skip, self.total = prev, path, skip, total
         return pos
 
+
+def _pump_rg(proc: _Rg, feed: Callable[[bytes], None]) -> tuple[str, bool]:
+    """Read ripgrep's two pipes until both close, its output to `feed`, and kill it after
+    TIMEOUT_S: (the start of its messages, whether it was stopped)."""
+    out_fd, err_fd = proc.out_fd, proc.err_fd
+    poller = select.poll()
+    for fd in (out_fd, err_fd):
+        poller.register(fd, select.POLLIN)
+    open_fds = 2
+    deadline: float | None = time.monotonic() + TIMEOUT_S
+    timed_out = False
+    errbuf: list[bytes] = []
+    kept_err = 0
     # ripgrep writes a file's lines as it finishes the file: waking for each write would cost
     # this process more CPU than parsing them (and take it from ripgrep's threads). After a
     # small read it waits until ripgrep ends or PAUSE_S passed, whichever comes first, so
@@ -454,8 +502,7 @@ def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
                 poller.unregister(fd)
                 open_fds -= 1
             elif fd == out_fd:
-                buf = pending + data if pending else data
-                pending = buf[records(buf):]
+                feed(data)
             elif kept_err < 64_000:  # the start of its messages (a regex error); the rest dropped
                 errbuf.append(data)
                 kept_err += len(data)
@@ -463,10 +510,7 @@ def _read_rg(proc: _Rg, root: bytes, allowed: set[str] | None, limit: int):
             pause = PAUSE_S if wait is None else min(PAUSE_S, wait)
             if ended.poll(pause * 1000):
                 ended = None  # ripgrep has ended: what is left in the pipes is read at once
-    if pending:  # a last line without its newline (ripgrep stopped)
-        records(pending + b"\n")
-    stderr = b"".join(errbuf).decode("utf-8", "replace").strip()
-    return total, files_with, first, stderr, timed_out
+    return b"".join(errbuf).decode("utf-8", "replace").strip(), timed_out
 
 
 def _name_start(between: bytes, prev: bytes | None, rest: bytes, root: bytes) -> bytes:

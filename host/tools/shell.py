@@ -24,7 +24,7 @@ from typing import Any, Callable
 from ..errors import MossError
 from .confine import confine
 from . import caps, gitguard, procs
-from .sandbox import Setup, bwrap_problem, check_env, check_level, command_plan
+from .sandbox import Plan, Setup, bwrap_problem, check_env, check_level, command_plan
 
 __all__ = ["run"]
 
@@ -119,21 +119,7 @@ def run(
     Raises MossError: "denied" (level refuses, sandbox missing or weak, cwd outside root,
     LD_* in env), "usage" (bad arguments), "interrupted" (cancel() returned True).
     """
-    if not isinstance(cmd, str):
-        raise MossError("run: the command must be a string", kind="usage")
-    check_level(access)
-    if timeout is None or not timeout > 0:
-        raise MossError(f"run: timeout must be a positive number of seconds, got {timeout!r}",
-                        kind="usage")
-    if not isinstance(max_chars, int) or max_chars < 0:
-        raise MossError(f"run: max_chars must be a non-negative integer, got {max_chars!r}",
-                        kind="usage")
-    extra_env = check_env(env, "run")
-    if access == "read-only":
-        # Refuse before touching anything else (no path checks, no probe).
-        command_plan(cmd, access=access, root="", cwd="", allow_full=allow_full,
-                     unsandboxed_ok=unsandboxed_ok)
-
+    extra_env = _checked_env(cmd, access, timeout, max_chars, env, allow_full, unsandboxed_ok)
     real_root = confine(root, ".", must_exist=True)
     workdir = confine(real_root, cwd if cwd not in (None, "") else ".", must_exist=True)
     if not workdir.is_dir():
@@ -155,114 +141,166 @@ def run(
         protect=protect,
         bind_as=str(bind_as) if bind_as is not None else None,
     )
-    sandbox = plan.sandbox
 
     start = time.monotonic()
+    proc, feeder = _start(plan, workdir, stdin)
+    watch = _Watch(proc, max_chars, deadline=start + timeout)
+    if not watch.pump(cancel):
+        if guard is not None:
+            git_notes += guard.check()  # undo even when interrupted
+        raise MossError(
+            f"run interrupted: {cmd}",
+            kind="interrupted",
+            stdout=watch.out.text(max_chars)[0],
+            stderr=watch.err.text(max_chars)[0],
+            git=git_notes,
+        )
+    code = _finish(proc, watch.term_at)
+    if guard is not None:
+        git_notes += guard.check()
+    if feeder is not None:
+        feeder.join(timeout=1)
+    duration = time.monotonic() - start
+    return _result(cmd, watch, code, git_notes, timeout=timeout, max_chars=max_chars, duration=duration,
+                   sandbox=plan.sandbox)
+
+
+def _checked_env(cmd, access: str, timeout, max_chars, env: dict | None, allow_full: bool,
+                 unsandboxed_ok: bool) -> dict:
+    """`run`'s arguments checked (MossError "usage" or "denied"); the environment entries to add."""
+    if not isinstance(cmd, str):
+        raise MossError("run: the command must be a string", kind="usage")
+    check_level(access)
+    if timeout is None or not timeout > 0:
+        raise MossError(f"run: timeout must be a positive number of seconds, got {timeout!r}",
+                        kind="usage")
+    if not isinstance(max_chars, int) or max_chars < 0:
+        raise MossError(f"run: max_chars must be a non-negative integer, got {max_chars!r}",
+                        kind="usage")
+    extra_env = check_env(env, "run")
+    if access == "read-only":
+        # Refuse before touching anything else (no path checks, no probe).
+        command_plan(cmd, access=access, root="", cwd="", allow_full=allow_full,
+                     unsandboxed_ok=unsandboxed_ok)
+    return extra_env
+
+
+def _start(plan: Plan, workdir: Path, stdin: str | None) -> tuple[subprocess.Popen, threading.Thread | None]:
+    """The command's process group, and the thread writing `stdin` to it (None without stdin)."""
     try:
         proc = procs.start(plan, cwd=str(workdir),
                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
     except OSError as exc:
         raise MossError(f"run: could not start {plan.argv[0]}: {exc}", kind="io") from exc
-
     feeder = None
     if stdin is not None:
         feeder = threading.Thread(
             target=_feed, args=(proc.stdin, stdin.encode("utf-8")), daemon=True
         )
         feeder.start()
+    return proc, feeder
 
-    assert proc.stdout is not None and proc.stderr is not None  # procs.start: both pipes
-    pipes = {proc.stdout.fileno(): proc.stdout, proc.stderr.fileno(): proc.stderr}
-    out, err = _Capture(max_chars), _Capture(max_chars)
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, out)
-    sel.register(proc.stderr, selectors.EVENT_READ, err)
 
-    timed_out = False
-    term_at: float | None = None      # when SIGTERM went to the group
-    killed = False                    # SIGKILL sent
-    exited_at: float | None = None    # when the shell (or bwrap) exited
-    abandoned = False                 # stopped reading pipes held by leftovers
-    deadline = start + timeout
+class _Watch:
+    """A running command's two pipes and its clocks: both streams read into captures until they
+    close, the group stopped at the deadline (SIGTERM, then SIGKILL after KILL_GRACE), and the
+    pipes given up LINGER after the shell exits when something it left behind holds them."""
 
-    def stop_group() -> None:
-        nonlocal term_at
-        if term_at is None:
-            term_at = time.monotonic()
-            procs.signal_group(proc.pid, signal.SIGTERM)
+    def __init__(self, proc: subprocess.Popen, max_chars: int, *, deadline: float):
+        assert proc.stdout is not None and proc.stderr is not None  # procs.start: both pipes
+        self.proc = proc
+        self.deadline = deadline
+        self.pipes = {proc.stdout.fileno(): proc.stdout, proc.stderr.fileno(): proc.stderr}
+        self.out, self.err = _Capture(max_chars), _Capture(max_chars)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(proc.stdout, selectors.EVENT_READ, self.out)
+        self.sel.register(proc.stderr, selectors.EVENT_READ, self.err)
+        self.timed_out = False
+        self.term_at: float | None = None      # when SIGTERM went to the group
+        self.killed = False                    # SIGKILL sent
+        self.exited_at: float | None = None    # when the shell (or bwrap) exited
+        self.abandoned = False                 # stopped reading pipes held by leftovers
 
-    try:
-        while sel.get_map():
-            now = time.monotonic()
-            if cancel is not None and cancel():
-                stop_group()
-                _finish(proc, term_at)
-                if guard is not None:
-                    git_notes += guard.check()  # undo even when interrupted
-                raise MossError(
-                    f"run interrupted: {cmd}",
-                    kind="interrupted",
-                    stdout=out.text(max_chars)[0],
-                    stderr=err.text(max_chars)[0],
-                    git=git_notes,
-                )
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if not timed_out and exited_at is None and now >= deadline:
-                timed_out = True
-                stop_group()
-            if term_at is not None and not killed and now >= term_at + KILL_GRACE:
-                killed = True
-                procs.signal_group(proc.pid, signal.SIGKILL)
-            if exited_at is not None and now >= exited_at + LINGER and (
-                term_at is None or killed or now >= term_at + KILL_GRACE
-            ):
-                # The command is over but something it started (outside our reach, or
-                # detached in full mode) still holds the pipes: stop reading.
-                abandoned = True
-                break
-            wait = POLL
-            if not timed_out and exited_at is None:
-                wait = max(0.0, min(POLL, deadline - now))
-            for key, _ in sel.select(timeout=wait):
-                try:
-                    data = os.read(key.fd, READ_CHUNK)
-                except OSError:
-                    data = b""
-                if data:
-                    key.data.add(data)
-                else:
-                    sel.unregister(key.fileobj)
-                    pipes[key.fd].close()
-    finally:
-        for key in list(sel.get_map().values()):
-            sel.unregister(key.fileobj)
-            pipes[key.fd].close()
-        sel.close()
+    def pump(self, cancel: Callable[[], bool] | None) -> bool:
+        """Read until both pipes close or are given up: True. False when `cancel()` said so,
+        the group then stopped and reaped. The pipes are closed either way."""
+        try:
+            while self.sel.get_map():
+                now = time.monotonic()
+                if cancel is not None and cancel():
+                    self.stop_group()
+                    _finish(self.proc, self.term_at)
+                    return False
+                if self._tick(now):
+                    # The command is over but something it started (outside our reach, or
+                    # detached in full mode) still holds the pipes: stop reading.
+                    self.abandoned = True
+                    break
+                self._read(self._wait(now))
+        finally:
+            for key in list(self.sel.get_map().values()):
+                self.sel.unregister(key.fileobj)
+                self.pipes[key.fd].close()
+            self.sel.close()
+        return True
 
-    code = _finish(proc, term_at)
-    if guard is not None:
-        git_notes += guard.check()
-    if feeder is not None:
-        feeder.join(timeout=1)
-    duration = time.monotonic() - start
+    def stop_group(self) -> None:
+        if self.term_at is None:
+            self.term_at = time.monotonic()
+            procs.signal_group(self.proc.pid, signal.SIGTERM)
 
-    stdout, cut_out = out.text(max_chars)
-    stderr, cut_err = err.text(max_chars)
-    if timed_out:
-        note = f"[moss: command timed out after {timeout:g} s and was killed]"
-        stderr = f"{stderr}\n{note}" if stderr else note
-    elif abandoned:
-        note = "[moss: background processes kept the output open; stopped reading]"
-        stderr = f"{stderr}\n{note}" if stderr else note
-    for line in git_notes:
-        note = f"[moss: git metadata: {line}]"
+    def _tick(self, now: float) -> bool:
+        """Note the exit, stop the group at the deadline, kill it after the grace: whether to
+        give up the pipes now."""
+        if self.exited_at is None and self.proc.poll() is not None:
+            self.exited_at = now
+        if not self.timed_out and self.exited_at is None and now >= self.deadline:
+            self.timed_out = True
+            self.stop_group()
+        if self.term_at is not None and not self.killed and now >= self.term_at + KILL_GRACE:
+            self.killed = True
+            procs.signal_group(self.proc.pid, signal.SIGKILL)
+        return self.exited_at is not None and now >= self.exited_at + LINGER and (
+            self.term_at is None or self.killed or now >= self.term_at + KILL_GRACE
+        )
+
+    def _wait(self, now: float) -> float:
+        if not self.timed_out and self.exited_at is None:
+            return max(0.0, min(POLL, self.deadline - now))
+        return POLL
+
+    def _read(self, wait: float) -> None:
+        for key, _ in self.sel.select(timeout=wait):
+            try:
+                data = os.read(key.fd, READ_CHUNK)
+            except OSError:
+                data = b""
+            if data:
+                key.data.add(data)
+            else:
+                self.sel.unregister(key.fileobj)
+                self.pipes[key.fd].close()
+
+
+def _result(cmd: str, watch: _Watch, code: int | None, git_notes: list[str], *, timeout: float,
+            max_chars: int, duration: float, sandbox: str) -> dict:
+    """`run`'s result: both streams capped, and moss's notes (timeout, abandoned pipes, git
+    metadata undone) appended to stderr."""
+    stdout, cut_out = watch.out.text(max_chars)
+    stderr, cut_err = watch.err.text(max_chars)
+    notes = []
+    if watch.timed_out:
+        notes.append(f"[moss: command timed out after {timeout:g} s and was killed]")
+    elif watch.abandoned:
+        notes.append("[moss: background processes kept the output open; stopped reading]")
+    notes += [f"[moss: git metadata: {line}]" for line in git_notes]
+    for note in notes:
         stderr = f"{stderr}\n{note}" if stderr else note
     result: dict[str, Any] = {
         "stdout": stdout,
         "stderr": stderr,
-        "code": None if timed_out else code,
-        "timed_out": timed_out,
+        "code": None if watch.timed_out else code,
+        "timed_out": watch.timed_out,
         "truncated": cut_out or cut_err,
         "duration": round(duration, 3),
         "sandbox": sandbox,

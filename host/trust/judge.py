@@ -15,6 +15,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import deep_merge, dotted_key, read_layers, user_config_file
 from ..errors import ConfigError, MossError
@@ -23,6 +24,9 @@ from ..tools.sandbox import ACCESS_LEVELS as LEVELS  # weakest first
 from .manifest import HASH_ONLY, Change, Manifest, diff, scan, scan_config, sha_file
 from .record import CONFIG_REL, grant, items_of, load_record, local_of, not_plain
 from .rules import APPROVAL, DEPENDENTS, value_at
+
+if TYPE_CHECKING:
+    from ..tools.gitread import GitView
 
 DEFAULT_MAX_ACCESS = "edit"
 LOCAL = "edited here"  # a changed file judged to be the user's own edit
@@ -93,8 +97,30 @@ def judge(root: Path, record: dict, manifest: Manifest, user: dict) -> dict[str,
     from ..tools.gitread import GitView
 
     root = Path(root)
+    out, expect = _changed_files(record, manifest)
+    local = local_of(record)
+    view = GitView.open(root) if any(not v for v in out.values()) else None
+    pending: list[str] = []
+    for rel, why in out.items():
+        if why:
+            continue
+        sha = sha_file(root / rel)
+        known = set(local["known"].get(rel) or []) if local else set()
+        why = _why_not_local(root, rel, sha, known, local, view, expect, record, user)
+        if not why and sha is not None and sha not in known:
+            pending.append(rel)
+        out[rel] = why or LOCAL
+    if pending and view is not None:
+        _ask_git(view, pending, out)
+    return out
+
+
+def _changed_files(record: dict, manifest: Manifest) -> tuple[dict[str, str], dict[str, str | None]]:
+    """Each file behind a change since `record` (a script, or the config), with why it cannot
+    be the user's edit when that is already plain ("" when it has to be looked at); and each
+    changed script's sha256 as scanned (None: removed)."""
     out: dict[str, str] = {}
-    expect: dict[str, str | None] = {}  # a script's sha256 as scanned (None: removed)
+    expect: dict[str, str | None] = {}
     for change in diff(items_of(record), manifest.items):
         item, old, new = change.item, change.old, change.new
         rel = item.key if item.kind == "script" else CONFIG_REL
@@ -104,46 +130,47 @@ def judge(root: Path, record: dict, manifest: Manifest, user: dict) -> dict[str,
         out.setdefault(rel, "")
         if item.kind == "script":
             expect[rel] = new.value if new else None
-    local = local_of(record)
-    view = GitView.open(root) if any(not v for v in out.values()) else None
-    pending: list[str] = []
-    for rel, why in out.items():
-        if why:
-            continue
-        sha = sha_file(root / rel)
-        known = set(local["known"].get(rel) or []) if local else set()
-        if (why := not_plain(root, rel)):
-            pass
-        elif local is None:
-            why = "trusted by an older moss, which kept nothing to tell edits from arrivals"
-        elif view is None:
-            why = "not a git work tree (or git would not read it): moss cannot tell who changed it"
-        elif view.busy:
-            why = f"git is in the middle of a merge, cherry-pick, revert or rebase ({view.busy})"
-        elif rel in expect and expect[rel] != sha:
-            why = "changed again while moss looked"
-        elif sha == local["files"].get(rel):
-            why = "the file did not change, but what it means did (your own config changed)"
-        elif view.head.get(rel) != local["head"].get(rel):
-            data = view.blob(view.head.get(rel))
-            mine = data is not None and (hashlib.sha256(data).hexdigest() in known or (
-                rel == CONFIG_REL and _same_config_items(data, record, user)))
-            if not mine:
-                why = ARRIVED
-        if not why and sha is not None and sha not in known:
-            pending.append(rel)
-        out[rel] = why or LOCAL
-    if pending and view is not None:
-        converted = view.converting(pending)
-        for rel in pending:
-            if converted.get(rel):
-                out[rel] = (f"git converts it between its object and the file ({', '.join(converted[rel])}): "
-                            "moss cannot tell an edit from git's copy")
-        stored = view.in_store([r for r in pending if out[r] == LOCAL])
-        for rel, found in stored.items():
-            if found:
-                out[rel] = IN_GIT
-    return out
+    return out, expect
+
+
+def _why_not_local(root: Path, rel: str, sha: str | None, known: set[str], local: dict | None, view: GitView | None,
+                   expect: dict[str, str | None], record: dict, user: dict) -> str:
+    """Why the change to `rel` cannot be taken as the user's own edit ("" when it can, so far:
+    git is asked about those next)."""
+    why = not_plain(root, rel)
+    if why:
+        return why
+    if local is None:
+        return "trusted by an older moss, which kept nothing to tell edits from arrivals"
+    if view is None:
+        return "not a git work tree (or git would not read it): moss cannot tell who changed it"
+    if view.busy:
+        return f"git is in the middle of a merge, cherry-pick, revert or rebase ({view.busy})"
+    if rel in expect and expect[rel] != sha:
+        return "changed again while moss looked"
+    if sha == local["files"].get(rel):
+        return "the file did not change, but what it means did (your own config changed)"
+    if view.head.get(rel) != local["head"].get(rel):
+        data = view.blob(view.head.get(rel))
+        mine = data is not None and (hashlib.sha256(data).hexdigest() in known or (
+            rel == CONFIG_REL and _same_config_items(data, record, user)))
+        if not mine:
+            return ARRIVED
+    return ""
+
+
+def _ask_git(view: GitView, pending: list[str], out: dict[str, str]) -> None:
+    """Of the edits that look like the user's, those git converts, or already holds as an
+    object, cannot be told from git's own copy: `out` says so."""
+    converted = view.converting(pending)
+    for rel in pending:
+        if converted.get(rel):
+            out[rel] = (f"git converts it between its object and the file ({', '.join(converted[rel])}): "
+                        "moss cannot tell an edit from git's copy")
+    stored = view.in_store([r for r in pending if out[r] == LOCAL])
+    for rel, found in stored.items():
+        if found:
+            out[rel] = IN_GIT
 
 
 # -- the decision ----------------------------------------------------------------------------

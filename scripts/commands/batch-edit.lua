@@ -8,7 +8,9 @@ return {
   needs = "agent", -- the coding agent's policy (lib/agent), required only when it runs
   tool = true,
   writes = true,
-  details = function() return "  Each part's code in a fence of its own, as for $(edit); a | inside a fence is code." end,
+  details = function()
+    return "  Each part's code in a fence of its own, as for $(edit); a | inside a fence is code."
+  end,
   parse = function(text) return edits().parse_batch(text) end,
   run = function(ctx, specs) return edits().perform(specs, ctx.env) end,
 }

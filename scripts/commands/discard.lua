@@ -19,7 +19,8 @@ return {
     if why then return ("child %s's copy was not dropped: %s"):format(a[1], why), false end
     local ok, r = pcall(moss.agents.discard, a[1])
     if not ok then
-      return ("child %s's copy was not dropped: %s"):format(a[1], type(r) == "table" and r.message or tostring(r)), false
+      local why_not = type(r) == "table" and r.message or tostring(r)
+      return ("child %s's copy was not dropped: %s"):format(a[1], why_not), false
     end
     c.discarded = true
     ctx.log("discard", { child = a[1], turn = ctx.S.turn })

@@ -59,7 +59,8 @@ function M.parse(args, spec)
           local ok = false
           for _, c in ipairs(s.choices) do if c == value then ok = true end end
           if not ok then
-            moss.error("usage", name .. " must be one of " .. table.concat(s.choices, ", ") .. "; got '" .. value .. "'", 2)
+            moss.error("usage",
+              name .. " must be one of " .. table.concat(s.choices, ", ") .. "; got '" .. value .. "'", 2)
           end
         end
         if s.multiple then

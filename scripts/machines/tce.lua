@@ -76,7 +76,7 @@ end
 local join = require("lib.machine.context").join -- skips nil and empty parts
 
 --- thinking / commanding / evaluating see the whole working memory.
-local function context(S, state)
+local function context(S)
   memory.init(S)
   return join(
     S.context_note,
@@ -88,13 +88,13 @@ local function context(S, state)
 end
 
 --- paging sees the task, the previous summary and the entries to page.
-local function paging_context(S, state)
+local function paging_context(S)
   memory.init(S)
   local text = paging.context(S, config.get())
   return join(text, messages(S), "Current state: paging. Reply with <summary>...</summary>.")
 end
 
-local function next_state(S, verdict) return verdict.next_state end
+local function next_state(_S, verdict) return verdict.next_state end
 
 local function st(name, ctx, handle)
   return { prompt = system(name), context = ctx, handle = handle, next = next_state, concludes = true,

@@ -9,7 +9,7 @@ return {
   -- [agent] fan_out = N: in a tree with at least N top-level directories, one read-only
   -- auditor child per directory audits it first; their findings start out as notes that
   -- this session checks, merges and reports.
-  prepare = function(S, env, o)
+  prepare = function(S, _env, o)
     local n = o.cfg.fan_out
     if not n or n < 1 then return end
     local dirs = {}

@@ -8,7 +8,7 @@ return {
   spawn = { "explorer", "refactorer" }, -- children it may start with --spawn ($(spawn ROLE "task"))
   -- [agent] scout = true: before the first turn, an explorer child maps the code the task
   -- touches; its answer starts out as a note in this session's working memory.
-  prepare = function(S, env, o)
+  prepare = function(S, _env, o)
     if not o.cfg.scout then return end
     local memory = require("lib.machine.memory")
     local h = moss.spawn { role = "explorer", machine = "v1", max_turns = o.cfg.child_max_turns or 8,

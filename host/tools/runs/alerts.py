@@ -134,20 +134,7 @@ _SHORT_SPIKE = re.compile(r"^\s*([\w./-]+)\s+spikes?(?:\s+(?:x\s*)?(\d+(?:\.\d*)
 def parse_rule(spec: Any) -> Rule:
     """A Rule from a string shorthand or a table; MossError(kind="usage") otherwise."""
     if isinstance(spec, str):
-        text = spec.strip()
-        m = _SHORT_REGEX.match(text)
-        if m:
-            return parse_rule({"pattern": m.group(1), "ignore_case": bool(m.group(2)), "name": text})
-        m = _SHORT_NAN.match(text)
-        if m:
-            return parse_rule({"metric": m.group(1) or m.group(2), "nan": True, "name": text})
-        m = _SHORT_SPIKE.match(text)
-        if m:
-            return parse_rule({"metric": m.group(1), "spike": float(m.group(2) or DEFAULT_SPIKE), "name": text})
-        m = _SHORT_THRESHOLD.match(text)
-        if m:
-            return parse_rule({"metric": m.group(1), "op": m.group(2), "threshold": float(m.group(3)), "name": text})
-        raise MossError(f"bad alert rule {spec!r}: {RULE_GRAMMAR}", kind="usage")
+        return parse_rule(_shorthand(spec))
     if not isinstance(spec, dict):
         raise MossError(f"bad alert rule {spec!r}: {RULE_GRAMMAR}", kind="usage")
     known = {"pattern", "ignore_case", "metric", "op", "threshold", "nan", "spike", "min_points", "severity",
@@ -166,15 +153,41 @@ def parse_rule(spec: Any) -> Rule:
     if spec.get("nan"):
         return Rule(spec, str(spec.get("name") or f"{metric} is nan"), "nan")
     if spec.get("spike") is not None:
-        try:
-            spec["spike"] = float(spec["spike"])
-            spec["min_points"] = int(spec.get("min_points") or DEFAULT_MIN_POINTS)
-        except (TypeError, ValueError):
-            raise MossError(f"alert rule for {metric!r}: spike and min_points must be numbers", kind="usage") from None
-        if not spec["spike"] > 1 or spec["min_points"] < 1:
-            raise MossError(f"alert rule for {metric!r}: spike must be a factor above 1 (e.g. 3) and min_points "
-                            "at least 1", kind="usage")
-        return Rule(spec, str(spec.get("name") or f"{metric} spike {spec['spike']:g}"), "spike")
+        return _spike_rule(spec, metric)
+    return _threshold_rule(spec, metric)
+
+
+def _shorthand(spec: str) -> dict:
+    """The table a string rule stands for: /regex/[i], `loss is nan`, `loss spikes 3x`, `loss > 2`."""
+    text = spec.strip()
+    m = _SHORT_REGEX.match(text)
+    if m:
+        return {"pattern": m.group(1), "ignore_case": bool(m.group(2)), "name": text}
+    m = _SHORT_NAN.match(text)
+    if m:
+        return {"metric": m.group(1) or m.group(2), "nan": True, "name": text}
+    m = _SHORT_SPIKE.match(text)
+    if m:
+        return {"metric": m.group(1), "spike": float(m.group(2) or DEFAULT_SPIKE), "name": text}
+    m = _SHORT_THRESHOLD.match(text)
+    if m:
+        return {"metric": m.group(1), "op": m.group(2), "threshold": float(m.group(3)), "name": text}
+    raise MossError(f"bad alert rule {spec!r}: {RULE_GRAMMAR}", kind="usage")
+
+
+def _spike_rule(spec: dict, metric: str) -> Rule:
+    try:
+        spec["spike"] = float(spec["spike"])
+        spec["min_points"] = int(spec.get("min_points") or DEFAULT_MIN_POINTS)
+    except (TypeError, ValueError):
+        raise MossError(f"alert rule for {metric!r}: spike and min_points must be numbers", kind="usage") from None
+    if not spec["spike"] > 1 or spec["min_points"] < 1:
+        raise MossError(f"alert rule for {metric!r}: spike must be a factor above 1 (e.g. 3) and min_points "
+                        "at least 1", kind="usage")
+    return Rule(spec, str(spec.get("name") or f"{metric} spike {spec['spike']:g}"), "spike")
+
+
+def _threshold_rule(spec: dict, metric: str) -> Rule:
     if spec.get("threshold") is None:
         raise MossError(f"alert rule for {metric!r} needs threshold= (or nan=true); {RULE_GRAMMAR}", kind="usage")
     op = spec.get("op") or ">"

@@ -52,7 +52,7 @@ def _primed(prime: Callable[[], Path | None]) -> Path | None:
     """What `prime` lends; nothing when it fails (the starting point then stores its own)."""
     try:
         return prime()
-    except Exception:  # noqa: BLE001 - a cost, not a fault: the copy is whole either way
+    except Exception:  # a cost, not a fault: the copy is whole either way
         return None
 
 
@@ -133,7 +133,7 @@ class Worktree:
             self.record["base"] = changes.start(self.tree, self.home)
             self.record.update(whole=True, completed_s=round(time.monotonic() - t0, 3), unshared=unshared)
             homes.write_record(self.home, self.record)
-        except BaseException as e:  # noqa: BLE001 - whatever stopped it, nothing may write in the copy
+        except BaseException as e:  # whatever stopped it, nothing may write in the copy
             self._error = getattr(e, "message", None) or str(e) or type(e).__name__
         finally:
             with _lock:

@@ -60,7 +60,8 @@ function M.result(S)
   end
   r.evidence = ev
   -- how the host files it (handle:status()): done, failed, or cancelled
-  r.status = S.success and "done" or ((S.reason == "cancelled" or S.reason == "interrupted") and "cancelled" or "failed")
+  local cancelled = S.reason == "cancelled" or S.reason == "interrupted"
+  r.status = S.success and "done" or (cancelled and "cancelled" or "failed")
   return r
 end
 

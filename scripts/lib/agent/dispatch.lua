@@ -5,7 +5,8 @@ local M = {}
 -- Checked in this order; the role with the most keyword hits wins, ties go to the earlier.
 M.KEYWORDS = {
   { role = "refactorer", words = { "fix", "refactor", "change", "update", "rename", "implement", "add", "remove" } },
-  { role = "auditor", words = { "audit", "check", "issues", "issue", "vulnerabilities", "vulnerability", "security", "review" } },
+  { role = "auditor",
+    words = { "audit", "check", "issues", "issue", "vulnerabilities", "vulnerability", "security", "review" } },
   { role = "explorer", words = { "find", "search", "where", "how", "what", "which", "why", "explain" } },
 }
 

@@ -137,7 +137,9 @@ function M.parse_one(text)
     for i = 1, #w do
       if w[i] == "--old" then old = w[i + 1] elseif w[i] == "--new" then new = w[i + 1] end
     end
-    if not old or not new then moss.error("usage", 'exact-text edit: $(edit path --old "old text" --new "new text")') end
+    if not old or not new then
+      moss.error("usage", 'exact-text edit: $(edit path --old "old text" --new "new text")')
+    end
     return { target = target, action = "text", old = old, content = new }
   end
   moss.error("usage", "unknown edit action '" .. action .. "'; use delete, replace <code>, " ..

@@ -343,7 +343,8 @@ function M.recover(S)
   if not first then return end
   local ok, res = pcall(moss.shadow.restore, first.snapshot)
   if not ok then
-    log(S, "turn_rollback_failed", { turn = first.turn, snapshot = first.snapshot, error = tostring(res.message or res) })
+    log(S, "turn_rollback_failed",
+      { turn = first.turn, snapshot = first.snapshot, error = tostring(res.message or res) })
     say(S, ("moss was stopped during turn %d, after it had started changing files, and undoing that failed " ..
       "(%s): check what that turn already did before you repeat it."):format(first.turn, tostring(res.message or res)))
     return

@@ -93,8 +93,7 @@ local function sed_script(s)
     while s:sub(i, i) == "!" do i = i + 1; blanks() end
     local c = s:sub(i, i)
     i = i + 1
-    if c == "{" or c == "}" or c:match("^[=dDgGhHnNpPxzF]$") then -- nothing follows
-    elseif c == "#" or c == "a" or c == "i" or c == "c" or c == "r" or c == "R" or c == ":" then rest_of_line()
+    if c == "#" or c == "a" or c == "i" or c == "c" or c == "r" or c == "R" or c == ":" then rest_of_line()
     elseif c == "b" or c == "t" or c == "T" or c == "v" then i = s:find("[;\n}]", i) or n + 1
     elseif c == "q" or c == "Q" or c == "l" or c == "L" then blanks(); i = s:find("[^%d]", i) or n + 1
     elseif c == "w" or c == "W" then
@@ -119,7 +118,7 @@ local function sed_script(s)
         elseif f:match("^[gpiImM%d]$") then i = i + 1
         else break end
       end
-    else
+    elseif not (c == "{" or c == "}" or c:match("^[=dDgGhHnNpPxzF]$")) then -- those take nothing after them
       return "?"
     end
   end
@@ -216,11 +215,11 @@ function M.rate_awk(st, w, i, shown)
     if t == "--" then k = k + 1; break end
     if not t:match("^%-.") then break end
     local long = t:match("^(%-%-[%w-]+)=")
+    local attached = AWK_VALUE[long or ""] or t:match("^%-[Fv].") -- -F: or --assign=x=1: the value is attached
     if AWK_VALUE[t] then k = k + 1
-    elseif AWK_VALUE[long or ""] or t:match("^%-[Fv].") then -- -F: or --assign=x=1: the value is attached
     elseif AWK_CODE[t] then progs[#progs + 1] = w[k + 1]; k = k + 1
     elseif AWK_CODE[long or ""] then progs[#progs + 1] = { text = t:match("=(.*)$") }
-    elseif not AWK_FLAGS[t] then
+    elseif not AWK_FLAGS[t] and not attached then
       local lib = t:match("^%-i(.+)$") or t:match("^%-%-include=(.+)$")
         or ((t == "-i" or t == "--include") and w[k + 1] and w[k + 1].text)
       if lib == "inplace" or lib == "inplace.awk" then
@@ -277,7 +276,8 @@ function M.rate_reader(st, w, i, name, suffix)
   local spec, operands, k, ended = READERS[name], 0, i + 1, false
   local function writes(f, how)
     if f == "/dev/null" or f == "/dev/stdout" or f == "/dev/stderr" or f == "-" then return false end
-    note(st, "medium", "writes to " .. short(f) .. " (`" .. name .. (how and (" " .. how) or "") .. "`" .. suffix .. ")")
+    note(st, "medium",
+      "writes to " .. short(f) .. " (`" .. name .. (how and (" " .. how) or "") .. "`" .. suffix .. ")")
     return true
   end
   while w[k] do
@@ -286,8 +286,10 @@ function M.rate_reader(st, w, i, name, suffix)
     elseif not ended and t:match("^%-%-.") then
       local opt, attached = t:match("^(%-%-[%w-]+)=(.*)$")
       opt = opt or t
-      if spec.bad[opt] then return note(st, "medium", "runs a program or changes something (`" .. name .. " " .. short(opt)
-        .. "`" .. suffix .. ")") end
+      if spec.bad[opt] then
+        return note(st, "medium", "runs a program or changes something (`" .. name .. " " .. short(opt)
+          .. "`" .. suffix .. ")")
+      end
       if spec.out[opt] then
         if writes(attached or (w[k + 1] and w[k + 1].text) or "", opt) then return end
         if not attached then k = k + 1 end
@@ -295,8 +297,10 @@ function M.rate_reader(st, w, i, name, suffix)
     elseif not ended and t:match("^%-.") then
       for c = 2, #t do -- a bundle of short options; one that takes a value takes the rest, or the next word
         local o = "-" .. t:sub(c, c)
-        if spec.bad[o] then return note(st, "medium", "runs a program or changes something (`" .. name .. " " .. o .. "`"
-          .. suffix .. ")") end
+        if spec.bad[o] then
+          return note(st, "medium", "runs a program or changes something (`" .. name .. " " .. o .. "`"
+            .. suffix .. ")")
+        end
         if spec.out[o] or spec.value[o] then
           local v = t:sub(c + 1)
           if v == "" then k = k + 1; v = w[k] and w[k].text or "" end

@@ -154,9 +154,9 @@ local function read_word(st)
           if d == '"' then st.i = j + 1; break
           elseif d == "\\" then
             local e = s:sub(j + 1, j + 1)
-            if e == "\n" then -- line continuation
-            elseif e:match('["\\`$]') then w.parts[#w.parts + 1] = e
-            else w.parts[#w.parts + 1] = "\\" .. e end
+            if e ~= "\n" then -- (a backslash-newline is a line continuation: it adds nothing)
+              w.parts[#w.parts + 1] = e:match('["\\`$]') and e or "\\" .. e
+            end
             st.i = j + 2
           elseif d == "`" then
             st.i = j + 1
@@ -325,7 +325,9 @@ local function rate_git(st, w, i, shown)
   local sub = short(sw.text)
   local args = {}
   for a = k + 1, #w do args[#args + 1] = w[a].text end
-  local function say(level, what, extra) note(st, level, what .. " (`" .. shown .. " " .. sub .. (extra or "") .. "`)") end
+  local function say(level, what, extra)
+    note(st, level, what .. " (`" .. shown .. " " .. sub .. (extra or "") .. "`)")
+  end
   for a = 1, #args do -- diff, log, show and their kin write their output to a file with --output
     local out = args[a] == "--output" and (args[a + 1] or "") or args[a]:match("^%-%-output=(.*)$")
     if out then return say("medium", "writes to " .. short(out), " --output") end
@@ -379,7 +381,8 @@ local function rate_git(st, w, i, shown)
     return say("high", "deletes the record of past commits", " " .. args[1])
   elseif sub == "worktree" and (args[1] == "remove" or args[1] == "prune") then
     return say("high", "deletes a worktree", " " .. args[1])
-  elseif sub == "switch" and has(args, 1, { ["-f"] = true, ["--force"] = true, ["--discard-changes"] = true, ["-C"] = true }) then
+  elseif sub == "switch"
+      and has(args, 1, { ["-f"] = true, ["--force"] = true, ["--discard-changes"] = true, ["-C"] = true }) then
     return say("high", "discards changes", " --discard-changes")
   elseif sub == "checkout" and args[1] and (args[1] == "-b") then
     return say("medium", "creates a branch", " -b")
@@ -625,7 +628,9 @@ rate_words = function(st, w, i, via)
         local t = w[k].text
         if t == "-c" or t == STRING_RUNNERS[name] or t == "--session-command" then
           local str = w[k + 1]
-          if not str or str.dynamic then return unknown(st, "`" .. name .. " -c` of a string only known when it runs") end
+          if not str or str.dynamic then
+            return unknown(st, "`" .. name .. " -c` of a string only known when it runs")
+          end
           if name == "script" then note(st, "medium", "writes a typescript file (`script`)")
           else note(st, "medium", "runs as another user (`" .. name .. "`" .. suffix .. ")") end
           return rate_string(st, str.text, name .. " -c", "`" .. name .. " -c`")
@@ -688,7 +693,9 @@ rate_words = function(st, w, i, via)
           if name == "python" and t == "-m" then -- python -m pip install …, python -m pytest
             local mod = w[k + 1]
             if mod and mod.text == "pip" then return rate_words(st, w, k + 1, via) end
-            if mod and not mod.dynamic and BUILDS[mod.text] then return programs.rate_build(st, w, k + 1, mod.text, suffix) end
+            if mod and not mod.dynamic and BUILDS[mod.text] then
+              return programs.rate_build(st, w, k + 1, mod.text, suffix)
+            end
             return note(st, "medium", "runs the module `" .. short(mod and mod.text or "") .. "` (`" .. name
               .. " -m`" .. suffix .. ")")
           end
@@ -751,7 +758,8 @@ local function read_redirect(st, cmd, fd)
   local t = w.text
   if not w.dynamic and (t == "/dev/null" or t == "/dev/stdout" or t == "/dev/stderr") then return end
   if t == "" and not w.dynamic then return unknown(st, "a redirection without a file") end
-  cmd.writes[#cmd.writes + 1] = (w.dynamic and "a file named at run time" or short(t)) .. " (`" .. (fd or "") .. op .. "`)"
+  local target = w.dynamic and "a file named at run time" or short(t)
+  cmd.writes[#cmd.writes + 1] = target .. " (`" .. (fd or "") .. op .. "`)"
 end
 
 -- The bodies of here-documents, after the newline that ends their command. With an unquoted
@@ -854,7 +862,9 @@ for name in pairs(AWKS) do M.MAY_BE_LOW[name] = true end
 for name in pairs(INLINE) do M.MAY_BE_LOW[name] = true end
 for name in pairs(SHELLS) do M.MAY_BE_LOW[name] = true end -- sh -c 'ls'
 for name in pairs(KEYWORDS) do M.MAY_BE_LOW[name] = true end -- `if`, `done`: no program
-for name in ("git sed perl find trap make gmake cmake for select function"):gmatch("%S+") do M.MAY_BE_LOW[name] = true end
+for name in ("git sed perl find trap make gmake cmake for select function"):gmatch("%S+") do
+  M.MAY_BE_LOW[name] = true
+end
 
 --- (level, reason) for a shell command: the riskiest thing any part of it does.
 function M.assess(cmd)

@@ -55,7 +55,9 @@ M.EVENTS = {
   end },
   response = { "", function(e) return short(e.text) end },
   command = { "green", function(e) return (e.ok and "✓ " or "✗ ") .. short(e.cmd, 80) end },
-  command_refused = { "yellow", function(e) return ("not executed in %s: %s"):format(short(e.state), short(e.cmd, 80)) end },
+  command_refused = { "yellow", function(e)
+    return ("not executed in %s: %s"):format(short(e.state), short(e.cmd, 80))
+  end },
   note = { "magenta", function(e) return ("[%s] %s"):format(short(e.id), short(e.content)) end },
   keep = { "magenta", function(e) return ("[%s] %s"):format(short(e.id), short(e.cmd)) end },
   validation = { "", function(e)
@@ -69,8 +71,10 @@ M.EVENTS = {
   validation_waived = { "yellow", function(e) return "the user went on with " .. short(e.step) .. " failing" end },
   escalate = { "bold red", function(e) return "validation step " .. short(e.step) .. " still fails: ask the user" end },
   retry = { "yellow", function(e) return ("%s failed (attempt %s)"):format(short(e.step), short(e.attempt)) end },
-  echo = { "yellow", function(e) return "the reply only repeated moss's own prompt" end },
-  command_echoed = { "yellow", function(e) return "not run (copied from moss's prompt): " .. short(table.concat(e.cmds or {}, " "), 80) end },
+  echo = { "yellow", function() return "the reply only repeated moss's own prompt" end },
+  command_echoed = { "yellow", function(e)
+    return "not run (copied from moss's prompt): " .. short(table.concat(e.cmds or {}, " "), 80)
+  end },
   truncated = { "yellow", function(e) return "reply cut at the token limit " .. short(e.max_tokens) end },
   commands_dropped = { "yellow", function(e)
     return ("%s commands run, %s dropped (per-reply cap)"):format(short(e.kept), short(e.dropped))
@@ -94,7 +98,9 @@ M.EVENTS = {
       num(e.chars_before) or 0, num(e.chars_after) or 0, num(e.summary_chars) or 0)
   end },
   compact_failed = { "yellow", function(e) return "could not compact: " .. short(e.error, 80) end },
-  child_start = { "cyan", function(e) return ("child %s (%s): %s"):format(short(e.child or e.id), short(e.role), short(e.task, 70)) end },
+  child_start = { "cyan", function(e)
+    return ("child %s (%s): %s"):format(short(e.child or e.id), short(e.role), short(e.task, 70))
+  end },
   child_end = { "cyan", function(e)
     local changed = type(e.changed) == "table" and (", %d file(s) changed in its copy"):format(#e.changed) or ""
     return ("child %s ended %s%s"):format(short(e.child or e.id), short(e.reason), changed)
@@ -108,7 +114,9 @@ M.EVENTS = {
       #(e.conflicts or {}), #(e.conflicts or {}) > 0 and (" (" .. short(M.paths(e.conflicts), 60) .. ")") or "")
   end },
   child_discard = { "cyan", function(e) return ("dropped child %s's copy"):format(short(e.child)) end },
-  interrupt = { "yellow", function(e) return "stopped by " .. (e.by == "parent" and "its parent" or "a signal (Ctrl-C)") end },
+  interrupt = { "yellow", function(e)
+    return "stopped by " .. (e.by == "parent" and "its parent" or "a signal (Ctrl-C)")
+  end },
   entry_failed = { "red", function(e) return ("%s entry failed: %s"):format(short(e.entry), short(e.error)) end },
   session_end = { "bold", function(e)
     return ("%s after %s turns%s"):format(short(e.reason), short(e.turns), cost(e.usage))
@@ -204,7 +212,9 @@ function M.patch_of(id)
   local path = ".moss/agent/patches/" .. id .. ".patch"
   local ok, text = pcall(moss.fs.read, path)
   if not ok or type(text) ~= "string" then return nil end
-  if #text > M.PATCH_SHOWN then text = text:sub(1, M.PATCH_SHOWN) .. "\n… (cut; the whole patch is in " .. path .. ")" end
+  if #text > M.PATCH_SHOWN then
+    text = text:sub(1, M.PATCH_SHOWN) .. "\n… (cut; the whole patch is in " .. path .. ")"
+  end
   return text
 end
 
@@ -265,7 +275,8 @@ function M.nodes(sid, all, depth)
     out[#out + 1] = { id = k.s.id, role = k.s.role or moss.json.null, state = M.reason(k.s),
       isolation = iso[k.s.id] and { text = M.isolation_text(iso[k.s.id]), state = iso[k.s.id].state,
         patch = M.patch_of(k.s.id) } or moss.json.null,
-      turns = num(k.s.turn) or 0, answer = (S_ok and type(S.answer) == "string") and short(S.answer, 200) or moss.json.null,
+      turns = num(k.s.turn) or 0,
+      answer = (S_ok and type(S.answer) == "string") and short(S.answer, 200) or moss.json.null,
       children = depth < 8 and M.nodes(k.s.id, all, depth + 1) or {} }
   end
   return out

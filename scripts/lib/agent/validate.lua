@@ -51,7 +51,9 @@ function M.steps(cfg, extra)
   if cfg.validate and #cfg.validate > 0 then
     for _, name in ipairs(cfg.validate) do
       local c = by_name[name]
-      if not c then moss.error("config", "[agent] validate names '" .. name .. "' but validate_commands has no such step") end
+      if not c then
+        moss.error("config", "[agent] validate names '" .. name .. "' but validate_commands has no such step")
+      end
       steps[#steps + 1] = c
     end
     source = "config"
@@ -120,7 +122,8 @@ function M.run(steps)
       return { passed = false, failed = step, output = out, code = r.code, timed_out = r.timed_out or nil,
         cannot_run = not r.timed_out and cannot_run(r.code, out) or nil,
         report = ("Validation FAILED at step %s (`%s`, %s):\n%s")
-        :format(step.name, step.run, r.timed_out and "timed out" or ("exit " .. tostring(r.code)), head_tail(out, 1500)) }
+        :format(step.name, step.run, r.timed_out and "timed out" or ("exit " .. tostring(r.code)),
+          head_tail(out, 1500)) }
     end
     lines[#lines + 1] = "✓ " .. step.name .. " (`" .. step.run .. "`)"
   end

@@ -91,7 +91,7 @@ function M.prompt(S, request, limit)
 end
 
 --- Summarise and replace; answers { chars_before, summary_chars } or nil and the error.
-function M.run(S, state, env, request)
+function M.run(S, _state, env, request)
   S.compacted_turn = S.turn -- at most once per turn, whatever happens
   local before = M.chars(request)
   local ok, resp = pcall(moss.llm.chat, {

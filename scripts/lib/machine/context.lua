@@ -230,7 +230,8 @@ function M.settled_memory(S, slot, head, mem)
     if id then named[#named + 1] = "[" .. id .. "]" end
   end
   if #named > 0 then
-    local line = "- (removed " .. table.concat(named, ", ") .. ": no longer in memory; shown above until the context is rebuilt)"
+    local line = "- (removed " .. table.concat(named, ", ")
+      .. ": no longer in memory; shown above until the context is rebuilt)"
     out[#out + 1] = line
     gone[line] = true
   end
@@ -288,9 +289,9 @@ end
 --- The text of a built message (either form), e.g. for measuring or logging.
 function M.text(message)
   if type(message) ~= "table" then return message end
-  local parts = {}
-  for _, b in ipairs(message) do parts[#parts + 1] = b.text end
-  return table.concat(parts)
+  local texts = {}
+  for _, b in ipairs(message) do texts[#texts + 1] = b.text end
+  return table.concat(texts)
 end
 
 return M

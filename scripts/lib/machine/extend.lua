@@ -59,13 +59,14 @@ function M.merge(base, over, where)
   local out = copy(base)
   local adds = {}
   for k, v in pairs(over) do
-    if k == "extends" then -- the link itself is not part of the result
-    elseif type(k) == "string" and k:sub(1, 4) == "add_" and #k > 4 then
-      adds[#adds + 1] = k
-    elseif is_map(v) and is_map(out[k]) then
-      out[k] = M.merge(out[k], v, where)
-    else
-      out[k] = copy(v)
+    if k ~= "extends" then -- the link itself is not part of the result
+      if type(k) == "string" and k:sub(1, 4) == "add_" and #k > 4 then
+        adds[#adds + 1] = k
+      elseif is_map(v) and is_map(out[k]) then
+        out[k] = M.merge(out[k], v, where)
+      else
+        out[k] = copy(v)
+      end
     end
   end
   table.sort(adds) -- after the replacements, in a fixed order
@@ -85,7 +86,8 @@ function M.resolve(kind, name, m, origin, depth)
   if depth >= M.MAX_DEPTH then
     moss.error("usage", ("%s: more than %d `extends` links (a cycle?)"):format(where, M.MAX_DEPTH))
   end
-  local base_name, base, base_origin = m.extends, nil, nil
+  local base_name = m.extends
+  local base, base_origin
   if base_name == name then
     local chunk, o = moss.scripts.below(kind .. "." .. name, origin)
     if not chunk then

@@ -44,7 +44,8 @@ end
 
 local function result(S)
   return {
-    answer = S.answer == nil and moss.json.null or S.answer, success = S.success or false, reason = S.reason, turns = S.turn,
+    answer = S.answer == nil and moss.json.null or S.answer, success = S.success or false, reason = S.reason,
+    turns = S.turn,
     session_id = S.id, usage = S.usage, role = S.role, machine = S.machine,
     forced = S.forced or nil, detail = S.detail, progress = S.progress, questions = S.questions,
     validation = S.validation, -- the last validation run: passed, step, command, exit, output_tail, ...
@@ -74,7 +75,7 @@ local function provider_label(self)
   return self.provider_label or nil
 end
 
-function Text:turn(S, state)
+function Text:turn(S)
   moss.ui.status(("Turn %d/%d (%s)"):format(S.turn, S.max_turns, S.state))
   local who = provider_label(self)
   moss.ui.live("waiting for " .. (S.role and (S.role .. "/") or "") .. S.state .. (who and (" · " .. who) or ""))
@@ -103,7 +104,7 @@ function M.reply_shown(text)
   return table.concat(out)
 end
 
-function Text:llm(S, state, text)
+function Text:llm(S, _state, text)
   if moss.ui.live_stop() then
     text = M.reply_shown(text or "")
     -- the status line counted the reply instead of printing it: show it now, set apart
@@ -121,7 +122,7 @@ function Text:llm(S, state, text)
   -- elsewhere, --verbose has the host stream the reply to stderr as it comes: it is shown
 end
 
-function Text:command(S, out)
+function Text:command(_S, out)
   local line = "  " .. (out.ok and "✓ " or "✗ ") .. one_line(out.cmd, 100)
   -- a refused command says why (risk and level, or the access level), as the model is told
   if out.refused and out.content then line = line .. " — " .. one_line(out.content, 160) end
@@ -141,7 +142,8 @@ end
 function M.closing(S, machine)
   if not moss.ui.is_terminal() then return end
   local u = S.usage or {}
-  local tokens = (u.input_tokens or 0) + (u.output_tokens or 0) + (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0)
+  local tokens = (u.input_tokens or 0) + (u.output_tokens or 0) + (u.cache_read_tokens or 0)
+    + (u.cache_write_tokens or 0)
   local cost = (u.cost_known == false or type(u.cost_usd) ~= "number") and "cost unknown"
     or ("$%.4f"):format(u.cost_usd)
   moss.ui.print(("%s · %d turn%s · %s tokens · %s · session %s"):format(M.reason(S.reason, machine).text, S.turn,
@@ -172,7 +174,7 @@ function Text:info(text) moss.ui.print(text, { style = "dim" }) end
 local ACK = { stop = "will stop after this step", pause = "will pause after this step",
   resume = "going on", related = "noted for the task: the agent sees it from its next turn",
   unrelated = "not about the task: answered apart" }
-function Text:input(S, rec, class)
+function Text:input(_S, rec, class)
   if rec.acked then -- the terminal said "got it" when it was typed: say only what it means
     moss.ui.print("  ↳ " .. (ACK[class] or class), { style = "cyan" })
     return
@@ -180,7 +182,7 @@ function Text:input(S, rec, class)
   moss.ui.print(("› got it (%s): %s — %s"):format(class, one_line(rec.text or rec.action or "", 60),
     ACK[class] or class), { style = "cyan" })
 end
-function Text:aside(S, question, answer)
+function Text:aside(_S, question, answer)
   moss.ui.print("── aside: " .. one_line(question, 80), { style = "bold cyan" })
   moss.ui.print(answer)
   moss.ui.print("──", { style = "bold cyan" })
@@ -200,10 +202,10 @@ function Json:finish(S) print(moss.json.encode(result(S), { sort_keys = true }))
 -- stream-json -----------------------------------------------------------------------
 local Stream = setmetatable({}, { __index = Json })
 Stream.__index = Stream
-function Stream:turn(S, state)
+function Stream:turn(S)
   moss.ui.event { type = "turn", turn = S.turn, max_turns = S.max_turns, state = S.state, session_id = S.id }
 end
-function Stream:llm(S, state, text)
+function Stream:llm(S, _state, text)
   moss.ui.event { type = "assistant", turn = S.turn, state = S.state, text = text }
 end
 function Stream:command(S, out)
@@ -253,8 +255,10 @@ Child.__index = Child
 function Child:start(S)
   moss.agents.progress { type = "session_start", turn = S.turn, state = S.state, role = S.role, task = S.task }
 end
-function Child:turn(S, state) moss.agents.progress { type = "turn", turn = S.turn, state = S.state } end
-function Child:llm(S, state, text) moss.agents.progress { type = "assistant", turn = S.turn, state = S.state, text = text } end
+function Child:turn(S) moss.agents.progress { type = "turn", turn = S.turn, state = S.state } end
+function Child:llm(S, _state, text)
+  moss.agents.progress { type = "assistant", turn = S.turn, state = S.state, text = text }
+end
 function Child:command(S, out)
   moss.agents.progress { type = "command", turn = S.turn, cmd = out.cmd, ok = out.ok, refused = out.refused }
 end

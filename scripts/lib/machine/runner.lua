@@ -44,10 +44,14 @@ local M = {}
 -- what they return is said here. Settings are read where named.
 M.ENV = {
   -- settings
-  role = { "table", "the role: commands (its tools), prompts, answer_format; read for system prompts and for what a state may use" },
-  out = { "table", "the output sink (lib/machine/output.lua): out:turn, :llm, :command, :finish, :info are called as the session goes" },
-  interactive = { "boolean", "whether a person can be asked; read by hooks (safety's escalation) and commands ($(ask))" },
-  loop_limit = { "integer", "how many times one command may give the same output before the session ends as a loop (3)" },
+  role = { "table", "the role: commands (its tools), prompts, answer_format; read for system prompts and for what "
+    .. "a state may use" },
+  out = { "table", "the output sink (lib/machine/output.lua): out:turn, :llm, :command, :finish, :info are called "
+    .. "as the session goes" },
+  interactive = { "boolean", "whether a person can be asked; read by hooks (safety's escalation) and commands "
+    .. "($(ask))" },
+  loop_limit = { "integer", "how many times one command may give the same output before the session ends as a "
+    .. "loop (3)" },
   max_commands = { "integer", "commands run from one reply; the rest are dropped and the model told (50)" },
   max_tokens = { "integer", "the reply cap of every model call (4096)" },
   compact_max_tokens = { "integer", "the reply cap of a compaction summary (2048)" },
@@ -55,13 +59,19 @@ M.ENV = {
   spawn = { "boolean", "whether the model may start child agents; read by $(spawn)" },
   format = { "string", "the output format, passed on to child agents" },
   -- hooks
-  before_turn = { "function", "before_turn(S) -> reason|nil: before every turn (and when the user interrupted a model call); a reason ends the session" },
-  boundary = { "function", "boundary(S) -> { cancel = bool, message = text }|nil: between turns, after the checkpoint; cancel ends the session \"cancelled\", a message is shown to the model" },
-  after_tools = { "function", "after_tools(outputs): after a reply's tool commands ran, before the outputs are shown; may amend them" },
-  before_answer = { "function", "before_answer() -> true|false|reason: when a concluding state answers; true lets the answer stand, false sends it back, a reason ends the session with it and the answer" },
-  after_turn = { "function", "after_turn(env, ran_commands) -> reason|nil: after a turn's commands; a reason ends the session" },
+  before_turn = { "function", "before_turn(S) -> reason|nil: before every turn (and when the user interrupted a "
+    .. "model call); a reason ends the session" },
+  boundary = { "function", "boundary(S) -> { cancel = bool, message = text }|nil: between turns, after the "
+    .. "checkpoint; cancel ends the session \"cancelled\", a message is shown to the model" },
+  after_tools = { "function", "after_tools(outputs): after a reply's tool commands ran, before the outputs are "
+    .. "shown; may amend them" },
+  before_answer = { "function", "before_answer() -> true|false|reason: when a concluding state answers; true lets "
+    .. "the answer stand, false sends it back, a reason ends the session with it and the answer" },
+  after_turn = { "function", "after_turn(env, ran_commands) -> reason|nil: after a turn's commands; a reason ends "
+    .. "the session" },
   before_write = { "function", "before_write(label) -> token|nil: called by a command before it may write" },
-  after_write = { "function", "after_write(token) -> note|nil: called by that command after it ran; a note goes to the model" },
+  after_write = { "function", "after_write(token) -> note|nil: called by that command after it ran; a note goes to "
+    .. "the model" },
 }
 
 --- Keys the runner sets itself (a caller giving one is a usage error).
@@ -86,7 +96,8 @@ function M.check_env(env)
       local known = {}
       for k in pairs(M.ENV) do known[#known + 1] = k end
       table.sort(known)
-      moss.error("usage", ("unknown runner hook or setting env.%s (known: %s)"):format(key, table.concat(known, ", ")), 0)
+      moss.error("usage", ("unknown runner hook or setting env.%s (known: %s)")
+        :format(key, table.concat(known, ", ")), 0)
     elseif (spec[1] == "integer" and math.type(v) or type(v)) ~= spec[1] then
       moss.error("usage", ("env.%s must be %s %s (%s), not %s"):format(key, spec[1]:match("^[aeiou]") and "an" or "a",
         spec[1], spec[2], math.type(v) or type(v)), 0)

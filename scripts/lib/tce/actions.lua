@@ -32,7 +32,7 @@ function H.working_memory_remove(S, a)
   return true, "Removed " .. key .. " from working memory"
 end
 
-function H.storage_save(S, a, ctx)
+function H.storage_save(_S, a, ctx)
   local key, err = tags.normalize(a.tags)
   if not key then return false, err end
   local ok, verr = need_value(a)
@@ -65,7 +65,7 @@ function H.storage_search(S, a, ctx)
 end
 
 --- Conclude: the value is the answer to the task and ends the session.
-function H.answer(S, a)
+function H.answer(_S, a)
   local ok, err = need_value(a)
   if not ok then return false, err end
   return true, "Answered", { answer = a.value }
@@ -79,7 +79,8 @@ function M.dispatch(S, a, ctx)
     local known = {}
     for name in pairs(H) do known[#known + 1] = name end
     table.sort(known)
-    return { ok = false, message = "Unknown action type '" .. a.type .. "' (known: " .. table.concat(known, ", ") .. ")" }
+    return { ok = false,
+      message = "Unknown action type '" .. a.type .. "' (known: " .. table.concat(known, ", ") .. ")" }
   end
   local pok, ok, message, extra = pcall(h, S, a, ctx)
   if not pok then

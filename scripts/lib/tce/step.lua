@@ -63,7 +63,7 @@ local function transition(S, cfg, env, r, outputs)
 end
 
 --- The `handle` of the thinking, commanding and evaluating states.
-function M.handle(S, state, text, env)
+function M.handle(S, _state, text, env)
   memory.init(S)
   local cfg = config.get()
   local wm = S.tce.wm
@@ -104,7 +104,7 @@ function M.handle(S, state, text, env)
 end
 
 --- The `handle` of the paging state: archive, replace with the summary, back to thinking.
-function M.handle_paging(S, state, text, env)
+function M.handle_paging(S, _state, text, env)
   memory.init(S)
   local cfg = config.get()
   local r = parse.parse(text)
@@ -121,7 +121,8 @@ function M.handle_paging(S, state, text, env)
     outputs[#outputs + 1] = M.command_log(S, cfg, env, "paging", "archive," .. table.concat(states, "+"),
       ("archived %d entries to storage (%s); working memory ~%d -> ~%d tokens"):format(
         res.archived, table.concat(res.keys, "; "), res.before, res.after), true)
-    log(S, "paging", { archived = res.archived, keys = res.keys, before = res.before, after = res.after, turn = S.turn })
+    log(S, "paging",
+      { archived = res.archived, keys = res.keys, before = res.before, after = res.after, turn = S.turn })
   end
   log(S, "transition", { from = S.state, to = "thinking", why = "paged", turn = S.turn,
     tokens = memory.estimate(S.tce.wm) })

@@ -44,7 +44,8 @@ end
 --- The explorer: what the evaluator saw last turn, then its remarks. Before the first
 -- evaluation (or when that view is stale) the same layout, built from the session.
 function M.explorer(S, state)
-  local p, stable, shown = context.scratch(S).v2_prefix, nil, nil
+  local p = context.scratch(S).v2_prefix
+  local stable, shown
   if p and p.turn == S.turn - 1 and p.key == key(S) then
     stable, shown = p.stable, p.shown
   else

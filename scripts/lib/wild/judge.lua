@@ -75,7 +75,8 @@ function M.tick(S, W, view, note)
           J.runs[r.id] = { at = now, last = last }
           if not ok then
             J.off = true
-            note(("the LLM judge is off for this sweep: %s"):format(tostring(type(res) == "table" and res.message or res)))
+            local why = type(res) == "table" and res.message or res
+            note(("the LLM judge is off for this sweep: %s"):format(tostring(why)))
             return nil
           end
           local verdict = M.parse(res.text)

@@ -219,13 +219,13 @@ end
 
 -- ---- contexts ------------------------------------------------------------------------------
 
-function M.exploring_context(S, state)
+function M.exploring_context(S)
   local W = M.init(S)
   if M.expired() then return M.present(S, W, { kind = "time_up" }) end
   return M.present(S, W, { kind = "explore" })
 end
 
-function M.running_context(S, state)
+function M.running_context(S)
   local W = M.init(S)
   if not W.sweep then return M.present(S, W, { kind = "explore" }) end
   local waiting = false -- logged once a turn: the loop now waits for its runs
@@ -255,7 +255,7 @@ function M.running_context(S, state)
   end
 end
 
-function M.analyzing_context(S, state)
+function M.analyzing_context(S)
   local W = M.init(S)
   if M.expired() then return M.present(S, W, { kind = "time_up" }) end
   if not W.sweep then return M.present(S, W, { kind = "explore" }) end
@@ -330,8 +330,6 @@ function M.start_sweep(S, W, spec)
   if total > #combos then
     note(W, ("the grid has %d combinations; only the first %d run (max_runs)"):format(total, #combos))
   end
-  local cmds = {}
-  for _, r in ipairs(sw.runs) do cmds[#cmds + 1] = r.cmd end
   log(S, "wild_sweep", { name = sw.name, iteration = W.iteration, total = total, runs = sw.runs, turn = S.turn })
   progress(("sweep %q: started %d run%s"):format(sw.name, #sw.runs, #sw.runs == 1 and "" or "s"))
   return true
@@ -447,7 +445,7 @@ function M.handle(S, state, text, env)
   return { outputs = {} }
 end
 
-function M.next(S, verdict)
+function M.next(S)
   local W = S.wild
   local go = W and W.go
   if W then W.go = nil end

@@ -39,7 +39,8 @@ end
 local function decode(inner, what)
   local ok, v = pcall(json.decode, unfence(inner), { ordered = true })
   if not ok then
-    return nil, what .. " is not valid JSON: " .. tostring(v.message or v):gsub("^moss%.json%.decode: invalid JSON ", "")
+    local why = tostring(v.message or v):gsub("^moss%.json%.decode: invalid JSON ", "")
+    return nil, what .. " is not valid JSON: " .. why
   end
   if type(v) ~= "table" or not json.is_object(v) then return nil, what .. " must be a JSON object" end
   return v

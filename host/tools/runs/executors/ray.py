@@ -136,16 +136,7 @@ class RayExecutor(Executor):
             self.logs(rid)
             live.poll_errors = 0
         except MossError as e:
-            live.poll_errors += 1
-            if e.kind == "not_found":
-                m.drain(rid, final=True)
-                with m.lock:
-                    m.set_status(rec, "failed", error=f"lost: the Ray job {sid} is gone from the cluster "
-                                  f"at {rec['ray']['address']}")
-                return
-            if live.poll_errors in (1, 10) or live.poll_errors % 100 == 0:
-                m.log("run_monitor_error", {"run": rid, "error": e.message, "tries": live.poll_errors})
-            live.next_poll = now + min(30.0, RAY_POLL * (2 ** min(live.poll_errors, 6)))
+            self._poll_failed(rid, rec, live, e, now)
             return
         ray_status = str(info.get("status") or "")
         status = STATUS.get(ray_status)
@@ -162,18 +153,7 @@ class RayExecutor(Executor):
                 m.log("run_start", {"run": rid, "name": rec["name"], "cmd": rec["cmd"], "executor": "ray",
                                     "submission_id": sid, "address": rec["ray"]["address"]})
             elif ray_status in RAY_TERMINAL:
-                code = info.get("driver_exit_code")
-                code = code if isinstance(code, int) else None
-                if not rec.get("started_at"):
-                    start = info.get("start_time")
-                    rec["started_at"] = round(start / 1000, 3) if isinstance(start, (int, float)) and start else None
-                reason = live.stop_reason or m.store.stop_marker(rid)
-                if status == "stopped" or reason:
-                    m.set_status(rec, "stopped", code=code, error=reason or info.get("message") or "stopped")
-                elif status == "finished":
-                    m.set_status(rec, "finished", code=0 if code is None else code)
-                else:
-                    m.set_status(rec, "failed", code=code, error=(info.get("message") or "the job failed")[:1000])
+                self._ended(rid, rec, live, info, status)
                 return
             if live.deadline is not None and live.term_at is None and time.monotonic() >= live.deadline:
                 live.stop_reason = f"timeout after {rec.get('timeout'):g} s"
@@ -185,6 +165,38 @@ class RayExecutor(Executor):
             except MossError as e:
                 live.killed = False
                 m.log("run_monitor_error", {"run": rid, "error": f"stop: {e.message}"})
+
+    def _poll_failed(self, rid: str, rec: dict, live: Live, e: MossError, now: float) -> None:
+        """A status poll that failed: a job the cluster forgot fails the run; otherwise the
+        next poll backs off (and the first, tenth and every hundredth failure is logged)."""
+        m = self.runs
+        live.poll_errors += 1
+        if e.kind == "not_found":
+            m.drain(rid, final=True)
+            with m.lock:
+                m.set_status(rec, "failed", error=f"lost: the Ray job {rec['ray']['submission_id']} is gone "
+                                                  f"from the cluster at {rec['ray']['address']}")
+            return
+        if live.poll_errors in (1, 10) or live.poll_errors % 100 == 0:
+            m.log("run_monitor_error", {"run": rid, "error": e.message, "tries": live.poll_errors})
+        live.next_poll = now + min(30.0, RAY_POLL * (2 ** min(live.poll_errors, 6)))
+
+    def _ended(self, rid: str, rec: dict, live: Live, info: dict, status: str | None) -> None:
+        """The run's last status from its job's (under the manager's lock): stopped (by moss,
+        or on the cluster), finished, or failed with Ray's message."""
+        m = self.runs
+        code = info.get("driver_exit_code")
+        code = code if isinstance(code, int) else None
+        if not rec.get("started_at"):
+            start = info.get("start_time")
+            rec["started_at"] = round(start / 1000, 3) if isinstance(start, (int, float)) and start else None
+        reason = live.stop_reason or m.store.stop_marker(rid)
+        if status == "stopped" or reason:
+            m.set_status(rec, "stopped", code=code, error=reason or info.get("message") or "stopped")
+        elif status == "finished":
+            m.set_status(rec, "finished", code=0 if code is None else code)
+        else:
+            m.set_status(rec, "failed", code=code, error=(info.get("message") or "the job failed")[:1000])
 
     # ---- stopping --------------------------------------------------------------------------
     def stop(self, rid: str, reason: str, wait: float) -> dict:
