@@ -557,20 +557,25 @@ def _cpp_node(w: _Walk, node, prefix: str, start: int | None, in_class: bool = F
     elif t in _CPP_CLASSES:
         _cpp_class(w, node, prefix, start)
     elif t == "enum_specifier":
-        name = _field(node, "name")
-        if name is not None:
-            w.add(prefix + w.text(name), node, _stop(node, "body"), name, start=start)
-            body = _field(node, "body")
-            for e in body.named_children if body is not None else ():
-                ename = _field(e, "name")
-                if ename is not None:
-                    w.item(prefix + w.text(name) + "::" + w.text(ename), w.text(ename))
+        _cpp_enum(w, node, prefix, start)
     elif t in ("alias_declaration", "type_definition"):
         name = _field(node, "name") or _field(node, "declarator")
         if name is not None:
             w.add(prefix + _norm(w.text(name)), node, node.end_byte, name, start=start)
     elif t in ("declaration", "field_declaration", "function_definition"):
         _cpp_decl(w, node, prefix, start, in_class)
+
+
+def _cpp_enum(w: _Walk, node, prefix: str, start: int | None) -> None:
+    name = _field(node, "name")
+    if name is None:
+        return
+    w.add(prefix + w.text(name), node, _stop(node, "body"), name, start=start)
+    body = _field(node, "body")
+    for e in body.named_children if body is not None else ():
+        ename = _field(e, "name")
+        if ename is not None:
+            w.item(prefix + w.text(name) + "::" + w.text(ename), w.text(ename))
 
 
 def _cpp_class(w: _Walk, node, prefix: str, start: int | None) -> None:

@@ -100,52 +100,13 @@ def _entries(jobs: list[tuple], workers: bool) -> list[tuple[tuple, bytes]]:
     for lang in {j[1] for j in jobs}:  # load grammars and queries once, before forking
         query(lang)
         grammars.parser(lang)
-    bins: list[list[int]] = [[] for _ in range(n)]
-    loads = [0] * n
-    for i in sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2])):
-        k = loads.index(min(loads))
-        bins[k].append(i)
-        loads[k] += len(jobs[i][2])
-    children = []
-    for part in bins[1:]:
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker: parse its part, send the entries, leave without cleanup
-            code = 1
-            try:
-                os.close(r)
-                data = marshal.dumps([(i, _entry(jobs[i][2], jobs[i][1], jobs[i][3])[1]) for i in part])
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(w, view):]
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        children.append((pid, r))
+    bins = _balanced(jobs, n)
+    children = [_fork_worker(jobs, part) for part in bins[1:]]
     out: list = [None] * len(jobs)
     for i in bins[0]:
         out[i] = _entry(jobs[i][2], jobs[i][1], jobs[i][3])
     for pid, r in children:
-        chunks = []
-        try:
-            while True:
-                chunk = os.read(r, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(r)
-            _, status = os.waitpid(pid, 0)
-        if status != 0:
-            continue  # its files are parsed here, below
-        try:
-            sent = marshal.loads(b"".join(chunks))
-        except (ValueError, EOFError, TypeError):
-            continue
-        for i, data in sent if type(sent) is list else ():
-            if type(i) is not int or not 0 <= i < len(jobs):
-                continue
+        for i, data in _worker_entries(pid, r, len(jobs)):
             got = structcache.decode_raw(data, jobs[i][3])
             if got is not None:
                 out[i] = (got[0], data)
@@ -153,6 +114,59 @@ def _entries(jobs: list[tuple], workers: bool) -> list[tuple[tuple, bytes]]:
         if o is None:
             out[i] = _entry(jobs[i][2], jobs[i][1], jobs[i][3])
     return out
+
+
+def _balanced(jobs: list[tuple], n: int) -> list[list[int]]:
+    """The jobs' indexes in `n` bins of about equal source bytes, largest first."""
+    bins: list[list[int]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for i in sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2])):
+        k = loads.index(min(loads))
+        bins[k].append(i)
+        loads[k] += len(jobs[i][2])
+    return bins
+
+
+def _fork_worker(jobs: list[tuple], part: list[int]) -> tuple[int, int]:
+    """(pid, read end) of a forked worker that parses `part` and sends (index, entry) pairs."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: parse its part, send the entries, leave without cleanup
+        code = 1
+        try:
+            os.close(r)
+            data = marshal.dumps([(i, _entry(jobs[i][2], jobs[i][1], jobs[i][3])[1]) for i in part])
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _worker_entries(pid: int, r: int, count: int) -> list[tuple[int, bytes]]:
+    """What a worker sent, once it has exited; nothing when it failed (its files are
+    parsed in this process instead) or sent anything but (index, entry) pairs."""
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    if status != 0:
+        return []
+    try:
+        sent = marshal.loads(b"".join(chunks))
+    except (ValueError, EOFError, TypeError):
+        return []
+    return [(i, data) for i, data in (sent if type(sent) is list else ())
+            if type(i) is int and 0 <= i < count]
 
 
 def around_lines(path: Path, line_starts: list[int]) -> list[Symbol]:
