@@ -402,7 +402,15 @@ function M.handle(S, state, text, env)
   if perr then note(W, perr) end
   local body = tags.strip(text)
   if promise then log(S, "wild_promise", { promise = promise, stage = ev.kind, turn = S.turn }) end
-  if promise == "COMPLETE" then finish.now("answered", body ~= "" and body or "COMPLETE") end
+  if promise == "COMPLETE" then
+    -- an answer like any other: it stands only if the answer gate (validation, when
+    -- configured) lets it; else the model is told why (its messages) and the loop goes on
+    local answer = body ~= "" and body or "COMPLETE"
+    local gate = commands.gate(env)
+    if gate then finish.now(gate == true and "answered" or gate, answer) end
+    log(S, "answer_rejected", { answer = answer, turn = S.turn })
+    note(W, "<promise>COMPLETE</promise> was not accepted yet: see the messages")
+  end
   if promise == "NEEDS_HUMAN" then
     finish.now("blocked", nil, { questions = body ~= "" and body or "The agent asked for a person.",
       progress = M.summary(S, W) })
