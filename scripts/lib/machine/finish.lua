@@ -34,7 +34,7 @@ function M.is(e) return getmetatable(e) == FINISH end
 
 --- A value returned where a finish was once accepted as data ({ finished = reason } from a
 -- state's handle or a command, { answer = text } from a handle): a usage error saying how
--- a session ends now. `what` names who returned it ("state explorer's handle").
+-- a session ends now. `what` names who returned it ("command stop (PATH)").
 function M.refuse_shape(what, v)
   local key = v.finished ~= nil and "finished" or "answer"
   local shown = type(v[key]) == "string" and ("%q"):format(v[key]:sub(1, 40)) or tostring(v[key])

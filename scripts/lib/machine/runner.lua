@@ -301,6 +301,18 @@ local function judge(machine, S, state, env)
   finish.now("cycle_limit")
 end
 
+-- A state's verdict, checked: a table of outputs (and what `next` reads), never a finish.
+local function checked(S, v)
+  if type(v) ~= "table" then
+    moss.error("usage", ("machine %s, state %s: its handle must return a verdict table ({ outputs = {...} }), " ..
+      "not %s"):format(S.machine, S.state, type(v)), 0)
+  end
+  if v.finished ~= nil or v.answer ~= nil then
+    finish.refuse_shape(("machine %s, state %s: its handle"):format(S.machine, S.state), v)
+  end
+  return v
+end
+
 -- One turn: a model call for the current state, its reply carried out, the next state.
 local function turn(machine, S, env)
   between_turns(S, env)
@@ -315,7 +327,7 @@ local function turn(machine, S, env)
   if resp.stop_reason == "max_tokens" then M.truncated(S, resp) end
   if state.on_response then state.on_response(S, resp.text) end
   -- a state may bring its own grammar (XML tags, JSON, ...) by giving `handle`
-  local verdict = M.verdict(S, (state.handle or commands.handle)(S, state, resp.text, env))
+  local verdict = checked(S, (state.handle or commands.handle)(S, state, resp.text, env))
   local ran = remember(S, state, env, verdict, resp.text)
   local ended = env.after_turn and env.after_turn(env, ran)
   if ended then finish.now(ended) end
@@ -337,18 +349,6 @@ function M.run(machine, S, env)
       return close(S, env, err)
     end
   end
-end
-
---- A state's verdict, checked: a table of outputs (and what `next` reads), never a finish.
-function M.verdict(S, v)
-  if type(v) ~= "table" then
-    moss.error("usage", ("machine %s, state %s: its handle must return a verdict table ({ outputs = {...} }), " ..
-      "not %s"):format(S.machine, S.state, type(v)), 0)
-  end
-  if v.finished ~= nil or v.answer ~= nil then
-    finish.refuse_shape(("machine %s, state %s: its handle"):format(S.machine, S.state), v)
-  end
-  return v
 end
 
 --- A reply cut off at its token limit (the reply cap, or a local server's window): its
