@@ -544,17 +544,15 @@ end
 
 --- After an interrupt (Ctrl-C, the MCP client's cancel) or a parent's cancel mid-turn, the
 -- host calls this once with {ids = {...}, cancelled = bool}: the sessions this process was
--- running. An unfinished one's checkpoint says how it stopped: "interrupted" (resumable as
--- it is) or, cancelled by its parent, "cancelled" (done). A child gets its result back.
+-- running. An unfinished one ends in the runner's one place (runner.close), its checkpoint
+-- saying how it stopped: "interrupted" (resumable as it is) or, cancelled by its parent,
+-- "cancelled" (done). A child gets its result back.
 local function interrupted(info)
   local first
   for _, id in ipairs(info.ids or {}) do
     local ok, S = pcall(moss.session.load, id)
     if ok and not S.done and not S.reason then
-      S.reason, S.success = info.cancelled and "cancelled" or "interrupted", false
-      if info.cancelled then S.done = true end
-      moss.session.save(id, S, { final = true })
-      moss.session.log(id, "session_end", { reason = S.reason, turns = S.turn, usage = S.usage })
+      runner.close(S, {}, { reason = info.cancelled and "cancelled" or "interrupted" })
     end
     if first == nil then first = ok and S or false end
   end

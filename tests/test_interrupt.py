@@ -116,6 +116,13 @@ def test_ctrl_c_of_an_agent_leaves_a_true_state_and_the_session_resumes(project,
     sid = ckpt.stem[len("session-"):]
     saved = read_checkpoint(ckpt)
     assert saved["reason"] == "interrupted" and saved["success"] is False and saved["turn"] == 1
+    assert saved["done"] is False  # resumable as it is
+
+    def ends() -> list[str]:  # the session's end records, as `moss sessions show` lists them
+        log = agent / "logs" / f"{sid}.jsonl"
+        return [e["reason"] for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "session_end"]
+
+    assert ends() == ["interrupted"]
     assert not list((agent / "running").glob("*.json"))
     listed = project.moss("sessions", "list")
     assert [ln.split("\t")[4] for ln in listed.stdout.splitlines()[1:]] == ["interrupted"]
@@ -128,5 +135,6 @@ def test_ctrl_c_of_an_agent_leaves_a_true_state_and_the_session_resumes(project,
                      env=api.env())
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["reason"] == "answered"
+    assert ends() == ["interrupted", "answered"]  # one end per run of the session
     listed = project.moss("sessions", "list")
     assert [ln.split("\t")[4] for ln in listed.stdout.splitlines()[1:]] == ["answered"]

@@ -15,6 +15,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from fakeapi import last_user_text, system_text
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
@@ -189,6 +191,34 @@ def test_a_declared_hook_runs(project, api):
     r = run_agent(project, api, "--v1", "--role", "hooked", "--output-format", "json", "what is this?")
     out = json.loads(r.stdout)
     assert out["reason"] == "checkpoint" and out["turns"] == 1 and r.returncode == 1, r.stderr
+
+
+@pytest.mark.parametrize("where", ["handle", "command"])
+def test_a_finish_returned_as_data_is_a_usage_error_naming_finish_now(project, api, where):
+    """A session ends one way (finish.now). A project machine's handle or a project command
+    written for the older shape, returning { finished = ... }, stops with exit 2 naming who
+    returned it and the call to make instead, rather than ending the session a second way."""
+    if where == "handle":
+        project.write(".moss/scripts/machines/oldshape.lua", """
+            return { name = "oldshape", start = "agent", max_turns = 3, uses = {},
+                     states = { agent = { context = "task_only", concludes = true,
+                                          handle = function() return { finished = "checkpoint" } end } } }
+        """)
+        api.push("any reply")
+        args = ("--machine", "oldshape")
+    else:
+        project.write(".moss/scripts/commands/stophere.lua", """
+            return { name = "stophere", help = "stophere — stop", states = { "agent" },
+                     run = function() return { finished = "checkpoint" } end }
+        """)
+        api.push("$(stophere)")
+        args = ("--v1",)
+    r = run_agent(project, api, *args, "what is this?")
+    assert r.returncode == 2, r.stderr
+    who = ("machine oldshape, state agent: its handle" if where == "handle"
+           else "command stophere (.moss/scripts/commands/stophere.lua)")
+    assert f'{who} returned {{ finished = "checkpoint" }}' in r.stderr, r.stderr
+    assert 'require("lib.machine.finish").now(reason, answer, extra)' in r.stderr
 
 
 # ---- commands that need the coding agent ----------------------------------------------------

@@ -295,6 +295,11 @@ def _checkpoint(project, api):
     return ()
 
 
+def _blocked(project, api):
+    api.push("$(checkpoint looked at calc.py | should add keep its name?)")
+    return ()
+
+
 def _error(project, api):
     api.push(error(400, "bad request"))
     return ()
@@ -310,6 +315,7 @@ OUTCOMES = {  # reason -> (how to get there, exit status, success)
     "max_turns": (_max_turns, 1, False),
     "loop": (_loop, 1, False),
     "checkpoint": (_checkpoint, 1, False),
+    "blocked": (_blocked, 3, False),
     "error": (_error, 1, False),
 }
 
@@ -317,7 +323,9 @@ OUTCOMES = {  # reason -> (how to get there, exit status, success)
 @pytest.mark.parametrize("reason", OUTCOMES)
 def test_outcome_table(project, api, reason):
     """docs/agent.md's outcome table, row by row: the reason in the JSON and the checkpoint, the
-    exit status, and `success` true only for `answered`."""
+    exit status, and `success` true only for `answered`. The session ends once, whatever ended
+    it: one JSON object, one `session_end` in its log (what `moss sessions show` lists) with
+    that reason, and a `done` only for an answer."""
     calc_project(project, broken=False)
     setup, code, success = OUTCOMES[reason]
     args = setup(project, api)
@@ -330,6 +338,11 @@ def test_outcome_table(project, api, reason):
 
     saved = read_checkpoint(project.root / f".moss/agent/session-{out['session_id']}.json")
     assert saved["reason"] == reason
+    assert saved["done"] is True and saved["success"] is success
+    log = events(project, out["session_id"])
+    assert [e["reason"] for e in log if e["event"] == "session_end"] == [reason]
+    assert log[-1]["event"] == "session_end"
+    assert len([e for e in log if e["event"] == "done"]) == (1 if reason == "answered" else 0)
 
 
 @pytest.mark.needs_sandbox

@@ -471,6 +471,23 @@ def test_invalid_sweep_reprompts_grid_is_cut_and_continue_explores_again(lab, ap
     assert json.loads(r.stdout)["answer"] == "nothing left to try"
 
 
+@pytest.mark.needs_sandbox
+def test_complete_is_an_answer_the_validation_gate_judges(lab, api):
+    """<promise>COMPLETE</promise> ends the loop `answered` only as any answer does: when the
+    project's validation (configured here, failing) passes. The first COMPLETE goes back with
+    the failure; the second, validation still failing, ends `unvalidated`, exit 1."""
+    lab.write(".moss/config.toml", """
+        [agent]
+        validate_commands = [ { name = "loss", run = "test -f out-0.001.txt" } ]
+    """)
+    api.push(*["<promise>COMPLETE</promise> the loss is low enough"] * 3)
+    r = wild(lab, api, "--output-format", "json", "tune lr", full=False)
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert out["reason"] == "unvalidated" and out["success"] is False
+    assert out["validation"]["step"] == "loss" and out["turns"] == 2
+
+
 def test_max_time_ends_cleanly(lab, api):
     lab.write(".moss/config.toml", "[agent.wild]\nmax_time_s = 2\n")
     model = WildModel(lab, [sweep_tag({"lr": 0.001, "sleep": 20})])

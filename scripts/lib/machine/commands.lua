@@ -15,8 +15,8 @@
 --
 -- `run` gets ctx = { S, state, env, cmd, say(msg), log(event, data) }. A tool returns
 -- (content, ok, refused); any other command returns nil or a verdict part:
---   { answer = text } | { hold = true } | { output = {cmd, content, ok} } | { finished = reason }
--- (or it ends the session itself with lib/machine/finish.lua's finish.now).
+--   { answer = text } | { hold = true } | { output = {cmd, content, ok} }
+-- and ends the session, when it must, with lib/machine/finish.lua's finish.now(reason).
 --
 -- A command that needs more than the kernel says so with `needs = "NAME"` (e.g. "agent": it
 -- uses the coding agent's policy in lib/agent, and requires it only when it runs). It is
@@ -369,7 +369,9 @@ function M.handle(S, state, text, env)
       outputs[#outputs + 1] = false -- placeholder, filled in order below
     else
       local r = def.run(context_for(S, state, env, c), c.args) or {}
-      if r.finished then finish.now(r.finished, nil, r.extra) end
+      if r.finished ~= nil then
+        finish.refuse_shape(("command %s (%s)"):format(def.name, def.path or "defined at run time"), r)
+      end
       if r.output then outputs[#outputs + 1] = r.output end
       if r.answer then answer = r.answer end
       if r.hold then hold = true end

@@ -1,15 +1,18 @@
--- The one way a session ends: `finish.now(reason, answer, extra)` throws a finish, and the
--- runner (lib/machine/runner.lua) catches it once, between its steps, and closes the session:
--- S.reason = reason, S.answer = answer, every field of `extra` copied onto S (detail,
--- questions, progress, forced, ...). Reasons map to exit statuses in lib/machine/output.lua
--- (a machine adds its own as MACHINE.reasons).
+-- How a session ends, in one shape: `finish.now(reason, answer, extra)` throws a finish, and
+-- the runner (lib/machine/runner.lua) catches it once, between its steps, and closes the
+-- session in its one place (`runner.close`): S.reason = reason, S.answer = answer, every
+-- field of `extra` copied onto S (detail, questions, progress, forced, ...). Reasons map to
+-- exit statuses in lib/machine/output.lua (a machine adds its own as MACHINE.reasons).
 --
 -- Anything the runner calls between two model calls may finish: a state's `handle`, a
--- command's `run` (not a tool's: a tool's errors become its output), a hook. The older
--- shapes still finish too, because the runner turns them into a throw at one place:
---   a verdict { finished = reason, answer = ..., extra = {...} } or { answer = text }
---   a hook that returns a reason (before_turn, after_turn)
+-- command's `run` (not a tool's: a tool's errors become its output), a hook. There is no
+-- other shape: a `handle`'s verdict or a command's result that carries `finished` (or a
+-- handle's that carries `answer`) is a usage error naming this call, not a second way to end.
+-- (The runner's hooks keep their declared results, runner.ENV: before_turn and after_turn
+-- return a reason, which the runner finishes with.)
 local M = {}
+
+M.USAGE = 'require("lib.machine.finish").now(reason, answer, extra)'
 
 local FINISH = {}
 FINISH.__index = FINISH
@@ -20,27 +23,23 @@ function M.now(reason, answer, extra)
   if type(reason) ~= "string" or reason == "" then
     moss.error("usage", "a session finishes with a reason (a string such as \"answered\"), not " .. tostring(reason))
   end
+  if extra ~= nil and type(extra) ~= "table" then
+    moss.error("usage", "finish.now's extra is a table of fields for the session, not " .. type(extra))
+  end
   error(setmetatable({ reason = reason, answer = answer, extra = extra }, FINISH), 0)
 end
 
 --- Whether an error value is a finish (and not a real error).
 function M.is(e) return getmetatable(e) == FINISH end
 
---- A verdict that ends the session finishes it; any other verdict is returned as it is.
--- { finished = reason, answer?, extra? } ends with that reason; { answer = text } answers.
-function M.verdict(v)
-  if type(v) ~= "table" then
-    moss.error("usage", "a state's handle must return a verdict table ({ outputs = {...} }, " ..
-      "{ answer = text } or { finished = reason }), not " .. type(v))
-  end
-  if v.finished then M.now(v.finished, v.answer, v.extra) end
-  if v.answer then M.now("answered", v.answer, v.extra) end
-  return v
-end
-
---- A hook's answer: a reason ends the session, nil (or false) goes on.
-function M.unless(reason)
-  if reason then M.now(reason) end
+--- A value returned where a finish was once accepted as data ({ finished = reason } from a
+-- state's handle or a command, { answer = text } from a handle): a usage error saying how
+-- a session ends now. `what` names who returned it ("command stop (PATH)").
+function M.refuse_shape(what, v)
+  local key = v.finished ~= nil and "finished" or "answer"
+  local shown = type(v[key]) == "string" and ("%q"):format(v[key]:sub(1, 40)) or tostring(v[key])
+  moss.error("usage", ("%s returned { %s = %s }: a session ends with %s, called where it ends " ..
+    "(lib/machine/finish.lua)"):format(what, key, shown, M.USAGE), 0)
 end
 
 return M

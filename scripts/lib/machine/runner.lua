@@ -18,9 +18,11 @@
 -- verdict { outputs = {...}, ... } or finishes the session (below).
 --
 -- FINISHING. A session ends one way: lib/machine/finish.lua's `finish.now(reason, answer,
--- extra)` throws, and M.run catches it once and closes the session. A `handle` may instead
--- return { finished = reason, answer?, extra? } or { answer = text }, and the before_turn /
--- after_turn hooks return a reason: the runner turns each into the same throw.
+-- extra)` throws, and M.run catches it once and closes the session with M.close, the one
+-- place a session's end is recorded (the agent script's `interrupted` entry closes a session
+-- cut off mid-turn with it too). A handle's verdict or a command's result that carries
+-- `finished` (or a verdict that carries `answer`) is a usage error naming finish.now. The
+-- before_turn / after_turn hooks return a reason (M.ENV): the runner finishes with it.
 --
 -- ENV: what the caller (scripts/agent.lua) gives the runner, declared once in M.ENV below:
 -- each key's type and when it is called or read. M.run checks env against it first: an
@@ -137,27 +139,35 @@ function M.new_session(t)
   }
 end
 
---- Checkpoint S; `final` when the session ended (its whole checkpoint is written at once).
-function M.save(S, env, final)
+--- Checkpoint S between turns (the final checkpoint is close's, below).
+function M.save(S, env)
   S.usage = usage.of_session(S, env or {})
-  moss.session.save(S.id, S, final and { final = true } or nil)
+  moss.session.save(S.id, S)
 end
 
--- The one place a session ends (a caught finish).
+--- The one place a session ends, whatever ended it: a finish M.run caught ({ reason, answer,
+-- extra }), or the agent script's `interrupted` entry for a session cut off mid-turn (reason
+-- "interrupted": resumable as it is, so not done; or "cancelled" by its parent). S says how
+-- it ended (done, reason, answer, success: true only for "answered", extra's fields), its
+-- final checkpoint is written, the log gets `done` (an answer the model gave) and one
+-- `session_end`, and env.out shows the end. env without usage_start (after an interrupt)
+-- keeps the usage of the last checkpoint.
 local function close(S, env, f)
   local reason, answer, extra = f.reason, f.answer, f.extra or {}
   if reason == "answered" and not extra.forced then log(S, "done", { answer = answer, turn = S.turn }) end
-  S.done = true
+  S.done = reason ~= "interrupted"
   S.reason = reason
   S.answer = answer
   S.success = reason == "answered"
   for k, v in pairs(extra) do S[k] = v end
   if reason == "answered" then S.questions, S.progress = nil, nil end
-  M.save(S, env, true)
+  if env.usage_start then S.usage = usage.of_session(S, env) end
+  moss.session.save(S.id, S, { final = true })
   log(S, "session_end", { reason = reason, turns = S.turn, answer = answer, usage = S.usage })
   if env.out then env.out:finish(S) end
   return S
 end
+M.close = close
 
 --- A note back to the current state, shown on its next turn ("Messages from moss").
 function M.say(S, msg) messages.say(S, msg) end
@@ -234,7 +244,8 @@ end
 
 -- Between turns: the user, the turn limit, the budget, a parent agent. Each may finish.
 local function between_turns(S, env)
-  if env.before_turn then finish.unless(env.before_turn(S)) end -- the user (lib/agent/inbox.lua)
+  local asked = env.before_turn and env.before_turn(S) -- the user (lib/agent/inbox.lua)
+  if asked then finish.now(asked) end
   if S.turn >= S.max_turns then
     log(S, "max_turns", { turn = S.turn })
     finish.now("max_turns")
@@ -290,6 +301,18 @@ local function judge(machine, S, state, env)
   finish.now("cycle_limit")
 end
 
+-- A state's verdict, checked: a table of outputs (and what `next` reads), never a finish.
+local function checked(S, v)
+  if type(v) ~= "table" then
+    moss.error("usage", ("machine %s, state %s: its handle must return a verdict table ({ outputs = {...} }), " ..
+      "not %s"):format(S.machine, S.state, type(v)), 0)
+  end
+  if v.finished ~= nil or v.answer ~= nil then
+    finish.refuse_shape(("machine %s, state %s: its handle"):format(S.machine, S.state), v)
+  end
+  return v
+end
+
 -- One turn: a model call for the current state, its reply carried out, the next state.
 local function turn(machine, S, env)
   between_turns(S, env)
@@ -304,9 +327,10 @@ local function turn(machine, S, env)
   if resp.stop_reason == "max_tokens" then M.truncated(S, resp) end
   if state.on_response then state.on_response(S, resp.text) end
   -- a state may bring its own grammar (XML tags, JSON, ...) by giving `handle`
-  local verdict = finish.verdict((state.handle or commands.handle)(S, state, resp.text, env))
+  local verdict = checked(S, (state.handle or commands.handle)(S, state, resp.text, env))
   local ran = remember(S, state, env, verdict, resp.text)
-  if env.after_turn then finish.unless(env.after_turn(env, ran)) end
+  local ended = env.after_turn and env.after_turn(env, ran)
+  if ended then finish.now(ended) end
   if state.judges then judge(machine, S, state, env) end
   local nxt = state.next
   if type(nxt) == "function" then nxt = nxt(S, verdict) end

@@ -18,6 +18,7 @@ local logs = require("lib.tce.logs")
 local actions = require("lib.tce.actions")
 local paging = require("lib.tce.paging")
 local commands = require("lib.machine.commands") -- the answer gate, shared with the $(...) grammar
+local finish = require("lib.machine.finish") -- how a session ends
 
 local M = {}
 
@@ -80,8 +81,7 @@ function M.handle(S, _state, text, env)
       local gate = commands.gate(env)
       if gate then
         log(S, "command", { cmd = "answer", ok = true, turn = S.turn, state = S.state })
-        if gate == true then return { answer = res.answer } end
-        return { finished = gate, answer = res.answer }
+        finish.now(gate == true and "answered" or gate, res.answer)
       end
       res = { ok = false, message = "answer not accepted yet (see the messages)" }
       log(S, "answer_rejected", { answer = a.value, turn = S.turn })

@@ -19,6 +19,7 @@ local commands = require("lib.machine.commands")
 local messages = require("lib.machine.messages")
 local parser = require("lib.machine.parser")
 local context = require("lib.machine.context")
+local finish = require("lib.machine.finish")
 local tags = require("lib.wild.tags")
 local grid = require("lib.wild.grid")
 local P = require("lib.wild.prompts")
@@ -402,18 +403,24 @@ function M.handle(S, state, text, env)
   local body = tags.strip(text)
   if promise then log(S, "wild_promise", { promise = promise, stage = ev.kind, turn = S.turn }) end
   if promise == "COMPLETE" then
-    return { answer = body ~= "" and body or "COMPLETE" }
+    -- an answer like any other: it stands only if the answer gate (validation, when
+    -- configured) lets it; else the model is told why (its messages) and the loop goes on
+    local answer = body ~= "" and body or "COMPLETE"
+    local gate = commands.gate(env)
+    if gate then finish.now(gate == true and "answered" or gate, answer) end
+    log(S, "answer_rejected", { answer = answer, turn = S.turn })
+    note(W, "<promise>COMPLETE</promise> was not accepted yet: see the messages")
   end
   if promise == "NEEDS_HUMAN" then
-    return { finished = "blocked", extra = { questions = body ~= "" and body or "The agent asked for a person.",
-      progress = M.summary(S, W) } }
+    finish.now("blocked", nil, { questions = body ~= "" and body or "The agent asked for a person.",
+      progress = M.summary(S, W) })
   end
 
   -- the time limit: the model's report was the last word
   if ev.kind == "time_up" then
     local detail = ("the time limit of %d s ([agent.wild] max_time_s) passed"):format(max_time() or 0)
     if body ~= "" then detail = detail .. "\n\nFinal report:\n" .. body end
-    return { finished = "max_time", extra = { detail = detail, progress = M.summary(S, W) } }
+    finish.now("max_time", nil, { detail = detail, progress = M.summary(S, W) })
   end
 
   if ev.kind == "explore" then return explore(S, W, state, text, env) end
