@@ -22,13 +22,8 @@ _OUT = object()  # what a reader gives for a value that does not fit: it is left
 
 def reader(tp: Any, *, only_declared: bool = False) -> Callable[[Any], Any]:
     """A function giving a JSON value as the type `tp` has it, or None when it does not fit;
-    `only_declared`: a TypedDict's undeclared fields are left out too."""
-    fit: Callable[[Any], Any]
-    if only_declared and is_typeddict(tp):
-        fields = {name: _fitter(t) for name, t in get_type_hints(tp).items()}
-        fit = functools.partial(_record, fields, True)
-    else:
-        fit = _fitter(tp)
+    `only_declared`: the undeclared fields of a TypedDict, at any depth, are left out too."""
+    fit = _fitter(tp, only_declared)
 
     def read(value: Any) -> Any:
         got = fit(value)
@@ -63,7 +58,7 @@ def _record(fields: dict[str, Callable[[Any], Any]], only_declared: bool, v: Any
 
 
 @functools.cache
-def _fitter(tp: Any) -> Callable[[Any], Any]:
+def _fitter(tp: Any, only_declared: bool = False) -> Callable[[Any], Any]:
     """A function giving a JSON value as the type `tp` has it, or _OUT."""
     if tp is Any:
         return lambda v: v
@@ -76,13 +71,13 @@ def _fitter(tp: Any) -> Callable[[Any], Any]:
     if tp is float:
         return _number
     if is_typeddict(tp):
-        fields = {name: _fitter(t) for name, t in get_type_hints(tp).items()}
-        return functools.partial(_record, fields, False)
+        fields = {name: _fitter(t, only_declared) for name, t in get_type_hints(tp).items()}
+        return functools.partial(_record, fields, only_declared)
     origin, args = get_origin(tp), get_args(tp)
     if origin is Literal:
         return lambda v: v if any(type(v) is type(a) and v == a for a in args) else _OUT
     if origin is Union or origin is types.UnionType:
-        options = [_fitter(a) for a in args]
+        options = [_fitter(a, only_declared) for a in args]
 
         def one_of(v: Any) -> Any:
             for fit in options:
@@ -92,7 +87,7 @@ def _fitter(tp: Any) -> Callable[[Any], Any]:
             return _OUT
         return one_of
     if origin is list:
-        item = _fitter(args[0])
+        item = _fitter(args[0], only_declared)
         return lambda v: [x for x in map(item, v) if x is not _OUT] if isinstance(v, list) else _OUT
     if origin is dict:
         return lambda v: v if isinstance(v, dict) else {} if v == [] else _OUT
