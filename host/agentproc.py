@@ -17,7 +17,7 @@ What differs between those callers is a parameter here, not a copy:
   group if it still runs a grace period later, waited for there or left to a timer.
 
 Its events are read as host/streamevents.py types them (made from host/api/events.lua by
-`python -m moss.api`): a line that is not a JSON object of a `type` events.lua declares is
+`python -m moss.api`) through host/typedjson.py: a line that is not a JSON object of a `type` events.lua declares is
 skipped, as a consumer of the stream skips what it does not know; a field whose value is not
 of its declared type is left out (an integral float where an integer is declared is that
 integer, and Lua's empty table, `[]`, where an object is declared is `{}`); fields events.lua
@@ -33,13 +33,13 @@ import os
 import signal
 import subprocess
 import threading
-import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from .streamevents import EVENTS, StreamEvent
+from .typedjson import reader
 from .tools import procs
 
 if TYPE_CHECKING:
@@ -190,71 +190,14 @@ def parse(line: bytes | str) -> StreamEvent | None:
     declared = EVENTS.get(kind) if isinstance(kind, str) else None
     if declared is None:
         return None
-    return _fitter(declared)(obj)
-
-
-_OUT = object()  # what _fitter gives for a value that does not fit: it is left out
-
-
-def _integer(v: Any) -> Any:
-    if type(v) is int:
-        return v
-    return int(v) if type(v) is float and v.is_integer() else _OUT
-
-
-def _number(v: Any) -> Any:
-    return v if type(v) in (int, float) else _OUT
-
-
-def _record(fields: dict[str, Callable[[Any], Any]], v: Any) -> Any:
-    if v == []:  # Lua's empty table
-        return {}
-    if not isinstance(v, dict):
-        return _OUT
-    out = {}
-    for key, value in v.items():
-        fit = fields.get(key)
-        got = value if fit is None else fit(value)
-        if got is not _OUT:
-            out[key] = got
-    return out
+    return _read(declared)(obj)
 
 
 @functools.cache
-def _fitter(tp: Any) -> Callable[[Any], Any]:
-    """A function giving a JSON value as the type `tp` (of host/streamevents.py) has it, or _OUT."""
-    if tp is Any:
-        return lambda v: v
-    if tp is type(None):
-        return lambda v: v if v is None else _OUT
-    if tp is str or tp is bool:
-        return lambda v: v if type(v) is tp else _OUT
-    if tp is int:
-        return _integer
-    if tp is float:
-        return _number
-    if is_typeddict(tp):
-        fields = {name: _fitter(t) for name, t in get_type_hints(tp).items()}
-        return functools.partial(_record, fields)
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is Literal:
-        return lambda v: v if any(type(v) is type(a) and v == a for a in args) else _OUT
-    if origin is Union or origin is types.UnionType:
-        options = [_fitter(a) for a in args]
+def _read(declared: Any) -> Callable[[Any], Any]:
+    return reader(declared)
 
-        def one_of(v: Any) -> Any:
-            for fit in options:
-                got = fit(v)
-                if got is not _OUT:
-                    return got
-            return _OUT
-        return one_of
-    if origin is list:
-        item = _fitter(args[0])
-        return lambda v: [x for x in map(item, v) if x is not _OUT] if isinstance(v, list) else _OUT
-    if origin is dict:
-        return lambda v: v if isinstance(v, dict) else {} if v == [] else _OUT
-    raise TypeError(f"host/streamevents.py: agentproc has no reader for the type {tp!r}")
+
 
 
 # ---- an entry run to its end, from an event loop -------------------------------------------------

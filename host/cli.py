@@ -432,7 +432,7 @@ def say(words, session_id, action):
     The message lands in the session's inbox (.moss/agent/inbox/ID.jsonl) and is acknowledged
     by the agent at once. A session that is not running is not told (exit 2, naming how it
     ended): resume it with the message instead, moss @agent --resume ID "message"."""
-    from . import inbox
+    from . import inbox, sessions
     from .context import find_project_root
 
     root = find_project_root()
@@ -440,7 +440,7 @@ def say(words, session_id, action):
         raise click.UsageError('say what? moss say "message" (or --stop, --pause, --resume)')
     if session_id is None and len(words) > (0 if action else 1) and _looks_like_id(words[0], root):
         session_id, words = words[0], words[1:]
-    sid = session_id or inbox.latest_running(root)
+    sid = session_id or sessions.latest_running(root)
     inbox.require_running(root, sid)  # a session that ended would never read it
     if action:
         inbox.post(root, sid, source="say", action=action)
@@ -452,8 +452,8 @@ def say(words, session_id, action):
 
 def _looks_like_id(word: str, root) -> bool:
     """`moss say ID message`: the first word names a saved session."""
-    from .api.session import ID_RE, checkpoint_path
-    from .storage import lstat
+    from .sessions import checkpoint_path
+    from .storage import ID_RE, lstat
 
     return bool(ID_RE.match(word)) and lstat(checkpoint_path(root, word)) is not None
 

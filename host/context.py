@@ -133,7 +133,8 @@ class Context:
         if self.session_id:
             import time
 
-            from .api.session import append_line, log_path
+            from .sessions import log_path
+            from .storage import append_line
 
             path = self._log_path
             if path is None or path[0] != self.session_id:  # made once per session (pathlib is slow)

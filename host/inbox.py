@@ -9,37 +9,27 @@ process dies; the session reads the lines it has not seen yet. A line:
                                                           the user it arrived as it was typed)
     {"id": ..., "type": "control", "action": "pause"|"stop"|"resume", "source": ...}
 
-A running session also keeps `.moss/agent/running/<id>.json` ({pid, pid_start, started,
-task}) while it runs, so `moss say` without an id can find the latest one that is still
-alive. A marker whose process is gone (or whose pid now belongs to a later process: pid_start
-differs) is stale, and removed wherever the running sessions are listed.
+A message goes only to a session a live moss process runs (its running marker, kept by the
+session store: host/sessions/running.py); one that has ended would never read it.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 import uuid
 from pathlib import Path
 
-from . import storage
-from .storage import UnsafePath, agent_dir, append_line, check_id
+from . import sessions, storage
 from .errors import MossError
-from .tools.procs import alive_since, start_time
+from .storage import UnsafePath, agent_dir, append_line, check_id
 
 CONTROL_ACTIONS = ("pause", "stop", "resume")
 MAX_TEXT = 20_000
 MAX_READ = 16 << 20  # of an inbox, per read: what a session has not seen yet
-MAX_MARKER = 64 << 10  # a running marker is a few hundred bytes
 
 
 def inbox_path(root: Path, sid: str) -> Path:
     return agent_dir(root) / "inbox" / f"{check_id(sid)}.jsonl"
-
-
-def running_path(root: Path, sid: str) -> Path:
-    return agent_dir(root) / "running" / f"{check_id(sid)}.json"
 
 
 def post(root: Path, sid: str, text: str | None = None, *, source: str, action: str | None = None,
@@ -80,66 +70,15 @@ def read_from(root: Path, sid: str, offset: int = 0, path: Path | None = None) -
     return [r for r in records if r.get("type") in ("user", "control")], end
 
 
-def mark_running(root: Path, sid: str, task: str = "") -> None:
-    storage.write_atomic(running_path(root, sid), json.dumps({
-        "pid": os.getpid(), "pid_start": start_time(os.getpid()), "started": round(time.time(), 3),
-        "task": task[:200]}))
-
-
-def mark_stopped(root: Path, sid: str) -> None:
-    try:
-        storage.unlink(running_path(root, sid))
-    except (OSError, MossError):
-        pass
-
-
-def running(root: Path, mine: bool = False) -> list[dict]:
-    """Sessions whose process is alive, newest first: {id, pid, started, task}; the markers of
-    dead processes are removed. mine: only this process's sessions."""
-    out = []
-    d = agent_dir(root) / "running"
-    with storage.Skips(d) as skip:  # links, fifos, devices: refused without reading, one line for all
-        for name in storage.listed(d):
-            if not name.endswith(".json") or not storage.ID_RE.match(name[:-5]):
-                continue
-            p = d / name
-            try:
-                info = json.loads(storage.read_bytes(p, MAX_MARKER))
-            except UnsafePath as e:
-                skip(p, e)
-                continue
-            except (OSError, ValueError, MossError):
-                continue
-            if not isinstance(info, dict):
-                continue
-            if not alive_since(info.get("pid"), info.get("pid_start")):
-                mark_stopped(root, p.stem)  # stale: its process died without saying so
-            elif not mine or info.get("pid") == os.getpid():
-                out.append({"id": p.stem, **info})
-    out.sort(key=lambda r: -float(r.get("started") or 0))
-    return out
-
-
 def require_running(root: Path, sid: str) -> None:
     """Nothing when session `sid` is running now; else the error (exit 2) that names its
     state: a message to a session that has ended would wait unread."""
-    if any(r["id"] == sid for r in running(root)):
+    if sessions.is_running(root, sid):
         return
-    from .api.session import list_checkpoints
-
-    rows = [r for r in list_checkpoints(root) if r["id"] == sid]
-    if not rows:
+    row = sessions.saved_row(root, sid)
+    if row is None:
         raise MossError(f"no session {sid} in this project (moss sessions list shows them)", kind="not_found")
-    said = rows[0].get("reason")  # what its script last recorded, shown as it is
-    why = f"it ended ({said})" if isinstance(said, str) and said else "no moss process runs it"
+    said = row.get("reason")  # what its script last recorded, shown as it is
+    why = f"it ended ({said})" if said else "no moss process runs it"
     raise MossError(f"session {sid} is not running: {why}. "
                     f"To go on with a message: moss @agent --resume {sid} \"...\"", kind="usage")
-
-
-def latest_running(root: Path) -> str:
-    """The id of the most recently started session that is still running."""
-    rows = running(root)
-    if not rows:
-        raise MossError("no moss session is running in this project; name one: moss say ID \"message\"",
-                        kind="not_found")
-    return rows[0]["id"]

@@ -225,10 +225,10 @@ def _settle_sessions(ctx, module=None, shown: str = "") -> None:
     every further Lua instruction): the script's optional `interrupted` entry is called once
     with their ids (what it records is the script's business: the agent marks their
     checkpoints), then their running markers go, so no listing calls them running."""
-    from . import inbox
+    from . import sessions
 
     try:
-        ids = [row["id"] for row in inbox.running(ctx.root, mine=True)]
+        ids = [row["id"] for row in sessions.running(ctx.root, mine=True)]
     except (OSError, MossError):
         ids = []
     if ctx.interrupted:
@@ -236,7 +236,7 @@ def _settle_sessions(ctx, module=None, shown: str = "") -> None:
             ids.insert(0, ctx.session_id)
         after_interrupt(ctx.runtime, module, {"ids": ids, "cancelled": False}, shown)
     for sid in ids:
-        inbox.mark_stopped(ctx.root, sid)
+        sessions.mark_stopped(ctx.root, sid)
 
 
 INTERRUPT_GRACE = 5.0  # seconds an `interrupted` entry may run

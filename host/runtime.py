@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from lupa import lua54
 
-from . import ui
+from . import hostlua, ui
 from .convert import Converter, decode
 from .errors import MossError
 from .roots import ScriptRoots
@@ -84,22 +84,6 @@ class _Chunks:
 
 
 CHUNKS = _Chunks()
-
-
-# unhooked(f, a, b): f(a, b)'s first result, run with the count hook off and the hook put back
-# after, also on an error (see Runtime._install). Compiled before the sandbox: its pcall is
-# Lua's own, not the bootstrap's (which polls the host on entry).
-_UNHOOKED = b"""
-local gethook, sethook, pcall, error = debug.gethook, debug.sethook, pcall, error
-return function(f, a, b)
-  local hook, mask, count = gethook()
-  if hook then sethook() end
-  local ok, r = pcall(f, a, b)
-  if hook then sethook(hook, mask, count) end
-  if not ok then error(r, 0) end
-  return r
-end
-"""
 
 
 def _deny_get(obj, name):
@@ -165,10 +149,9 @@ class Runtime:
         # plain data, which end and call no script code, turn it off while they run.
         self.hook_fns = lua.execute(b"return debug.gethook, debug.sethook")
         self.conv.hook_fns = self.hook_fns
-        self.unhooked = lua.execute(_UNHOOKED)
-        src = (Path(__file__).parent / "bootstrap.lua").read_bytes()
-        boot = lua.execute(b"return load(...)", src, b"@moss/bootstrap.lua", b"t")
-        self._run, self._compile, is_object, is_null, self._load_dump, self._dump = boot(host)
+        self.unhooked = hostlua.run(lua, "unhooked.lua")
+        self._run, self._compile, is_object, is_null, self._load_dump, self._dump = \
+            hostlua.run(lua, "bootstrap.lua", host)
         self.conv._is_object_table = is_object
         self.conv._is_null = is_null
         self.moss = lua.globals()[b"moss"]

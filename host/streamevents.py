@@ -3,7 +3,9 @@
 GENERATED from host/api/events.lua by `python -m moss.api`: edit that file, not this one.
 
 One TypedDict per event, keyed by its `type` (`StreamEvent` is any of them, `EVENTS` each by
-name), for the host's readers of an agent process's stream (host/agentproc.py). Every field
+name), for the host's readers of an agent process's stream (host/agentproc.py), and one per
+helper type, among them what the host reads of a saved session (`SessionRow`,
+`SessionTimeline`: host/sessions/row.py). Read through host/typedjson.py, every field
 but `type` is NotRequired whatever events.lua says, because that is all a reader can promise:
 an agent script may leave a field out (a nil in Lua), and the reader leaves out a field whose
 value is not of its declared type; a field that is there has its declared type.
@@ -69,6 +71,72 @@ ResultFields = TypedDict("ResultFields", {
     "error_kind": NotRequired[str],  # a session that could not start: the error's kind
     "validation": NotRequired[Validation],
     "steps": NotRequired[list[Step]],  # a pipeline's final result: one per step
+})
+
+
+# a saved session as a listing gives it (`sessions json`: {"sessions": [row, ...]})
+SessionRow = TypedDict("SessionRow", {
+    "id": NotRequired[str],  # the session's id (a child's: PARENT-N)
+    "running": NotRequired[bool],  # a live moss process runs it now (the host's fact, relayed)
+    "mtime": NotRequired[float],  # when it was last saved (Unix time)
+    "task": NotRequired[str],  # what it was asked to do
+    "state": NotRequired[str],  # its machine's state, or "corrupt"
+    "machine": NotRequired[str],  # the machine it runs (scripts/machines/)
+    "role": NotRequired[str],  # the role it took last
+    "reason": NotRequired[str],  # how one that is not running stands: answered, ..., interrupted, corrupt
+    "turn": NotRequired[int],  # the turn it reached
+    "done": NotRequired[bool],  # its script said it ended
+    "error": NotRequired[str],  # a checkpoint moss cannot use: why, and what to do
+})
+
+
+# one row of a session's timeline, as `moss sessions show` draws it
+TimelineRow = TypedDict("TimelineRow", {
+    "time": NotRequired[str],
+    "event": NotRequired[str],
+    "detail": NotRequired[str],
+    "style": NotRequired[str | None],  # how the row is drawn (a rich style)
+})
+
+
+# how a saved session ended, once nothing runs it
+SessionOutcome = TypedDict("SessionOutcome", {
+    "reason": NotRequired[str],
+    "text": NotRequired[str],  # the reason for people
+    "exit": NotRequired[int | None],  # the status `moss @agent` ends with for it, when known
+    "turns": NotRequired[int],
+    "resume": NotRequired[str | None],  # the command that goes on with it
+})
+
+
+# an isolated child's change and what became of it
+ChildIsolation = TypedDict("ChildIsolation", {
+    "text": NotRequired[str],
+    "state": NotRequired[str],  # not merged, merged, discarded
+    "patch": NotRequired[str],  # its patch, capped
+})
+
+
+# a child agent of a session, with its own children
+SessionChild = TypedDict("SessionChild", {
+    "id": NotRequired[str],
+    "role": NotRequired[str | None],
+    "state": NotRequired[str],
+    "turns": NotRequired[int],
+    "answer": NotRequired[str | None],
+    "isolation": NotRequired[ChildIsolation | None],
+    "children": NotRequired[list[list[Any] | dict[str, Any]]],  # its own children, each a session_child
+})
+
+
+# one session's page (`sessions timeline ID`): what `moss sessions show ID` draws, as data
+SessionTimeline = TypedDict("SessionTimeline", {
+    "id": NotRequired[str],
+    "rows": NotRequired[list[TimelineRow]],
+    "last_failure": NotRequired[list[str]],  # the last failed validation, if no later one passed, as lines
+    "tree": NotRequired[list[str]],  # the child agents drawn as a tree, as lines
+    "children": NotRequired[list[SessionChild]],
+    "outcome": NotRequired[SessionOutcome | None],
 })
 
 

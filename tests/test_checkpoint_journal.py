@@ -1,5 +1,5 @@
-"""Incremental checkpoints (host/api/session.py): a base file plus a journal of what each save
-changed. Whatever a session table goes through, the checkpoint read back is the table as a
+"""Incremental checkpoints (host/sessions/checkpoint.py, host/api/session.py): a base file
+plus a journal of what each save changed. Whatever a session table goes through, the checkpoint read back is the table as a
 whole save would have written it; old checkpoints (no journal) load as they are; a session
 killed with SIGKILL resumes from its last finished turn."""
 
@@ -10,7 +10,7 @@ import json
 import pytest
 from conftest import sigkill_when
 from moss import api
-from moss.api.session import JOURNAL_MAX_SAVES, apply_ops, checkpoint_path, journal_path, read_checkpoint
+from moss.sessions import JOURNAL_MAX_SAVES, apply_ops, checkpoint_path, journal_path, read_checkpoint
 from moss.context import Context
 from moss.roots import ScriptRoots
 from moss.runtime import Runtime

@@ -20,11 +20,7 @@ HOST = Path(__file__).resolve().parent.parent / "host"
 
 # Circles that remain, each with why and where it goes. An entry whose circle is gone fails
 # the test too: take it out here and in docs/architecture.md.
-KNOWN_CIRCLES = {
-    frozenset({"moss.api.session", "moss.inbox"}):
-        "api/session.py is the session store wearing the Lua API's clothes; the store moves below "
-        "api/, inbox.py and mcp/ (issue 44, item 1)",
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 
 # What a layer may import beyond itself: tools/ is mechanism below everything else; only
 # run.py (which builds the Lua runtime) reaches into api/; only the CLI's entry points reach
@@ -35,11 +31,6 @@ RUN_USERS = {"moss.cli", "moss.entry"}
 KNOWN_CROSSINGS = {
     ("moss.tools.sandbox", "moss.llm.providers"): "the presets' key variables, kept out of commands' environment",
     ("moss.api.agents", "moss.run"): "a child agent is built, and a session resumed after an interrupt, by run.py",
-    ("moss.inbox", "moss.api.session"): "the session store (see KNOWN_CIRCLES)",
-    ("moss.mcp.server", "moss.api.session"): "the session store",
-    ("moss.board.sessions", "moss.api.session"): "the session store",
-    ("moss.context", "moss.api.session"): "the session store",
-    ("moss.cli", "moss.api.session"): "the session store",
 }
 
 

@@ -94,7 +94,7 @@ def test_ctrl_c_of_an_agent_leaves_a_true_state_and_the_session_resumes(project,
     from conftest import FIXTURES
     from fakeapi import slow
 
-    from moss.api.session import read_checkpoint
+    from moss.sessions import read_checkpoint
 
     shutil.copytree(FIXTURES / "rustcrate", project.root, dirs_exist_ok=True)
     subprocess.run(["git", "init", "-q"], cwd=project.root, check=True)

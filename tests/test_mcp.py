@@ -8,7 +8,7 @@ script and through $(mcp ...) in an agent session.
 
 from __future__ import annotations
 
-from moss.api.session import read_checkpoint
+from moss.sessions import read_checkpoint
 
 import http.client
 import json

@@ -334,7 +334,7 @@ def test_outcome_table(project, api, reason):
     assert r.returncode == code, r.stderr
     out = result_of(r)
     assert out["reason"] == reason and out["success"] is success
-    from moss.api.session import read_checkpoint
+    from moss.sessions import read_checkpoint
 
     saved = read_checkpoint(project.root / f".moss/agent/session-{out['session_id']}.json")
     assert saved["reason"] == reason

@@ -71,7 +71,7 @@ def events(project, sid):
 
 def checkpoint(project, sid):
     """A session's saved state: its base file with the journal of later saves applied."""
-    from moss.api.session import read_checkpoint
+    from moss.sessions import read_checkpoint
 
     return read_checkpoint(project.root / f".moss/agent/session-{sid}.json")
 

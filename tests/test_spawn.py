@@ -7,7 +7,7 @@ the task in the request, never by prompt wording."""
 
 from __future__ import annotations
 
-from moss.api.session import read_checkpoint
+from moss.sessions import read_checkpoint
 
 import itertools
 import json

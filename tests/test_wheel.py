@@ -25,7 +25,8 @@ def test_wheel_carries_scripts_and_runs(tmp_path):
                     "-w", str(dist), str(src)], check=True, capture_output=True, timeout=300)
     wheel = next(dist.glob("moss_agent-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("moss/bootstrap.lua", "moss/scripts/agent.lua", "moss/scripts/lib/machine/runner.lua",
+    for needed in ("moss/bootstrap.lua", "moss/convert.lua", "moss/unhooked.lua", "moss/api/session_diff.lua",
+                   "moss/sessions/__init__.py", "moss/sessions/row.py", "moss/scripts/agent.lua", "moss/scripts/lib/machine/runner.lua",
                    "moss/scripts/machines/v2.lua", "moss/scripts/roles/auditor.lua", "moss/scripts/types/moss.lua",
                    "moss/scripts/commands/answer.lua", "moss/scripts/init/config.toml",
                    "moss/cli.py", "moss/llm/chat.py", "moss/tools/view.py", "moss/tools/runs/manager.py",

@@ -25,7 +25,6 @@ Mechanism kept here:
 from __future__ import annotations
 
 import re
-import stat
 import threading
 import time
 import traceback
@@ -206,17 +205,12 @@ class _Closer:
 
 
 def _next_id(ctx, tree: Tree) -> str:
-    from .. import storage
-    from .session import ID_RE, agent_dir
+    from ..sessions import saved_ids
+    from ..storage import ID_RE
 
     parent = ctx.session_id
     pat = re.compile(re.escape(parent) + r"-(\d+)$")
-    used = [int(m.group(1)) for cid in tree.children if (m := pat.match(cid))]
-    for name in storage.listdir(agent_dir(ctx.root)):
-        m = pat.match(name[len("session-"):-len(".json")]) if name.startswith("session-") and \
-            name.endswith(".json") else None
-        if m:
-            used.append(int(m.group(1)))
+    used = [int(m.group(1)) for cid in [*tree.children, *saved_ids(ctx.root, refuse_link=True)] if (m := pat.match(cid))]
     cid = f"{parent}-{max(used, default=0) + 1}"
     if not ID_RE.match(cid):
         raise MossError(f"cannot spawn below {parent}: the child's id would be longer than 64 characters "
@@ -226,11 +220,9 @@ def _next_id(ctx, tree: Tree) -> str:
 
 def _exists(ctx, cid: str) -> bool:
     """Whether child `cid` has a checkpoint (a file; what it holds is the child's own business)."""
-    from .. import storage
-    from .session import checkpoint_path
+    from ..sessions import has_checkpoint
 
-    st = storage.lstat(checkpoint_path(ctx.root, cid))
-    return st is not None and stat.S_ISREG(st.st_mode)
+    return has_checkpoint(ctx.root, cid)
 
 
 @primitive
@@ -241,7 +233,7 @@ def start(ctx, spec):
     if ctx.runtime is None:
         raise MossError("moss.spawn needs a running script", kind="usage")
     if not ctx.session_id:
-        from .session import new_session_id
+        from ..sessions import new_session_id
 
         ctx.session_id = new_session_id(ctx.root)  # a plain script becomes the root of its tree
     tree = _tree(ctx)
@@ -283,7 +275,7 @@ def start(ctx, spec):
 
 def _resumed(ctx, tree: Tree, resume) -> tuple[str, bool]:
     """The id of the child that `resume` names, and whether it still runs (nothing to start)."""
-    from .session import check_id
+    from ..storage import check_id
 
     cid = check_id(resume)
     if not cid.startswith(ctx.session_id + "-"):
@@ -357,7 +349,10 @@ def wait(ctx, cid, timeout=None):
     child = _get(ctx, cid)
     got = _wait_for(ctx, lambda: child.result if child.status in TERMINAL else None, timeout)
     if got is not None:
-        ctx.log("child_result", {"child": cid, "reason": got.get("reason"), "success": got.get("success")})
+        from ..sessions import read_result
+
+        said = read_result(got)  # what the host reads of a result: its declared fields (events.lua)
+        ctx.log("child_result", {"child": cid, "reason": said.get("reason"), "success": said.get("success")})
     return got
 
 
@@ -496,7 +491,7 @@ def self_(ctx):
 def children(ctx, sid=None):
     """The direct children of a session (this one by default) as saved: {id, role, task,
     done, reason, turn} from their checkpoints, for resuming a tree."""
-    from .session import list_checkpoints
+    from ..sessions import list_checkpoints
 
     sid = sid or ctx.session_id
     if not sid:

@@ -489,6 +489,24 @@ def update_events_doc(doc: str, events: dict[tuple[str, str], EventType]) -> str
     return _EVENTS_BLOCK.sub(lambda m: m[1] + events_table(events, m[2], m[3]) + "\n" + m[5], doc)
 
 
+_ROW_BLOCK = re.compile(r"(<!-- row: (\w+) -->\n)(.*?)(<!-- /row -->)", re.S)
+
+
+def row_table(events: dict[tuple[str, str], EventType], name: str) -> str:
+    """A helper type of events.lua (`moss.events.NAME`) as markdown: each field, its type and
+    what it is (a row the host reads of what an agent script gives it)."""
+    rows = ["| field | type | what it is |", "|---|---|---|"]
+    for f in events[("events", name)].fields:
+        rows.append(f"| `{f.name}{'?' if f.optional else ''}` | `{_cell(f.type.replace('moss.events.', ''))}` "
+                    f"| {_cell(f.note)} |")
+    return "\n".join(rows)
+
+
+def update_rows_doc(doc: str, events: dict[tuple[str, str], EventType]) -> str:
+    """A doc with its generated field tables (`<!-- row: NAME -->`) made anew from events.lua."""
+    return _ROW_BLOCK.sub(lambda m: m[1] + row_table(events, m[2]) + "\n" + m[4], doc)
+
+
 _PY_SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "any": "Any",
               "table": "list[Any] | dict[str, Any]"}
 STREAM_TYPES = "host/streamevents.py"
@@ -536,8 +554,9 @@ def _typed_dict(name: str, doc: str, fields: list[tuple[str, str, str]]) -> str:
 
 
 def stream_types(events: dict[tuple[str, str], EventType]) -> str:
-    """host/streamevents.py: each stream-json event (and each helper class its fields use) as a
-    TypedDict, for the host's own readers of an agent's stream (host/agentproc.py)."""
+    """host/streamevents.py: each stream-json event and each helper class (those its fields
+    use, and what the host reads of a saved session) as a TypedDict, for the host's own
+    readers of what an agent script writes (host/agentproc.py, host/sessions/row.py)."""
     blocks = []
     for (group, name), ev in events.items():
         if group == "events" and ev.schema is None:
@@ -555,7 +574,9 @@ def stream_types(events: dict[tuple[str, str], EventType]) -> str:
 GENERATED from host/api/events.lua by `python -m moss.api`: edit that file, not this one.
 
 One TypedDict per event, keyed by its `type` (`StreamEvent` is any of them, `EVENTS` each by
-name), for the host's readers of an agent process's stream (host/agentproc.py). Every field
+name), for the host's readers of an agent process's stream (host/agentproc.py), and one per
+helper type, among them what the host reads of a saved session (`SessionRow`,
+`SessionTimeline`: host/sessions/row.py). Read through host/typedjson.py, every field
 but `type` is NotRequired whatever events.lua says, because that is all a reader can promise:
 an agent script may leave a field out (a nil in Lua), and the reader leaves out a field whose
 value is not of its declared type; a field that is there has its declared type.
@@ -579,11 +600,13 @@ def outputs(root: Path) -> dict[Path, str]:
     decl = parse((root / "host/api/declarations.lua").read_text(encoding="utf-8"))
     events = parse_events((root / "host/api/events.lua").read_text(encoding="utf-8"))
     doc_path, events_doc, llm_doc = root / "docs/lua-api.md", root / "docs/events.md", root / "docs/llm.md"
+    agent_doc = root / "docs/agent.md"
     return {root / "scripts/types/moss.lua": types_file(decl),
             doc_path: update_doc(doc_path.read_text(encoding="utf-8"), decl),
             root / "docs/events.schema.json": events_schema(events),
             events_doc: update_events_doc(events_doc.read_text(encoding="utf-8"), events),
             llm_doc: update_events_doc(llm_doc.read_text(encoding="utf-8"), events),
+            agent_doc: update_rows_doc(agent_doc.read_text(encoding="utf-8"), events),
             root / STREAM_TYPES: stream_types(events)}
 
 
@@ -591,7 +614,8 @@ USAGE = """usage: python -m moss.api [--check]
 
 Make scripts/types/moss.lua and the reference tables of docs/lua-api.md from
 host/api/declarations.lua, and docs/events.schema.json, the event tables of
-docs/events.md and docs/llm.md and host/streamevents.py from host/api/events.lua (run it
+docs/events.md and docs/llm.md, the session rows' tables of docs/agent.md and
+host/streamevents.py from host/api/events.lua (run it
 after editing either).
 --check writes nothing and exits 1 when a generated file is stale."""
 

@@ -95,6 +95,64 @@
 ---@field validation? moss.events.validation
 ---@field steps? moss.events.step[]    # a pipeline's final result: one per step
 
+-- ---- a saved session, as the agent script's `sessions` entry gives it to the host --------
+-- (docs/agent.md, the entry points). The host reads a session through these and nothing else
+-- (host/sessions/row.py): `moss ui`'s pages, `moss say`, MCP list_sessions and show_session.
+
+--- a saved session as a listing gives it (`sessions json`: {"sessions": [row, ...]})
+---@class moss.events.session_row
+---@field id moss.events.id            # the session's id (a child's: PARENT-N)
+---@field running boolean             # a live moss process runs it now (the host's fact, relayed)
+---@field mtime? number                # when it was last saved (Unix time)
+---@field task? string                 # what it was asked to do
+---@field state? string                # its machine's state, or "corrupt"
+---@field machine? string              # the machine it runs (scripts/machines/)
+---@field role? string                 # the role it took last
+---@field reason? string               # how one that is not running stands: answered, ..., interrupted, corrupt
+---@field turn? integer                # the turn it reached
+---@field done? boolean                # its script said it ended
+---@field error? string                # a checkpoint moss cannot use: why, and what to do
+
+--- one row of a session's timeline, as `moss sessions show` draws it
+---@class moss.events.timeline_row
+---@field time string
+---@field event string
+---@field detail string
+---@field style? string|nil            # how the row is drawn (a rich style)
+
+--- how a saved session ended, once nothing runs it
+---@class moss.events.session_outcome
+---@field reason string
+---@field text string                  # the reason for people
+---@field exit integer|nil             # the status `moss @agent` ends with for it, when known
+---@field turns integer
+---@field resume string|nil            # the command that goes on with it
+
+--- an isolated child's change and what became of it
+---@class moss.events.child_isolation
+---@field text string
+---@field state string                 # not merged, merged, discarded
+---@field patch? string                # its patch, capped
+
+--- a child agent of a session, with its own children
+---@class moss.events.session_child
+---@field id moss.events.id
+---@field role string|nil
+---@field state string
+---@field turns integer
+---@field answer string|nil
+---@field isolation moss.events.child_isolation|nil
+---@field children table[]             # its own children, each a session_child
+
+--- one session's page (`sessions timeline ID`): what `moss sessions show ID` draws, as data
+---@class moss.events.session_timeline
+---@field id moss.events.id
+---@field rows moss.events.timeline_row[]
+---@field last_failure string[]        # the last failed validation, if no later one passed, as lines
+---@field tree string[]                # the child agents drawn as a tree, as lines
+---@field children moss.events.session_child[]
+---@field outcome moss.events.session_outcome|nil
+
 -- ---- stream-json (one line each on stdout; docs/events.md) ---------------------------------
 
 --- a session starts or resumes

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from .. import inbox as store
-from .. import ui
+from .. import sessions, ui
 from ..errors import MossError
 from .registry import primitive
 
@@ -169,7 +169,7 @@ def open_(ctx, sid, opts=None):
     global _reader
     opts = opts or {}
     offset = int(opts.get("offset") or 0)
-    store.mark_running(ctx.root, sid, str(opts.get("task") or ""))
+    sessions.mark_running(ctx.root, sid, str(opts.get("task") or ""))
     box = Inbox(ctx, sid, offset)
     ctx.services["inbox"] = box
     ctx.inbox_poll = box.poll
@@ -206,5 +206,5 @@ def close(ctx):
     box = ctx.services.pop("inbox", None)
     ctx.inbox_poll = None
     if box is not None:
-        store.mark_stopped(ctx.root, box.sid)
+        sessions.mark_stopped(ctx.root, box.sid)
     return True

@@ -21,7 +21,7 @@ def encode(ctx, value, opts=None):
 
 @primitive
 def decode(ctx, text, opts=None):
-    from .session import loads
+    from ..storage import loads
 
     if (opts or {}).get("ordered"):
         return _ordered(text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import MossError
 from .registry import primitive
-from .session import ensure_dir
+from ..storage import ensure_dir
 
 START_KEYS = {"cmd", "name", "workdir", "alerts", "detach", "timeout", "meta", "env", "executor", "address",
               "resources", "results"}

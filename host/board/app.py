@@ -36,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import storage
 from ..errors import MossError
+from ..streamevents import TimelineRow
 from . import evallist, evals, runs, security, sessions
 from .html import Html, esc, join, render, tag
 
@@ -134,30 +135,28 @@ async def session_page(board: Board, request: Request) -> Response:
         if not sessions.exists(root, sid):
             return board.no_session(sid)
         running = sessions.is_running(root, sid)
-        data = await sessions.entry(root, "timeline", sid)
+        data = await sessions.timeline(root, sid)
         rows = [r for r in await sessions.list_rows(root) if r["id"] == sid]
     except MossError as e:
         return board.failed(e)
-    row = rows[0] if rows else {"id": sid}
-    failure = [str(x) for x in data.get("last_failure") or []]
-    tree = sessions.child_tree(data.get("children"))
-    body = render("session", id=sid, task=row.get("task") or "", running="1" if running else "0",
+    task = rows[0].get("task", "") if rows else ""
+    failure = data.get("last_failure", [])
+    tree = sessions.child_tree(data.get("children", []))
+    body = render("session", id=sid, task=task, running="1" if running else "0",
                   status=sessions.status_block(root, sid, running, data.get("outcome")),
-                  timeline=render("timeline", rows=_timeline_rows(data.get("rows") or [])),
+                  timeline=render("timeline", rows=_timeline_rows(data.get("rows", []))),
                   failure=tag("pre", "\n".join(failure), class_="output") if failure else Html(""),
                   tree=(tag("h2", "Child agents") + tree) if tree else Html(""))
     return board.page(f"Session {sid}", body)
 
 
-def _timeline_rows(rows: list) -> Html:
+def _timeline_rows(rows: list[TimelineRow]) -> Html:
     """The `timeline` entry's rows as table rows, each styled by its (sanitised) style."""
     out = []
     for r in rows:
-        if not isinstance(r, dict):
-            continue
-        style = "tl-" + re.sub(r"[^a-z]+", "-", str(r.get("style") or "plain"))
+        style = "tl-" + re.sub(r"[^a-z]+", "-", r.get("style") or "plain")
         out.append(Html(f'<tr class="{esc(style)}">') + join(
-            tag("td", r.get(k)) for k in ("time", "event", "detail")) + Html("</tr>"))
+            tag("td", v) for v in (r.get("time"), r.get("event"), r.get("detail"))) + Html("</tr>"))
     return join(out)
 
 

@@ -18,6 +18,7 @@ import re
 import time
 from pathlib import Path
 
+from ..streamevents import SessionRow
 from ..tools.runs import RunManager
 from ..tools.runs.store import TERMINAL
 from .html import Html, esc, join, render, tag
@@ -109,7 +110,7 @@ def chart_data(m: RunManager) -> dict:
     return {"metrics": out}
 
 
-def wild_banner(root: Path, rows: list[dict], runs: list[dict], alerts: list[dict]) -> Html:
+def wild_banner(root: Path, rows: list[SessionRow], runs: list[dict], alerts: list[dict]) -> Html:
     """Stage, iteration, elapsed time, runs by state, open alerts: of the latest Wild Loop
     session (running first), from its log."""
     wild = [r for r in rows if r.get("machine") == "wild"]
@@ -124,7 +125,7 @@ def wild_banner(root: Path, rows: list[dict], runs: list[dict], alerts: list[dic
     records, _ = read_log(root, s["id"], 0, 16 << 20)
     # the stage is the loop's state now (its checkpoint's: exploring, running, analyzing), not
     # the kind of the last prompt it was given (an alert it answered long ago)
-    stage = str(s.get("state") or "starting")
+    stage = s.get("state") or "starting"
     iteration, started, ended = "", None, None
     for rec in records:
         ev = rec.get("event")

@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 
 from .. import agentproc, inbox, live, storage
-from ..api.session import checkpoint_path, log_path
+from .. import sessions as store
 from ..errors import MossError
+from ..sessions import checkpoint_path, log_path
+from ..streamevents import ChildIsolation, SessionChild, SessionOutcome, SessionRow, SessionTimeline
 from .html import Html, esc, join, render, tag
 
 MAX_LOG_READ = 4 << 20     # bytes of a log read per step of a stream
@@ -48,10 +50,16 @@ def _json_of(done: agentproc.Finished, what: str, kind: str) -> tuple[dict, list
 
 
 async def entry(root: Path, *words: str) -> dict:
-    """The agent script's `sessions` entry, run as `moss sessions` runs it; its one JSON line."""
+    """The agent script's `sessions` entry, run as `moss sessions` runs it; its one JSON line
+    (read by its callers as host/sessions/row.py declares it)."""
     data, _ = _json_of(await agentproc.run_entry(root, "sessions", *words),
                        f"the agent script's sessions entry ({' '.join(words)})", "internal")
     return data
+
+
+async def timeline(root: Path, sid: str) -> SessionTimeline:
+    """Session `sid`'s page as the agent script's `sessions timeline ID` gives it."""
+    return store.read_timeline(await entry(root, "timeline", sid))
 
 
 def read_log(root: Path, sid: str, offset: int, limit: int = MAX_LOG_READ) -> tuple[list[dict], int]:
@@ -119,36 +127,36 @@ def exists(root: Path, sid: str) -> bool:
 
 
 def is_running(root: Path, sid: str) -> bool:
-    return any(r["id"] == sid for r in inbox.running(root))
+    return store.is_running(root, sid)
 
 
-def status_block(root: Path, sid: str, running: bool, outcome: dict | None) -> Html:
+def status_block(root: Path, sid: str, running: bool, outcome: SessionOutcome | None) -> Html:
     """Above the live view: while the session runs, its state and the controls (message box,
     pause, resume, stop); once it does not, how it ended (the agent script's `outcome`: the
     reason, the exit status, turns; the cost from its log) and the command that goes on."""
     if running:
         return render("controls", id=sid, textarea=render("say_box", oob=""))
-    o = outcome if isinstance(outcome, dict) else {}
+    o: SessionOutcome = outcome or {}
     exit_ = o.get("exit")
     resume = o.get("resume")
     return render("outcome", text=o.get("text") or "ended", reason=o.get("reason") or "?",
-                  exit="-" if not isinstance(exit_, int) else exit_, turns=o.get("turns") if o.get("turns") is not None
+                  exit="-" if exit_ is None else exit_, turns=o.get("turns") if o.get("turns") is not None
                   else "-", cost=money(spend_of(root, sid)["cost"]),
                   resume=(Html('<span class="resume">') + "go on with it: " + tag("code", resume, id="resume") + Html("</span>"))
-                  if isinstance(resume, str) and resume else Html(""))
+                  if resume else Html(""))
 
 
-def status_of(row: dict) -> str:
+def status_of(row: SessionRow) -> str:
     if row.get("running"):
         return "running"
     return str(row.get("reason") or row.get("state") or "")
 
 
 LIST_TTL = 1.5  # seconds a listing is reused (each one runs the agent script once)
-_listed: dict[str, tuple[float, list[dict]]] = {}
+_listed: dict[str, tuple[float, list[SessionRow]]] = {}
 
 
-async def list_rows(root: Path) -> list[dict]:
+async def list_rows(root: Path) -> list[SessionRow]:
     """The saved sessions (the agent script's `sessions json`), running ones first, newest first."""
     hit = _listed.get(str(root))
     if hit and time.monotonic() - hit[0] < LIST_TTL:
@@ -158,14 +166,13 @@ async def list_rows(root: Path) -> list[dict]:
     return rows
 
 
-async def _list_rows(root: Path) -> list[dict]:
-    rows = [r for r in (await entry(root, "json")).get("sessions") or [] if isinstance(r, dict)]
-    rows = [r for r in rows if isinstance(r.get("id"), str) and storage.ID_RE.match(r["id"])]
-    rows.sort(key=lambda r: (not r.get("running"), -_num(r.get("mtime"))))
+async def _list_rows(root: Path) -> list[SessionRow]:
+    rows = store.read_rows(await entry(root, "json"))
+    rows.sort(key=lambda r: (not r.get("running"), -r.get("mtime", 0.0)))
     return rows
 
 
-def list_table(root: Path, rows: list[dict], token: str) -> Html:
+def list_table(root: Path, rows: list[SessionRow], token: str) -> Html:
     body = []
     for r in rows:
         s = spend_of(root, r["id"])
@@ -181,36 +188,36 @@ def list_table(root: Path, rows: list[dict], token: str) -> Html:
     return render("sessions_table", rows=join(body))
 
 
-def child_tree(nodes, depth: int = 0) -> Html:
+def child_tree(nodes: list[SessionChild], depth: int = 0) -> Html:
     """The child agents (the agent script's `children` of `sessions timeline ID`) as a nested
     list: each child's id linked to its page, its role and state; its answer under it."""
     items = []
-    for n in nodes if isinstance(nodes, list) else []:
-        if not isinstance(n, dict) or not isinstance(n.get("id"), str) or not storage.ID_RE.match(n["id"]):
+    for n in nodes:
+        if "id" not in n:
             continue
-        state = str(n.get("state") or "?")
-        turns = n.get("turns") if isinstance(n.get("turns"), int) else 0
-        items.append(Html(f'<li data-id="{esc(n["id"])}">') + tag("a", n["id"], href=f"/sessions/{n['id']}")
+        sid, state, turns, answer = n["id"], n.get("state") or "?", n.get("turns", 0), n.get("answer")
+        items.append(Html(f'<li data-id="{esc(sid)}">') + tag("a", sid, href=f"/sessions/{sid}")
                      + tag("span", f" {n.get('role') or '?'}", class_="role")
                      + tag("span", state, class_="state " + re.sub(r"[^a-z]+", "-", state.lower()))
                      + tag("span", f" · {turns} turn{'' if turns == 1 else 's'}", class_="turns")
-                     + (tag("div", n["answer"], class_="answer") if isinstance(n.get("answer"), str) else Html(""))
+                     + (tag("div", answer, class_="answer") if answer is not None else Html(""))
                      + isolation(n.get("isolation"))
-                     + (child_tree(n.get("children"), depth + 1) if depth < 8 else Html("")) + Html("</li>"))
+                     + (child_tree(store.read_children(n.get("children")), depth + 1) if depth < 8 else Html(""))
+                     + Html("</li>"))
     if not items:
         return Html("")
     return Html('<ul class="tree">' if depth == 0 else "<ul>") + join(items) + Html("</ul>")
 
 
-def isolation(iso) -> Html:
+def isolation(iso: ChildIsolation | None) -> Html:
     """An isolated child's change (`isolation` of a node: its text, merge state and patch), as
     templates/child_isolation.html draws it; nothing for a child that shared the tree."""
-    if not isinstance(iso, dict) or not isinstance(iso.get("text"), str):
+    if iso is None or "text" not in iso:
         return Html("")
     patch = iso.get("patch")
     shown = (Html("<details><summary>patch</summary>") + tag("pre", patch, class_="output patch")
-             + Html("</details>")) if isinstance(patch, str) and patch else Html("")
-    state = re.sub(r"[^a-z]+", "-", str(iso.get("state") or "").lower())
+             + Html("</details>")) if patch else Html("")
+    state = re.sub(r"[^a-z]+", "-", iso.get("state", "").lower())
     return render("child_isolation", state=state, text=iso["text"], patch=shown)
 
 
@@ -322,7 +329,7 @@ async def stream(root: Path, sid: str, request, offset: int = 0, shown_running: 
             outcome = None
             if not running:
                 try:  # how it ended is the agent script's to say (its timeline's outcome)
-                    outcome = (await entry(root, "timeline", sid)).get("outcome")
+                    outcome = (await timeline(root, sid)).get("outcome")
                 except MossError:
                     outcome = None
             yield sse("state", str(status_block(root, sid, running, outcome)))

@@ -31,6 +31,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from .. import agentproc
 from ..errors import MossError
+from ..sessions import read_row
 from ..streamevents import Result
 
 MAX_TEXT = 20_000          # a view or search result, as the agent sees it
@@ -115,11 +116,11 @@ async def send_message(text: str, ctx: Context, session_id: str | None = None) -
     """Say something to a running session (the latest running one without session_id);
     the agent reads it at its next turn. Returns {session_id, message_id}. A session that
     is not running is an error naming how it ended: resume_session takes a message."""
-    from .. import inbox
+    from .. import inbox, sessions
 
     root = _root(ctx)
     try:
-        sid = _check_id(session_id) if session_id else inbox.latest_running(root)
+        sid = _check_id(session_id) if session_id else sessions.latest_running(root)
         inbox.require_running(root, sid)  # an ended session would never read it: resume_session
         record = inbox.post(root, sid, text, source="mcp")
     except MossError as e:
@@ -131,12 +132,12 @@ async def list_sessions(ctx: Context) -> dict[str, Any]:
     """{sessions: [...]}: saved sessions, oldest first: id, task, state, turn, reason, machine, role, done,
     mtime, and running (whether a moss process is working on it now)."""
     rows = await _sessions(_root(ctx))
-    return {"sessions": [{**r, "task": str(r.get("task") or "")[:500]} for r in rows]}
+    return {"sessions": [{**r, "task": (read_row(r) or {}).get("task", "")[:500]} for r in rows]}
 
 
 async def show_session(session_id: str, ctx: Context) -> dict[str, Any]:
     """One session: its checkpoint summary and its log as a timeline (text)."""
-    from ..api.session import read_log
+    from ..sessions import read_log
 
     root = _root(ctx)
     try:
@@ -146,7 +147,7 @@ async def show_session(session_id: str, ctx: Context) -> dict[str, Any]:
         if e.kind != "not_found":
             raise _fail(e) from None
         events = []
-    rows = [r for r in await _sessions(root) if r.get("id") == session_id]
+    rows = [r for r in await _sessions(root) if (read_row(r) or {}).get("id") == session_id]
     if not rows and not events:
         raise ToolError(f"no session {session_id} in {root}")
     return {"session": rows[0] if rows else None, "timeline": await _timeline(root, session_id)}
@@ -206,7 +207,7 @@ def _fits(tool: str, field: str, text: str) -> None:
 
 
 def _check_id(sid: str) -> str:
-    from ..api.session import check_id
+    from ..storage import check_id
 
     try:
         return check_id(sid)
@@ -217,7 +218,9 @@ def _check_id(sid: str) -> str:
 async def _sessions(root: Path) -> list[dict]:
     """The saved sessions as the agent script's `sessions` entry lists them (`sessions json`:
     one JSON object on stdout; docs/agent.md): what a session holds, and how one that is not
-    running stands, are the script's to say; `running` is the host's fact it relays."""
+    running stands, are the script's to say; `running` is the host's fact it relays. Each is
+    relayed to the client as the script wrote it; the server reads only its declared fields
+    (host/sessions/row.py)."""
     done = await agentproc.run_entry(root, "sessions", "json")
     data = done.last_json()
     rows = data.get("sessions") if isinstance(data, dict) else None

@@ -411,13 +411,23 @@ function M.sessions()
   return out
 end
 
---- The listing as data (MCP list_sessions): each session's saved fields, `running`, and a
--- `reason` that says how a session that is not running stands (none while it runs).
+--- The fields of a session's row in the listing as data: the listed ones, and what the host
+-- adds (`running`, `mtime`) or a corrupt one says (`error`). The host reads these and no
+-- others: they are declared in host/api/events.lua (moss.events.session_row), and
+-- tests/test_session_row.py holds this list to that declaration.
+M.ROW = { "id", "running", "mtime", "error" }
+for _, f in ipairs(M.LISTED) do if f[1] ~= "id" then M.ROW[#M.ROW + 1] = f[1] end end
+
+--- The listing as data (`sessions json`: MCP list_sessions, `moss ui`): each session's row
+-- (M.ROW), with a `reason` that says how a session that is not running stands (none while
+-- it runs).
 function M.data()
   local out = {}
   for _, s in ipairs(M.sessions()) do
     if not s.error then s.reason = not s.running and M.reason(s) or nil end
-    out[#out + 1] = s
+    local row = {}
+    for _, k in ipairs(M.ROW) do row[k] = s[k] end
+    out[#out + 1] = row
   end
   return out
 end
