@@ -320,8 +320,9 @@
 ---@field message string
 ---@field kind string
 
---- the session ended: the runner's record, or the agent script's `interrupted` entry's after
---- Ctrl-C or a parent's cancel (reason "interrupted" or "cancelled")
+--- the session ended, written once, by the runner's `close` (lib/machine/runner.lua) on every
+--- path: an answer, a limit, an error, and after Ctrl-C or a parent's cancel through the agent
+--- script's `interrupted` entry (reason "interrupted" or "cancelled")
 ---@class moss.log.session_end
 ---@field reason string
 ---@field turns? integer
