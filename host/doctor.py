@@ -99,12 +99,13 @@ def check_ripgrep() -> Row:
 
 
 def check_grammars() -> Row:
+    """Every grammar moss loads: the symbol tools' languages, and Java and C++, which only the
+    public-surface reading of an edit's risk uses (host/tools/surface.py)."""
     from .errors import MossError
-    from .tools.treesitter import LANGUAGES
-    from .tools.treesitter.grammars import language, package
+    from .tools.treesitter.grammars import GRAMMARS, language, package
 
     good, bad, fixes = [], [], []
-    for name in LANGUAGES:
+    for name in GRAMMARS:
         try:
             language(name)
             good.append(name)
@@ -114,8 +115,9 @@ def check_grammars() -> Row:
             if pkg not in fixes:
                 fixes.append(pkg)
     if bad:
-        return Row("tree-sitter", WARN, f"missing: {', '.join(bad)} (skeletons fall back to plain text); "
-                                        f"working: {', '.join(good) or 'none'}", "pip install " + " ".join(fixes))
+        return Row("tree-sitter", WARN, f"missing: {', '.join(bad)} (skeletons fall back to plain text, and an "
+                                        f"edit's risk to the names a file exports); working: {', '.join(good) or 'none'}",
+                   "pip install " + " ".join(fixes))
     return Row("tree-sitter", OK, ", ".join(good))
 
 
