@@ -231,27 +231,30 @@ local a = moss.runs.start{ cmd = "python3 train.py --lr=0.001", name = "good", a
 local b = moss.runs.start{ cmd = "python3 train.py --lr=0.1", name = "bad" }
 local c = moss.runs.start{ cmd = "python3 train.py --lr=1", name = "nan", alerts = rules }
 local events = {}
-while true do
-  local ev = moss.runs.wait(10)
-  if not ev then break end
+local function take(ev)  -- an alert is answered whenever it arrives, even after its run ended
   events[#events + 1] = ev
   if ev.type == "alert" and ev.run_id == c.id then
     local ok, err = pcall(moss.runs.resolve, ev.id, "maybe")
-    events[#events].bad_choice = tostring(err)
-    events[#events].resolved = moss.runs.resolve(ev.id, "STOP")
+    ev.bad_choice = tostring(err)
+    ev.resolved = moss.runs.resolve(ev.id, "STOP")
   elseif ev.type == "alert" then
-    events[#events].resolved = moss.runs.resolve(ev.id, "ignore")
+    ev.resolved = moss.runs.resolve(ev.id, "ignore")
   end
+end
+while true do
+  local ev = moss.runs.wait(10)
+  if not ev then break end
+  take(ev)
   local active = 0
   for _, r in ipairs(moss.runs.list()) do
     if r.status == "running" or r.status == "queued" then active = active + 1 end
   end
   if active == 0 then break end
 end
-while true do  -- what is still queued (the last transitions)
+while true do  -- what is still queued (the last transitions, an alert read after its run ended)
   local ev = moss.runs.wait(0)
   if not ev then break end
-  events[#events + 1] = ev
+  take(ev)
 end
 print(moss.json.encode({ a = a, events = events, list = moss.runs.list(), tail = moss.runs.log_tail(a.id, 16),
   pending = moss.runs.alerts{ status = "pending" }, all = moss.runs.alerts(), nowait = moss.runs.wait(0),
