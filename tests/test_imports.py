@@ -29,7 +29,6 @@ TOOLS_MAY_USE = {"moss", "moss.errors", "moss.storage", "moss.roots", "moss.ui"}
 API_USERS = {"moss.run"}
 RUN_USERS = {"moss.cli", "moss.entry"}
 KNOWN_CROSSINGS = {
-    ("moss.tools.sandbox", "moss.llm.providers"): "the presets' key variables, kept out of commands' environment",
     ("moss.api.agents", "moss.run"): "a child agent is built, and a session resumed after an interrupt, by run.py",
 }
 

@@ -34,6 +34,7 @@ def manager(ctx):
 
 @primitive
 def start(ctx, spec):
+    from ..llm.providers import key_variables
     from ..tools.sandbox import setup_from_config
 
     if ctx.workdir != ctx.root:
@@ -70,7 +71,7 @@ def start(ctx, spec):
         timeout=spec.get("timeout"),
         meta=spec.get("meta"),
         env=env,
-        setup=setup_from_config(ctx.user_config, ctx.config),
+        setup=setup_from_config(ctx.user_config, keys=key_variables(ctx.config)),
         executor=spec.get("executor") or "local",
         address=spec.get("address"),
         resources=spec.get("resources") if isinstance(spec.get("resources"), dict) else None,

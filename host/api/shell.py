@@ -39,6 +39,7 @@ def _shell_locks(ctx, paths):
 @primitive
 def run(ctx, cmd, opts=None):
     from ..tools import shell
+    from ..llm.providers import key_variables
     from ..tools.sandbox import setup_from_config
 
     opts = opts or {}
@@ -69,7 +70,7 @@ def run(ctx, cmd, opts=None):
                 unsandboxed_ok=ctx.unsandboxed_ok,
                 cancel=lambda: ctx.cancelled() or ctx.user_interrupt(),
                 stdin=opts.get("stdin"),
-                setup=setup_from_config(ctx.user_config, ctx.config),
+                setup=setup_from_config(ctx.user_config, keys=key_variables(ctx.config)),
             )
     except MossError as e:
         report_git(ctx, "shell.run", e.data.get("git") or [], cmd=cmd)

@@ -20,6 +20,7 @@ class EvalRun:
     """One eval run of this process: the runner, the progress display, rows waiting for a verdict."""
 
     def __init__(self, ctx, suite, opts: dict):
+        from ..llm.providers import key_variables
         from ..tools.sandbox import setup_from_config
 
         self.ctx = ctx
@@ -49,7 +50,7 @@ class EvalRun:
         counted = [r for r in done.values() if r["key"] in seen]
         trust = ctx.trust
         self.executor = cls(project_root=Path(ctx.root), project_trusted=bool(trust is not None and trust.trusted),
-                            logs=self.logs, setup=setup_from_config(ctx.user_config, ctx.config))
+                            logs=self.logs, setup=setup_from_config(ctx.user_config, keys=key_variables(ctx.config)))
         prepare = getattr(self.executor, "prepare", None)  # an executor with options of its own (ray)
         if prepare is not None:
             prepare(self.out, opts)

@@ -48,6 +48,27 @@ PRESETS: dict[str, dict] = {
     "script": {"api": "script", "model": None, "key_env": None, "local": True},
 }
 
+
+def key_variables(config: dict | None) -> set[str]:
+    """The environment variables that hold LLM keys: every preset's, and any a provider
+    section of `config` (merged) names (`api_key_env`, `key_env`). The sandbox keeps each out
+    of every command's environment (tools/sandbox.py `setup_from_config`)."""
+    names = {p["key_env"] for p in PRESETS.values() if p.get("key_env")}
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("api_key_env", "key_env") and isinstance(v, str):
+                    names.add(v)
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    if isinstance(config, dict):
+        walk(config.get("llm"))
+    return names
+
 OFFLINE_APIS = ("replay", "script")  # answered from a file, without any server
 
 ALIASES = {"claude": "anthropic", "gpt": "openai", "chatgpt": "openai", "google": "gemini",

@@ -219,6 +219,7 @@ class Servers:
     def _params(self, name: str, spec: dict):
         from mcp import StdioServerParameters
 
+        from ..llm.providers import key_variables
         from ..tools.sandbox import command_env, setup_from_config
 
         cmd = spec.get("command")
@@ -235,7 +236,7 @@ class Servers:
         # PYTHONSAFEPATH: a Python 3.11+ server, and every Python it starts, puts neither its working
         # folder nor its script's folder first on sys.path; the server's own `env` may set it to "".
         extra = {"PYTHONSAFEPATH": "1", **extra, "MOSS_PROJECT_ROOT": str(self.ctx.workdir)}
-        env = command_env(extra, setup_from_config(self.ctx.user_config, self.ctx.config), sandboxed=False)
+        env = command_env(extra, setup_from_config(self.ctx.user_config, keys=key_variables(self.ctx.config)), sandboxed=False)
         from ..tools.worktree import wait_ready
 
         wait_ready(self.ctx.workdir, self.ctx.cancelled)  # an isolated child's servers start once its copy is whole, and are told its copy

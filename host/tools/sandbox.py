@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import MossError
@@ -155,34 +155,11 @@ class Setup:
     deny: frozenset = field(default_factory=frozenset)
 
 
-def _provider_keys(config: dict | None) -> set[str]:
-    names: set[str] = set()
-    try:
-        from ..llm.providers import PRESETS
-
-        names |= {p["key_env"] for p in PRESETS.values() if p.get("key_env")}
-    except Exception:  # pragma: no cover - the LLM layer is optional for this
-        pass
-
-    def walk(node):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k in ("api_key_env", "key_env") and isinstance(v, str):
-                    names.add(v)
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    if isinstance(config, dict):
-        walk(config.get("llm"))
-    return names
-
-
-def setup_from_config(user_config: dict | None, config: dict | None = None) -> Setup:
+def setup_from_config(user_config: dict | None, *, keys: Iterable[str]) -> Setup:
     """The Setup from the user's own config file (never the project's, which arrives with
-    a cloned repository). `config` (merged) only adds names to keep out: key variables a
-    provider section names. A malformed [sandbox] is MossError kind "config"."""
+    a cloned repository). `keys`: the LLM key variables to keep out besides moss's own (the
+    caller asks the LLM layer, `llm.providers.key_variables`: a fact of the providers, not of
+    the sandbox). A malformed [sandbox] is MossError kind "config"."""
     section = (user_config or {}).get("sandbox", {})
     if not isinstance(section, dict):
         raise MossError('[sandbox] in your user config must be a table, e.g. [sandbox] env = ["CARGO_HOME"]',
@@ -204,7 +181,7 @@ def setup_from_config(user_config: dict | None, config: dict | None = None) -> S
         if not os.path.isabs(full):
             raise MossError(f"[sandbox] expose: {p!r} must be an absolute path or start with ~/", kind="config")
         paths.append(os.path.realpath(full))
-    return Setup(env=tuple(env), expose=tuple(paths), deny=frozenset(MOSS_KEYS | _provider_keys(config)))
+    return Setup(env=tuple(env), expose=tuple(paths), deny=frozenset(MOSS_KEYS | set(keys)))
 
 
 def _secret(name: str, setup: Setup) -> bool:
