@@ -10,8 +10,8 @@ insert before and after, --old/--new, batch-edit, `$(run cat > F <<'EOF' ...)`, 
 insert). Each file must then hold the code's bytes exactly.
 
 Cost: one CLI run of two replies, many commands each ([agent] max_commands_per_reply): about 20 s
-of CPU and 28 s alone on the 2-core test machine, most of it the ~1,300 git processes of the two
-shadow captures each of the ~350 edits takes (host/tools/shadow/).
+of CPU and 21 s alone on the 2-core test machine, half of it the two shadow captures each of the
+~350 edits takes (host/tools/shadow/: a walk of the tree and ~1,050 git processes in all).
 """
 
 from __future__ import annotations

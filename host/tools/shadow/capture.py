@@ -8,6 +8,7 @@ even shown to git. Content is left out ("uncaptured") over ``max_file_bytes``, p
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import time
@@ -17,6 +18,7 @@ from .model import FORMAT, _STORE, _SYMLINK, _Capture, _default_perm
 from .store import Store
 
 _RACY_NS = 3_000_000_000     # a file changed this close to git reading it is read again
+_VERIFY_BYTES = 1 << 20      # of racy files, hashed in the capture's own process (_still_indexed)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -43,7 +45,7 @@ class Capturing(Store):
         kept = set(keep)
         drop = [p for p in prev if p not in kept]
         keys = {p: _stat_key(files[p]) for p in keep}
-        feed = self._to_feed(keep, keys, prev, key0)
+        feed, checked, checked_at = self._to_feed(keep, keys, prev, key0)
         started = time.time_ns()
         if drop:
             self._git_bytes("update-index", "-z", "--force-remove", "--stdin",
@@ -74,7 +76,7 @@ class Capturing(Store):
         memo = self._memo[1] if self._memo and self._memo[0] == key0 else {}
         fed = set(feed)
         self._memo = (self._cache()[0], {
-            p: (keys[p], started if p in fed else memo[p][1]) for p in keep})
+            p: (keys[p], started if p in fed else checked_at if p in checked else memo[p][1]) for p in keep})
 
         entries: dict[str, tuple] = {}
         perms: dict[str, int] = {}
@@ -235,21 +237,43 @@ class Capturing(Store):
         self._index_cache = (key, index, None)
         return index
 
-    def _to_feed(self, keep: list, keys: dict, prev: dict, key0) -> list[str]:
+    def _to_feed(self, keep: list, keys: dict, prev: dict, key0) -> tuple[list[str], set[str], int]:
         """The captured paths git must look at: all of them, less those whose lstat is
         what it was when git last read them, long enough after their last change that
         no same-timestamp rewrite can hide (git's own "racy" check stays in charge of
-        the others)."""
+        the others), and less the racy ones whose bytes were found unchanged here. Returns
+        them, the paths found unchanged, and when that check began (they count as read then)."""
         memo = self._memo[1] if self._memo and self._memo[0] == key0 else {}
-        out = []
+        out, checked, began = [], set(), time.time_ns()
+        budget = [_VERIFY_BYTES]
         for p in keep:
             m = memo.get(p)
             if m is not None and m[0] == keys[p] and p in prev:
                 sk = m[0]
                 if sk[1] < m[1] - _RACY_NS and sk[2] < m[1] - _RACY_NS:
                     continue
+                if self._still_indexed(p, sk, prev[p], budget):
+                    checked.add(p)
+                    continue
             out.append(p)
-        return out
+        return out, checked, began
+
+    def _still_indexed(self, p: str, key: tuple, entry: tuple[int, str], budget: list[int]) -> bool:
+        """Whether the racy file `p` (its lstat `key` as when git last read it, but too soon
+        after its last change to trust) still holds the bytes the index has for it: hashed
+        here as git would, so that the capture just after a write (the next write's "before")
+        needs no git process for the file that write changed. Small regular files only, up
+        to `budget` bytes a capture; anything else is git's to read."""
+        size, mode = key[0], key[4]
+        want = 0o100755 if mode & stat.S_IXUSR else 0o100644
+        if not self._sha1 or not stat.S_ISREG(mode) or entry[0] != want or size > budget[0]:
+            return False
+        try:
+            data = self._tree.read_bytes(p, size)  # grown since: an error, and git reads it
+        except (MossError, OSError):
+            return False
+        budget[0] -= len(data)
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == entry[1]
 
     def _ls_files(self, paths: list[str]) -> dict[str, tuple[int, str]]:
         if not paths:
