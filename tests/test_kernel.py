@@ -219,6 +219,14 @@ def test_a_finish_returned_as_data_is_a_usage_error_naming_finish_now(project, a
            else "command stophere (.moss/scripts/commands/stophere.lua)")
     assert f'{who} returned {{ finished = "checkpoint" }}' in r.stderr, r.stderr
     assert 'require("lib.machine.finish").now(reason, answer, extra)' in r.stderr
+    # the error ended the session where it stopped, once, as "error": its log and the listing
+    # say what stderr said (not "interrupted", as if it could go on as it was)
+    [log] = (project.root / ".moss/agent/logs").glob("*.jsonl")
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["reason"] for e in events if e["event"] == "session_end"] == ["error"]
+    assert events[-1]["event"] == "session_end"
+    listed = project.moss("sessions", "list")
+    assert listed.returncode == 0 and "error" in listed.stdout and "interrupted" not in listed.stdout, listed.stdout
 
 
 # ---- commands that need the coding agent ----------------------------------------------------

@@ -169,6 +169,18 @@ local function close(S, env, f)
 end
 M.close = close
 
+-- An error no turn handled (a usage or config error, a script's bug) still ends the session,
+-- here and once, as "error", so its log, checkpoint and listing say what its caller reports;
+-- the caller shows the error (out:failed in the json formats), so env.out is not told. An
+-- interrupt is not ended here: the agent script's `interrupted` entry closes it, resumable.
+local function ended_by(S, env, err)
+  local detail = tostring(type(err) == "table" and err.message or err)
+  pcall(function()
+    log(S, "error", { message = detail, kind = moss.error_kind(err) })
+    close(S, setmetatable({ out = false }, { __index = env }), { reason = "error", extra = { detail = detail } })
+  end)
+end
+
 --- A note back to the current state, shown on its next turn ("Messages from moss").
 function M.say(S, msg) messages.say(S, msg) end
 
@@ -345,8 +357,9 @@ function M.run(machine, S, env)
   while true do
     local ok, err = pcall(turn, machine, S, env)
     if not ok then
-      if not finish.is(err) then error(err, 0) end
-      return close(S, env, err)
+      if finish.is(err) then return close(S, env, err) end
+      if moss.error_kind(err) ~= "interrupted" then ended_by(S, env, err) end
+      error(err, 0)
     end
   end
 end
