@@ -87,6 +87,11 @@ SessionRow = TypedDict("SessionRow", {
     "turn": NotRequired[int],  # the turn it reached
     "done": NotRequired[bool],  # its script said it ended
     "error": NotRequired[str],  # a checkpoint moss cannot use: why, and what to do
+    "answer": NotRequired[str | None],  # its answer, once it answered (the last one it gave)
+    "success": NotRequired[bool],  # whether it ended answered (the outcome contract's `success`)
+    "progress": NotRequired[str],  # what a checkpointed, blocked, stopped or paused session had done
+    "questions": NotRequired[str],  # what it needs to hear to go on (answer it with a resume's message)
+    "detail": NotRequired[str],  # what ended it, for an error, a budget or a stop
 })
 
 

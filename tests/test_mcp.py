@@ -143,6 +143,7 @@ def test_stdio_client_lists_tools_and_runs_an_agent_with_progress(crate, api):
             sid = check_agent_result(result, progress)
             listed = (await client.call_tool("list_sessions", {})).structured_content["sessions"]
             assert [s["id"] for s in listed] == [sid] and listed[0]["reason"] == "answered"
+            assert listed[0]["success"] is True and listed[0]["answer"]  # the answer, not only that there was one
             shown = (await client.call_tool("show_session", {"session_id": sid})).structured_content
             assert shown["session"]["turn"] == 4 and "session_end" in shown["timeline"]
             t1 = time.monotonic()

@@ -112,6 +112,11 @@
 ---@field turn? integer                # the turn it reached
 ---@field done? boolean                # its script said it ended
 ---@field error? string                # a checkpoint moss cannot use: why, and what to do
+---@field answer? string|nil           # its answer, once it answered (the last one it gave)
+---@field success? boolean             # whether it ended answered (the outcome contract's `success`)
+---@field progress? string             # what a checkpointed, blocked, stopped or paused session had done
+---@field questions? string            # what it needs to hear to go on (answer it with a resume's message)
+---@field detail? string               # what ended it, for an error, a budget or a stop
 
 --- one row of a session's timeline, as `moss sessions show` draws it
 ---@class moss.events.timeline_row

@@ -417,6 +417,8 @@ end
 -- tests/test_session_row.py holds this list to that declaration.
 M.ROW = { "id", "running", "mtime", "error" }
 for _, f in ipairs(M.LISTED) do if f[1] ~= "id" then M.ROW[#M.ROW + 1] = f[1] end end
+-- and what an MCP client needs of one that ended or waits: its answer, or its questions
+for _, k in ipairs({ "answer", "success", "progress", "questions", "detail" }) do M.ROW[#M.ROW + 1] = k end
 
 --- The listing as data (`sessions json`: MCP list_sessions, `moss ui`): each session's row
 -- (M.ROW), with a `reason` that says how a session that is not running stands (none while
