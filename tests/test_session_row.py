@@ -68,6 +68,7 @@ def test_the_agents_listing_gives_the_declared_row_and_no_other_field(saved):
     assert set(by_id) == {"k3v9qz2m", "k3v9qz2m-1", "p7w2rr4n", "b2b2b2b2"}
     assert by_id["k3v9qz2m"] == {**by_id["k3v9qz2m"], "task": "count the variants", "reason": "answered",
                                  "turn": 3, "running": False, "done": True}
+    assert by_id["k3v9qz2m"]["answer"] == "3 variants"  # what an MCP client reads of one that ended
     assert by_id["p7w2rr4n"]["reason"] == "interrupted"
     assert by_id["b2b2b2b2"]["reason"] == "corrupt" and "session-b2b2b2b2.json" in by_id["b2b2b2b2"]["error"]
     assert "LEAK" not in r.stdout
@@ -110,8 +111,9 @@ def test_the_host_reads_a_session_only_through_its_declared_fields():
         "outcome": {"reason": "answered", "text": "answered", "exit": 0, "turns": 3, "resume": None, "cost": 1},
         "children": [{"id": "k3v9qz2m-1", "role": None, "state": "answered", "turns": 1, "answer": "a",
                       "isolation": {"text": "isolated", "state": "merged", "secret": "LEAK"},
-                      "children": [{"id": "k3v9qz2m-1-1", "state": "running", "secret": "LEAK"}, {"id": 4}]}]})
-    [child] = timeline["children"]
+                      "children": [{"id": "k3v9qz2m-1-1", "state": "running", "secret": "LEAK"}, {"id": 4}]},
+                     {"id": "../runs", "state": "answered"}, {"id": 5}]})
+    [child] = timeline["children"]  # a child whose id is no session id is left out at the top too
     grandchildren = child.pop("children")  # each level is read as the board walks down to it
     assert "LEAK" not in json.dumps(timeline) and timeline["last_failure"] == ["a"]
     assert timeline["outcome"] == {"reason": "answered", "text": "answered", "exit": 0, "turns": 3, "resume": None}

@@ -38,15 +38,23 @@ def read_rows(listing: Any) -> list[SessionRow]:
 
 
 def read_timeline(value: Any) -> SessionTimeline:
-    """`value` (a `sessions timeline ID` document) as a session timeline; {} when it is not one."""
-    return cast(SessionTimeline, _timeline(value) or {})
+    """`value` (a `sessions timeline ID` document) as a session timeline; {} when it is not one.
+    Its children without a usable id are left out, as at every depth (read_children)."""
+    timeline = cast(SessionTimeline, _timeline(value) or {})
+    if "children" in timeline:
+        timeline["children"] = [c for c in timeline["children"] if _usable(c)]
+    return timeline
 
 
 def read_children(value: Any) -> list[SessionChild]:
     """A session child's `children` as session children, those without a usable id left out."""
     kids = (_child(c) for c in value) if isinstance(value, list) else ()
-    return [cast(SessionChild, c) for c in kids
-            if isinstance(c, dict) and isinstance(c.get("id"), str) and ID_RE.match(c["id"])]
+    return [cast(SessionChild, c) for c in kids if _usable(c)]
+
+
+def _usable(child: Any) -> bool:
+    """A child whose id is a session id (what the board links to as /sessions/ID)."""
+    return isinstance(child, dict) and isinstance(child.get("id"), str) and bool(ID_RE.match(child["id"]))
 
 
 def read_result(value: Any) -> ResultFields:
