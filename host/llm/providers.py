@@ -69,6 +69,7 @@ def key_variables(config: dict | None) -> set[str]:
         walk(config.get("llm"))
     return names
 
+
 OFFLINE_APIS = ("replay", "script")  # answered from a file, without any server
 
 ALIASES = {"claude": "anthropic", "gpt": "openai", "chatgpt": "openai", "google": "gemini",
