@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, Settings, find_peer_python, loadavg, stdlib_tree, tree_stats
 
 MEASUREMENTS = ["context", "overhead", "long", "coldstart", "memory", "tools", "bridge", "spawn", "isolate", "runs",
-                "eval", "fleet", "startup", "fork", "grammar", "polyglot"]
+                "eval", "fleet", "startup", "fork", "grammar", "writes", "polyglot"]
 MODULES = {name: f"m_{name}" for name in MEASUREMENTS}
 
 
