@@ -374,3 +374,42 @@ def test_the_docs_splitter_merges_the_children_whose_validation_passed(project, 
     assert [e["child"][-1] for e in log if e["event"] == "child_merge"] == ["1", "2"]
     assert [e["child"][-1] for e in log if e["event"] == "child_discard"] == ["3"]
     assert copies(project) == []
+
+
+RESUMED_KID = """
+return { child = function(spec)
+  if spec.resume then
+    moss.access.set("edit")
+    local r = moss.shell.run("echo '# in place' >> a.py")
+    return { answer = "resumed " .. r.code, success = true, reason = "answered" }
+  end
+  moss.session.save(spec.id, { id = spec.id, task = spec.task, done = true }, { final = true })
+  return { answer = "first", success = true, reason = "answered" }
+end }
+"""
+
+
+def test_a_reader_resumed_with_more_access_never_writes_the_parents_files_through_its_links(project, api):
+    """An isolated child that could not write gets a copy of hard links to the parent's files.
+    Resumed later at the parent's `edit` (a resume without `access` gets the parent's), it
+    appends to a.py in place: the append lands in its own copy, never in the parent's a.py."""
+    project.write("a.py", module(1))
+    project.script("kid", RESUMED_KID)
+    project.script("start", """
+        moss.session.bind("esc1")
+        moss.access.set("edit")
+        print(moss.spawn { task = "x", script = "kid", isolate = true, access = "read-shell" }:wait().answer)
+    """)
+    r = project.moss("@start")
+    assert r.returncode == 0 and r.stdout.strip() == "first", r.stderr
+    project.script("again", """
+        moss.session.bind("esc1")
+        moss.access.set("edit")
+        local h = moss.spawn { resume = "esc1-1", script = "kid", isolate = true }
+        local got = h:wait()
+        print(got.answer, table.concat(got.changed or {}, ","))
+    """)
+    r = project.moss("@again")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["resumed", "0", "a.py"], r.stdout
+    assert (project.root / "a.py").read_text() == module(1)

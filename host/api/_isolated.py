@@ -34,7 +34,7 @@ def make(ctx, cid: str, cap: str, resume: bool, wanted: bool):
     if known is not None and known.worktree is not None:
         return known.worktree
     if resume:
-        wt = Worktree.adopt(Path(ctx.root), cid)
+        wt = Worktree.adopt(Path(ctx.root), cid, may_write=cap in ("edit", "full"))
         if wt is None and wanted:
             # its copy is gone (merged, discarded or cleaned): the child never touches the
             # parent's tree in its place; it works nowhere, and any file it reaches fails

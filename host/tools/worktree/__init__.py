@@ -150,9 +150,12 @@ class Worktree:
                             f"({self._error}); nothing may be written in it", kind="io")
 
     @classmethod
-    def adopt(cls, project: Path, child: str, env=os.environ) -> "Worktree | None":
+    def adopt(cls, project: Path, child: str, env=os.environ, *, may_write: bool = False) -> "Worktree | None":
         """The copy of `child` left by an earlier run of this tree (this process works in it
-        from now on); None when there is none."""
+        from now on); None when there is none. `may_write`: whether the child can write now.
+        A copy made for a child that could not (its files hard links to the parent's) is
+        completed as a writer's is before anything may write in it: resumed with more access,
+        an append in place would otherwise change the parent's file through the link."""
         home = homes.home_of(project, child, env)
         if home is None:
             return None
@@ -160,9 +163,11 @@ class Worktree:
         if record is None or record.get("child") != child or not (home / homes.TREE).is_dir():
             return None
         record = homes.claim(home, record)
+        if may_write and not record.get("may_write"):
+            record.update(may_write=True, whole=False)
         homes.write_record(home, record)
         wt = cls(home, record)
-        if not record.get("whole", True):  # a crash cut its completion short: done now
+        if not record.get("whole", True):  # a crash cut its completion short, or it may write now: done now
             wt._complete_later(copy.shared_files(wt.tree) if record.get("may_write") else [])
         return wt
 
