@@ -413,3 +413,36 @@ def test_a_reader_resumed_with_more_access_never_writes_the_parents_files_throug
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["resumed", "0", "a.py"], r.stdout
     assert (project.root / "a.py").read_text() == module(1)
+
+
+SIBLING_A = """return { child = function(spec)
+  moss.access.set("edit")
+  moss.shell.run("echo '# by A' >> a.py")
+  return { answer = "a", success = true, reason = "answered" }
+end }"""
+SIBLING_B = """return { child = function(spec)
+  moss.access.set("edit")
+  local ok, err = pcall(moss.agents.merge, spec.task)
+  return { answer = ok and "merged" or err.message, success = true, reason = "answered" }
+end }"""
+
+
+def test_only_a_childs_parent_can_merge_its_change(project, api):
+    """A sibling that calls moss.agents.merge with another child's id is refused, naming the
+    parent that can; the change stays in its copy, and the parent still merges it."""
+    project.write("a.py", module(1))
+    project.script("kida", SIBLING_A)
+    project.script("kidb", SIBLING_B)
+    project.script("start", """
+        moss.session.bind("sib1")
+        moss.access.set("edit")
+        local a = moss.spawn { task = "x", script = "kida", isolate = true }
+        a:wait()
+        print(moss.spawn { task = a.id, script = "kidb" }:wait().answer)
+        print(#a:merge().applied)
+    """)
+    r = project.moss("@start")
+    assert r.returncode == 0, r.stderr
+    said, applied = r.stdout.strip().splitlines()
+    assert said == "moss.agents.merge: child sib1-1 is not a child of this agent (sib1-2): only its parent (sib1) can merge its change"
+    assert applied == "1" and (project.root / "a.py").read_text().endswith("# by A\n")

@@ -425,6 +425,9 @@ def cancel(ctx, cid):
 
 def _ended(ctx, cid, what: str) -> Child:
     child = _get(ctx, cid)
+    if child.parent_id != ctx.session_id:  # a sibling's or a grandchild's change is its parent's to take
+        raise MossError(f"child {cid} is not a child of this agent ({ctx.session_id}): only its parent "
+                        f"({child.parent_id}) can {what} its change", kind="usage")
     if child.status not in TERMINAL:
         raise MossError(f"child {cid} is still running: wait for it (or cancel it) before you {what} "
                         f"its change", kind="usage")
