@@ -1121,12 +1121,15 @@ function moss.agents.self() end
 function moss.agents.children(id) end
 --- Merge a finished isolated child's change into this agent's tree: a snapshot first, then a
 --- three-way merge against where the child started, path by path; a conflicting path is left
---- as it is and reported with its hunks; never into .moss/ or .git. The copy is removed.
+--- as it is and reported with its hunks; never into .moss/ or .git. The copy is removed (with
+--- conflicts too: their hunks and .moss/agent/patches/ID.patch hold the child's side). Only the
+--- child's parent may merge it; another agent's child is a usage error naming its parent.
 ---@errors usage, config, denied, not_found, locked, io, timeout
 ---@param id string
 ---@return moss.MergeResult
 function moss.agents.merge(id) end
---- Drop a finished isolated child's copy without merging it: {discarded, bytes}.
+--- Drop a finished isolated child's copy without merging it: {discarded, bytes}. Only the
+--- child's parent may drop it.
 ---@errors usage, not_found
 ---@param id string
 ---@return {discarded: boolean, bytes: integer}
