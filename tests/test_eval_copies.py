@@ -152,3 +152,27 @@ def test_a_variant_file_replaces_the_projects_link_at_its_path_without_writing_t
     x = copy / ".moss" / "scripts" / "x.lua"
     assert not x.is_symlink() and x.read_text() == "return 'variant'\n"
     assert os.readlink(copy / ".moss" / "scripts" / "y.lua") == "z.lua"
+
+
+def test_a_variant_file_under_a_linked_folder_of_the_project_is_refused_not_written_outside(tmp_path):
+    """The trusted project's `.moss/scripts/roles` is a link to a folder of the user's own
+    (copied as a link); a variant that brings `scripts/roles/coder.lua` stops with an error
+    naming the link, and the user's folder is unchanged."""
+    import pytest
+
+    from moss.errors import MossError
+
+    root, repo = _project(tmp_path)
+    shared = tmp_path / "shared-roles"
+    shared.mkdir()
+    (shared / "coder.lua").write_text("return 'mine'\n")
+    (root / ".moss" / "scripts").mkdir()
+    os.symlink(shared, root / ".moss" / "scripts" / "roles")
+    variant = tmp_path / "variant"
+    (variant / "scripts" / "roles").mkdir(parents=True)
+    (variant / "scripts" / "roles" / "coder.lua").write_text("return 'variant'\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    with pytest.raises(MossError, match="scripts/roles is a symlink"):
+        copies.make(_task(repo), home, project_root=root, project_trusted=True, variant=variant)
+    assert (shared / "coder.lua").read_text() == "return 'mine'\n"

@@ -91,14 +91,16 @@ def _overlay(variant: Path, moss_dir: Path, config: dict) -> dict:
         if rel == Path("config.toml"):
             config = deep_merge(config, _toml(variant.resolve() / link if link is not None else variant / rel))
             continue
-        target = moss_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.is_file():  # the project's file (or link) there: replaced, not written through
-            target.unlink()
-        if link is not None:  # a link that stays inside the variant: the same link, inside the copy
-            os.symlink(os.path.relpath(moss_dir / link, target.parent), target)
-        else:
-            shutil.copyfile(variant / rel, target, follow_symlinks=False)
+        # Written through the copy's .moss/ held open, never following a link on the way: the
+        # project's scripts were copied with their links, and one of them (scripts/roles ->
+        # a folder of the user's) must not carry the variant's file out of the attempt.
+        with safefs.Tree(moss_dir) as tree:
+            if link is not None:  # a link that stays inside the variant: the same link, inside the copy
+                tree.unlink(rel)  # the project's file (or link) there is replaced, not written through
+                with tree.parent(rel, create=True) as (dfd, name):
+                    os.symlink(os.path.relpath(moss_dir / link, (moss_dir / rel).parent), name, dir_fd=dfd)
+            else:
+                tree.write_atomic(rel, safefs.Tree(variant).read_bytes(rel, 64 * 1024 * 1024), create_dirs=True)
     return config
 
 
