@@ -232,3 +232,22 @@ def test_broken_exercises_a_missing_toolchain_a_hanging_and_a_flooding_test_each
     assert "AssertionError" in flood["check"]["output"] or "FAILED" in flood["check"]["output"]
     retried = [json.dumps(q.body) for q in api.requests if "flood line" in json.dumps(q.body)]
     assert retried and all(len(b) < 20_000 for b in retried), [len(b) for b in retried]
+
+
+@pytest.mark.needs_sandbox
+def test_a_file_the_agent_adds_cannot_stand_in_for_the_test_runner(tmp_path):
+    """The check builds and tests the exercise's own files and its solution files alone: an
+    agent that leaves the stub as it is but adds a `unittest/` package that reports success
+    (or a `conftest.py`) fails, as the stub does."""
+    from moss.eval import attempt
+
+    [task] = [t for t in TASKS if t.check.language == "python"]
+    copy = tmp_path / "copy"
+    shutil.copytree(task.repo, copy, ignore=shutil.ignore_patterns(".meta"))
+    assert attempt.check(task, copy, None)["passed"] is False  # the stub
+    (copy / "unittest").mkdir()
+    (copy / "unittest" / "__init__.py").write_text("")
+    (copy / "unittest" / "__main__.py").write_text("print('OK')\n")
+    (copy / "conftest.py").write_text("import sys\nsys.exit(0)\n")
+    got = attempt.check(task, copy, None)
+    assert got["passed"] is False and "FAILED" in got["output"], got

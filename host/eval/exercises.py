@@ -125,9 +125,10 @@ def _read(folder: Path, base: Path, tid: str) -> Task:
     exclude += [b for b in BUILD_OUTPUT if (folder / b).is_dir()]
     # no fail_before: as on the benchmark's leaderboard every exercise counts, also the few whose
     # tests pass as shipped (Go's counter, ledger, markdown), and each attempt builds once less
-    check = Check(run=(script(lang, folder.name, names["test"]),), fail_before=False,
-                  language=lang.name, timeout=lang.timeout, label=lang.how,
-                  restore=tuple(_given(repo, exclude, names["solution"])))
+    given = _given(repo, exclude, names["solution"])
+    check = Check(run=(script(lang, folder.name, names["test"], sorted({*given, *names["solution"]})),),
+                  fail_before=False, language=lang.name, timeout=lang.timeout, label=lang.how,
+                  restore=tuple(given))
     return Task(id=tid, repo=repo, commit="", prompt=instructions, setup=[], tags=["exercise", lang.name],
                 check=check, solution=_reference(folder, names), solution_answer=None, exclude=exclude,
                 exercise={"language": lang.name, "title": lang.title, "name": folder.name,

@@ -104,11 +104,16 @@ def cache_root(env=None) -> Path:
 
 # ----------------------------------------------------------------------------- the scripts
 
-def script(lang: Language, folder: str, tests: list[str]) -> str:
-    """The check's shell script for an exercise (run in the copy, at edit, in the sandbox)."""
+def script(lang: Language, folder: str, tests: list[str], files: list[str]) -> str:
+    """The check's shell script for an exercise (run in the copy, at edit, in the sandbox).
+    It builds and tests in a scratch folder holding `files` alone: the exercise's own files
+    (put back as given) and its solution files. A file the agent added is not part of the
+    check, so none can stand in for the test runner (a `unittest/` package, a `conftest.py`, a
+    Go `TestMain` that exits 0)."""
     w = f"{SCRATCH}/{folder}"
+    listed = " ".join(shlex.quote(f) for f in files)
     head = ["exec 2>&1", "set -e", f"rm -rf {SCRATCH}", f"mkdir -p {shlex.quote(w)}",
-            f"cp -a . {shlex.quote(w)}", f"cd {shlex.quote(w)}", "rm -rf .moss"]
+            f"cp -a --parents -- {listed} {shlex.quote(w)}", f"cd {shlex.quote(w)}"]
     quoted = " ".join(shlex.quote(t) for t in tests)
     body = _BODIES[lang.name](quoted, tests)
     return "\n".join(head + body) + "\n"
