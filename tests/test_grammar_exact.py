@@ -191,6 +191,7 @@ def test_each_case_that_cut_a_command_now_reaches_its_file_exactly(project, api,
     cmds.append(f"$(edit src/q.py --old ```\n{OLD}\n``` --new ```\n{NEW}\n```)")
     cmds.append(f"$(run cat > notes.sh <<'EOF'\n{HEREDOC}EOF\n)")
     cmds.append("$(run cat > notes2.sh <<-\"END\"\n\t) it's (\n\tEND)")
+    cmds.append(f"$(run cat > notes3.sh <<\\EOF\n{HEREDOC}EOF\n)")  # POSIX's escaped delimiter
     result, told = agent_run(project, api, ["Writing it all.\n" + "\n\n".join(cmds)], files)
     for case, (path, code) in CASES.items():
         with subtests.test(case):
@@ -200,6 +201,7 @@ def test_each_case_that_cut_a_command_now_reaches_its_file_exactly(project, api,
     with subtests.test("heredoc_with_parentheses_and_quotes"):
         assert (project.root / "notes.sh").read_text() == HEREDOC
         assert (project.root / "notes2.sh").read_text() == ") it's (\n"  # <<-: tabs off; it ends at "END)"
+        assert (project.root / "notes3.sh").read_text() == HEREDOC
     assert "Not run" not in told[0] and "Not applied" not in told[0]
     assert result["reason"] == "answered"
 
@@ -295,12 +297,12 @@ def test_two_fenced_parts_of_a_batch_come_back_exactly(lua, a, b):
 
 
 @settings(**COMMON)
-@given(body=code_text)
-def test_a_heredoc_body_is_opaque_in_run(lua, body):
+@given(body=code_text, word=st.sampled_from(["'EOF'", '"EOF"', "\\EOF", "EOF"]))
+def test_a_heredoc_body_is_opaque_in_run(lua, body, word):
     assume(not re.search(r"(^|\n)EOF[ \t\r]*(\)|\n|$)", body))
-    got = round_trip(lua, f"$(run cat > x.txt <<'EOF'\n{body}\nEOF\n) tail")
+    got = round_trip(lua, f"$(run cat > x.txt <<{word}\n{body}\nEOF\n) tail")
     assert (got["n"], got["problems"]) == (1, 0)
-    assert got["args"] == f"cat > x.txt <<'EOF'\n{body}\nEOF"
+    assert got["args"] == f"cat > x.txt <<{word}\n{body}\nEOF"
 
 
 PROMPTS = """

@@ -79,8 +79,9 @@ end
 -- the closing line, the position after it), or nil when "<<" is not one (`<<<`, `1 << 3`).
 local function heredoc_op(text, j)
   if text:byte(j + 1) ~= LT or text:byte(j + 2) == LT or text:byte(j - 1) == LT then return nil end
-  local dash, q, word, after = text:match("^<<(%-?)[ \t]*([\"']?)([%w_][%w_.%-]*)%2()", j)
-  if not word or (q == "" and word:find("^%d")) then return nil end
+  -- the word as sh takes it: bare, quoted ('EOF', "EOF") or escaped (\EOF, POSIX's other quoting)
+  local dash, bs, q, word, after = text:match("^<<(%-?)[ \t]*(\\?)([\"']?)([%w_][%w_.%-]*)%3()", j)
+  if not word or (q == "" and bs == "" and word:find("^%d")) then return nil end
   return word, dash == "-", after
 end
 
