@@ -305,6 +305,27 @@ def test_a_heredoc_body_is_opaque_in_run(lua, body, word):
     assert got["args"] == f"cat > x.txt <<{word}\n{body}\nEOF"
 
 
+SPAWN = """
+local P = require("lib.machine.parser")
+local cmds = P.parse(...)
+return require("commands.spawn").parse(cmds[1].args)
+"""
+
+
+@pytest.mark.parametrize("reply, role, task, isolated", [
+    ('$(spawn explorer "find where it\'s read")', "explorer", "find where it's read", False),
+    ("$(spawn explorer find where the users' config is read)", "explorer", "find where the users' config is read", False),
+    ('$(spawn explorer --isolated "look")', "explorer", "look", True),
+    ('$(spawn --isolated explorer "look")', "explorer", "look", True),
+    ('$(spawn refactorer make it print this:\n```py\nprint(f"{x})")  # a ) too\n```)', "refactorer",
+     'make it print this:\n```py\nprint(f"{x})")  # a ) too\n```', False),
+])
+def test_a_spawned_childs_task_is_what_the_model_wrote(lua, reply, role, task, isolated):
+    """$(spawn ROLE task): the task reaches the child as written (apostrophes, a fence of real
+    code), and --isolated counts before the role or after it, never as words of the task."""
+    assert list(lua.to_py(lua.execute(SPAWN, "=(spawn)", reply))) == [role, task, isolated]
+
+
 PROMPTS = """
 local P, prompts = require("lib.machine.parser"), require("lib.machine.prompts")
 local out = {}

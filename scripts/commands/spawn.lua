@@ -12,17 +12,23 @@ return {
   access = "read-only",
   needs = "agent", -- the coding agent's policy (lib/agent), required only when it runs
   tool = true,
+  -- The task is the rest of the text as the model wrote it (code, apostrophes and all), unquoted
+  -- only when one pair of quotes wraps all of it; --isolated may stand before the role or after it.
   parse = function(text)
-    local words = parser.words(text)
-    local isolated = words[1] == "--isolated"
-    if isolated then table.remove(words, 1) end
-    local role = words[1]
-    table.remove(words, 1)
-    local task = table.concat(words, " ")
+    local rest, isolated = text:gsub("^%s+", ""), false
+    local function flag()
+      local after = rest == "--isolated" and "" or rest:match("^%-%-isolated%s+(.*)$")
+      if after then isolated, rest = true, after end
+    end
+    flag()
+    local role, after = rest:match("^(%S+)%s*(.*)$")
+    rest = after or ""
+    flag()
+    local task = parser.unquote((rest:gsub("%s+$", "")))
     if not role or task:match("^%s*$") then
       moss.error("usage", 'spawn needs a role and a task: $(spawn explorer "find where the config is read")')
     end
-    return { role, task, isolated }
+    return { parser.unquote(role), task, isolated }
   end,
   run = function(ctx, a)
     local role, task = a[1], a[2]
