@@ -251,3 +251,25 @@ def test_a_file_the_agent_adds_cannot_stand_in_for_the_test_runner(tmp_path):
     (copy / "conftest.py").write_text("import sys\nsys.exit(0)\n")
     got = attempt.check(task, copy, None)
     assert got["passed"] is False and "FAILED" in got["output"], got
+
+
+def test_a_later_try_never_runs_without_a_budget(project, api):
+    """--tries 2 under a --max-tokens the first try spends (its last call takes it over): the
+    second try is not started on nothing (a --max-cost of 0 would have meant no limit to the
+    agent; tokens, one more call). The attempt ends `budget`, not counted, and its session
+    never hears the failing output."""
+    task = next(t for t in TASKS if t.id == "run-length")
+    shutil.copytree(task.repo, project.root / "ex" / "run-length")
+
+    def wrong(body) -> str:
+        if state_of(body) == "planner":
+            return PLAN
+        return "$(edit run_length.py replace " + quoted("def encode(text):\n    return text\n") + ") $(answer done)"
+
+    project.write(".moss/config.toml", f'[llm]\nprovider = "{STORY_PROVIDER}"\nmodel = "wrong"\n')
+    api.push(*[wrong] * 20)
+    r = project.moss("eval", "ex", "--tries", "2", "--max-tokens", "400", "--json", env=api.env(), timeout=300)
+    [row] = rows_of(r.stdout)
+    assert row["reason"] == "budget" and row["passed"] is None, row  # not counted
+    assert row["detail"] == "the budget was spent before try 2 of 2" and len(row["checks"]) == 1, row
+    assert not [q for q in api.requests if "FAIL" in json.dumps(q.body)]

@@ -235,6 +235,9 @@ class LocalAttempts(AttemptExecutor):
             row["check"] = c
             if c["passed"] or n == tries or row.get("exit") == 2 or row.get("reason") in NO_RETRY:
                 break
+            if _spent(spec, row):  # a later try's budget is what is left: none, so no try (not counted)
+                row.update(reason="budget", detail=f"the budget was spent before try {n + 1} of {tries}")
+                break
             prompt = att.retry_prompt(spec.retry, c)
         if tries > 1:
             row["checks"] = [{k: v for k, v in c.items() if k != "output"} for c in checks]
@@ -314,6 +317,13 @@ class LocalAttempts(AttemptExecutor):
             kept = self.logs / f"{safe}.jsonl"
             results.write(kept, log.read_bytes())
             row["log"] = str(kept)
+
+
+def _spent(spec: att.Spec, row: dict) -> bool:
+    """Whether the attempt's cost or token budget is used up by its tries so far (a try given
+    --max-cost 0 would run with no limit at all: 0 means none to the agent)."""
+    return ((spec.max_cost is not None and float(row.get("cost") or 0.0) >= spec.max_cost)
+            or (spec.max_tokens is not None and int(row.get("tokens") or 0) >= int(spec.max_tokens)))
 
 
 def _take_result(row: dict, result: Result, sid: str | None) -> None:
