@@ -473,3 +473,21 @@ def test_a_change_task_may_give_its_agent_more_tries_and_the_policy_takes_them(t
             local own, given = p.attempts(suite, {{name = "default"}}, 1), p.attempts(suite, {{name = "default"}}, 1, 3)
             return {own[1].tries, own[2].tries, given[1].tries, given[2].tries}'''))
     assert got == [2, 1, 3, 1]
+
+
+def test_what_the_checks_set_up_reads_of_a_copy_follows_no_link_and_waits_on_no_fifo(tmp_path):
+    """The files of an attempt's copy the eval reads before a check (tests, Cargo.toml,
+    package.json, ...) may be what the agent left: a link to /dev/zero or a fifo is not read
+    (the eval neither runs out of memory nor hangs), a plain file is."""
+    import os
+
+    from moss.eval.languages import js_packages, missing_crates, uses_pytest
+
+    os.symlink("/dev/zero", tmp_path / "a_test.py")
+    os.mkfifo(tmp_path / "b_test.py")
+    os.symlink("/dev/zero", tmp_path / "Cargo.toml")
+    os.mkfifo(tmp_path / "package.json")
+    assert uses_pytest(tmp_path) is False
+    assert missing_crates(tmp_path) == [] and js_packages(tmp_path) == js_packages(tmp_path / "none")
+    (tmp_path / "c_test.py").write_text("import pytest\n")
+    assert uses_pytest(tmp_path) is True

@@ -195,14 +195,38 @@ def toolchain_problem(lang: Language, env=None) -> str | None:
     return None
 
 
+READ_LIMIT = 1 << 20  # a build file or test the checks' set-up reads: more is not one
+
+
+def _read_bytes(copy: Path, rel: str, limit: int = READ_LIMIT) -> bytes | None:
+    """A file of an attempt's copy, read from the copy held open without following a link and at
+    most `limit` bytes (the agent may have made it a link to /dev/zero, a fifo, or a huge
+    file); None when it cannot be read so."""
+    from ..errors import MossError
+    from ..tools import safefs
+
+    try:
+        with safefs.Tree(copy) as tree:
+            return tree.read_bytes(rel, limit)
+    except (MossError, OSError):
+        return None
+
+
+def _read(copy: Path, rel: str) -> str | None:
+    """`_read_bytes` as UTF-8 text; None when it is not."""
+    data = _read_bytes(copy, rel)
+    try:
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def uses_pytest(copy: Path) -> bool:
     """Whether a Python exercise's tests import pytest (then pytest runs them)."""
     for test in copy.glob("*test*.py"):
-        try:
-            if re.search(r"^\s*(import|from) pytest", test.read_text(encoding="utf-8"), re.M):
-                return True
-        except (OSError, UnicodeDecodeError):
-            continue
+        text = _read(copy, test.name)
+        if text is not None and re.search(r"^\s*(import|from) pytest", text, re.M):
+            return True
     return False
 
 
@@ -262,8 +286,8 @@ def missing_crates(copy: Path, env=None) -> list[str]:
     """The crates the copy's Cargo.toml needs that cargo's download cache does not hold (crates.io
     cannot be reached from a check: `cargo test --offline`)."""
     try:
-        manifest = tomllib.loads((copy / "Cargo.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        manifest = tomllib.loads(_read(copy, "Cargo.toml") or "")
+    except tomllib.TOMLDecodeError:
         return []  # cargo itself says what is wrong with it
     cache = cargo_home(env) / "registry" / "cache"
     have = set()
@@ -281,9 +305,8 @@ _GRADLE_DEP = re.compile(r"""^\s*(?:implementation|api|compileOnly|runtimeOnly)\
 def java_libraries(copy: Path) -> tuple[list[str], list[str]]:
     """(jars found for the libraries build.gradle's main code needs, the libraries not found here):
     gradle would download them; the checks use Debian's jars in /usr/share/java."""
-    try:
-        text = (copy / "build.gradle").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    text = _read(copy, "build.gradle")
+    if text is None:
         return [], []
     jars, missing = [], []
     for group, artifact, version in _GRADLE_DEP.findall(text):
@@ -303,9 +326,8 @@ _BOOST = re.compile(r"find_package\s*\(\s*Boost\b([^)]*)\)", re.I)
 def missing_boost(copy: Path) -> list[str]:
     """The Boost libraries a C++ exercise's CMakeLists.txt requires and this machine lacks
     (Debian's libboost-COMPONENT-dev): [] when none, ["headers"] when Boost is not there at all."""
-    try:
-        text = (copy / "CMakeLists.txt").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    text = _read(copy, "CMakeLists.txt")
+    if text is None:
         return []
     wanted: list[str] = []
     for args in _BOOST.findall(text):
@@ -351,8 +373,8 @@ def js_packages(copy: Path) -> dict[str, str]:
     """What the tests need, at the versions the exercise's package.json names (a version that is
     not a plain range of the registry's is not taken: the default is)."""
     try:
-        pkg = json.loads((copy / "package.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        pkg = json.loads(_read(copy, "package.json") or "{}")
+    except ValueError:
         pkg = {}
     dev = pkg.get("devDependencies") if isinstance(pkg, dict) else None
     dev = dev if isinstance(dev, dict) else {}
@@ -536,12 +558,9 @@ def prepare_catch_main(copy: Path, shell_setup=None, env=None) -> Path | None:
     distinct pair and compiler: its path, or None (then the check compiles it as the exercise's
     CMakeLists says)."""
     env = os.environ if env is None else env
-    try:
-        main = (copy / "test" / "tests-main.cpp").read_bytes()
-        header = (copy / "test" / "catch.hpp").read_bytes()
-    except OSError:
-        return None
-    if b"CATCH_CONFIG_MAIN" not in main or (copy / "test" / "tests-main.cpp").is_symlink():
+    main = _read_bytes(copy, "test/tests-main.cpp")
+    header = _read_bytes(copy, "test/catch.hpp", 16 * READ_LIMIT)  # Catch's single header: ~0.6 MB
+    if main is None or header is None or b"CATCH_CONFIG_MAIN" not in main:
         return None
     compiler = _compiler(env.get("PATH", os.defpath))
     if not compiler:
