@@ -36,7 +36,8 @@ local FLAGS = {
   { "--output-format", metavar = "FORMAT", choices = { "text", "json", "stream-json" },
     help = "text (answer on stdout), json (one object), stream-json (events)" },
   { "--spawn", type = "flag",
-    help = "let the model start child agents: $(spawn ROLE \"task\"), $(await), $(children)" },
+    help = "let the model start child agents: $(spawn [--isolated] ROLE \"task\"), $(await), $(children), " ..
+      "$(merge ID), $(discard ID)" },
   { "--resume", metavar = "[ID]", optional_value = true, help = "continue a saved session (latest without ID)" },
   { "--list-sessions", type = "flag", help = "table of saved sessions (also: moss sessions list)" },
   { "--show-session", metavar = "ID", help = "one session's log as a timeline (also: moss sessions show ID)" },
@@ -64,7 +65,8 @@ docs/agent.md has the whole outcome table.
 Machines, roles, prompts and commands are Lua: copy a file from moss's scripts/ into
 .moss/scripts/ (same relative path) to change it. Config: [agent] machine, max_turns,
 role, dispatch, pipeline, auto_approve, validate, validate_commands, validate_on,
-validate_baseline, compact_at, spawn, max_commands_per_reply; [llm] context_window.
+validate_baseline, compact_at, spawn, isolate_writers, max_commands_per_reply;
+[llm] context_window.
 While it works, type to it, or: moss say "...".]]
 end
 

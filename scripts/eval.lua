@@ -399,8 +399,13 @@ end
 
 --- --prepare DIR: what DIR's exercises' checks need made once, one line per language.
 function M.prepare(dir)
+  local ok, got = pcall(moss.eval.prepare, dir)
+  if not ok then -- said as the flag the person typed, not as the primitive behind it
+    local why = tostring(type(got) == "table" and got.message or got):gsub("^moss%.eval%.prepare: ", "")
+    moss.error(moss.error_kind(got) or "usage", "--prepare " .. dir .. ": " .. why, 0)
+  end
   local ready = true
-  for _, p in ipairs(moss.eval.prepare(dir)) do
+  for _, p in ipairs(got) do
     moss.ui.print(("%-10s %s  %s"):format(p.language, p.ready and "ready" or "NOT READY", p.detail),
       { style = p.ready and "green" or "red" })
     ready = ready and p.ready

@@ -693,10 +693,10 @@ function moss.eval.start(opts) end
 function moss.eval.next() end
 
 --- the verdict on an ended attempt: `passed` true/false, or nil when it does not count; writes
---- its line to attempts.jsonl and removes its copy (kept with opts keep / keep_failed); the row
+--- its line to attempts.jsonl and removes its copy (kept with opts keep / keep_failed); the row.
+--- `passed_on`: the try it passed on (pass@1 .. pass@N)
 ---@errors usage, denied
 ---@param key string
---- `passed_on`: the try it passed on (pass@1 .. pass@N)
 ---@param verdict {passed?: boolean, verdict?: string, outcome?: string, passed_on?: integer}
 ---@return table
 function moss.eval.record(key, verdict) end
@@ -1080,7 +1080,9 @@ function moss.agents.wait_any(ids, timeout) end
 ---@param id string
 ---@return string
 function moss.agents.status(id) end
---- One child's {id, parent, role, status, task, turn, state, waiting, result}, or all of this tree's.
+--- One child's {id, parent, role, status, task, turn, state, waiting, started, result}, or all of
+--- this tree's; an isolated child's also `isolated` = {state (working, merged, discarded), strategy,
+--- files, bytes, seconds, home, whole (its copy complete), changed (how many paths it changed)}.
 ---@errors usage, not_found
 ---@param id? string
 ---@return table

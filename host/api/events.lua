@@ -936,7 +936,7 @@
 --- an isolated child's copy of the tree was made (host/tools/worktree/)
 ---@class moss.log.child_isolated
 ---@field child string
----@field strategy? string              # reflink, copy or hardlink (or several, joined by +)
+---@field strategy? string              # reflink, copy, hardlink (a reader's), hardlink-then-copy (a writer's: links, copied in the background), or several joined by +
 ---@field files? integer
 ---@field bytes? integer                # of the files copied
 ---@field seconds? number               # making the copy and recording its starting point

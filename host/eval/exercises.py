@@ -45,7 +45,8 @@ def load_exercises(path: Path | str) -> Suite:
     `problem`)."""
     path = Path(path)
     if not path.is_dir():
-        raise MossError(f"no exercise folder at {display_path(path)}", kind="not_found")
+        raise MossError(f"no exercise folder at {display_path(path)} (a folder with one folder per exercise, "
+                        f"each holding {CONFIG}: the polyglot benchmark's layout)", kind="not_found")
     base = path.resolve()
     folders = sorted(p for p in base.iterdir() if p.is_dir() and (p / CONFIG).is_file())
     if not folders:
