@@ -491,3 +491,19 @@ def test_what_the_checks_set_up_reads_of_a_copy_follows_no_link_and_waits_on_no_
     assert missing_crates(tmp_path) == [] and js_packages(tmp_path) == js_packages(tmp_path / "none")
     (tmp_path / "c_test.py").write_text("import pytest\n")
     assert uses_pytest(tmp_path) is True
+
+
+def test_an_attempt_of_more_than_one_try_needs_the_policys_retry_message():
+    """What a session hears after a failed check is the eval policy's words (scripts/eval.lua
+    M.retry), never a default of the host's: a policy that gives an attempt two tries and no
+    retry message is told so, naming the attempt."""
+    import pytest
+
+    from moss.errors import MossError
+    from moss.eval.session import _retry
+
+    with pytest.raises(MossError, match=r"attempt 'a\|x\|1' has 2 tries but no retry"):
+        _retry({"key": "a|x|1"}, 2)
+    assert _retry({"key": "a|x|1"}, 1) is None
+    assert _retry({"retry": {"message": "Fix it:\n{output}", "lines": 5}}, 2) == {"message": "Fix it:\n{output}",
+                                                                                   "lines": 5}

@@ -179,17 +179,17 @@ def check(task, copy: Path, answer: str | None, setup=None, *, timeout: float | 
     return {"passed": bool(ok), "detail": why}
 
 
-def retry_prompt(retry: dict | None, check: dict) -> str:
-    """The message a failed try's session gets: the policy's `message` with {output} the tail of
-    the check's output (its last `lines` lines, at most `chars` characters) and {detail} its one
-    line."""
-    retry = retry or {}
-    lines = max(1, int(retry.get("lines") or 50))
-    chars = max(100, int(retry.get("chars") or 4000))
+def retry_prompt(retry: dict, check: dict) -> str:
+    """The message a failed try's session gets: the policy's `message` (scripts/eval.lua
+    M.retry; eval.start requires one for an attempt of more than one try) with {output} the tail
+    of the check's output (its last `lines` lines, at most `chars` characters; all of it when
+    the policy sets no cap) and {detail} its one line."""
+    lines = max(1, int(retry.get("lines") or 1_000_000))
+    chars = max(100, int(retry.get("chars") or 1_000_000))
     tail = "\n".join(str(check.get("output") or "").rstrip().splitlines()[-lines:])
     if len(tail) > chars:
         tail = "[...]\n" + tail[-chars:].split("\n", 1)[-1]
-    message = str(retry.get("message") or "The check failed:\n{output}")
+    message = str(retry["message"])
     # {detail} first: the output is the tests', and may hold any text
     return message.replace("{detail}", str(check.get("detail") or "")).replace("{output}", tail or "(no output)")
 

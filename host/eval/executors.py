@@ -238,6 +238,8 @@ class LocalAttempts(AttemptExecutor):
             if _spent(spec, row):  # a later try's budget is what is left: none, so no try (not counted)
                 row.update(reason="budget", detail=f"the budget was spent before try {n + 1} of {tries}")
                 break
+            if spec.retry is None:  # nothing to tell its session (eval.start requires it for tries > 1)
+                break
             prompt = att.retry_prompt(spec.retry, c)
         if tries > 1:
             row["checks"] = [{k: v for k, v in c.items() if k != "output"} for c in checks]

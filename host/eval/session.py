@@ -124,7 +124,7 @@ class EvalRun:
                                   record=cassettes.file_for(self.record_dir, a["key"]) if self.record_dir else None,
                                   replay=self._recording(a) if self.replay_dir else None,
                                   prompt=str(a["prompt"]) if a.get("prompt") else None,
-                                  tries=_tries(a), retry=_retry(a.get("retry")), check_timeout=check_timeout,
+                                  tries=_tries(a), retry=_retry(a, _tries(a)), check_timeout=check_timeout,
                                   config=_config(a.get("config"))))
         return specs, seen
 
@@ -246,9 +246,14 @@ def _config(v) -> dict | None:
     return v
 
 
-def _retry(v) -> dict | None:
-    """The policy's retry message: {message, lines, chars} (host/eval/attempt.py retry_prompt)."""
+def _retry(a: dict, tries: int) -> dict | None:
+    """The policy's retry message: {message, lines, chars} (host/eval/attempt.py retry_prompt).
+    An attempt with more than one try needs one: what a session is told is the policy's."""
+    v = a.get("retry")
     if v is None:
+        if tries > 1:
+            raise MossError(f"eval.start: attempt {a.get('key')!r} has {tries} tries but no retry = {{message = "
+                            f"...}}: what its session is told after a failed check", kind="usage")
         return None
     if not isinstance(v, dict) or not isinstance(v.get("message"), str):
         raise MossError("eval.start: an attempt's retry must be a table with a message", kind="usage")
