@@ -446,3 +446,33 @@ def test_only_a_childs_parent_can_merge_its_change(project, api):
     said, applied = r.stdout.strip().splitlines()
     assert said == "moss.agents.merge: child sib1-1 is not a child of this agent (sib1-2): only its parent (sib1) can merge its change"
     assert applied == "1" and (project.root / "a.py").read_text().endswith("# by A\n")
+
+
+READER_KID = """
+return { child = function(spec)
+  while not moss.fs.read("go.txt"):find("go") do end -- until the parent has changed a.py in place
+  return { answer = "looked", success = true, reason = "answered" }
+end }
+"""
+
+
+def test_an_isolated_reader_is_never_credited_with_the_parents_own_edits(project, api):
+    """An isolated child that cannot write shares its files with the parent (hard links). The
+    parent appends to a.py in place while the child runs: the child's result says it changed
+    nothing, and its merge applies nothing."""
+    project.write("a.py", module(1))
+    project.write("go.txt", "wait\n")
+    project.script("looker", READER_KID)
+    project.script("start", """
+        moss.session.bind("rd1")
+        moss.access.set("edit")
+        local h = moss.spawn { task = "look", script = "looker", isolate = true, access = "read-only" }
+        while not moss.agents.info(h.id).isolated.whole do end  -- its starting point recorded
+        moss.shell.run("echo '# parent' >> a.py; echo go > go.txt")  -- in place: through the links
+        local r = h:wait()
+        print(#(r.changed or {}), r.patch == "", #h:merge().applied)
+    """)
+    r = project.moss("@start")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "true", "0"], r.stdout
+    assert (project.root / "a.py").read_text() == module(1) + "# parent\n"

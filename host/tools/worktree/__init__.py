@@ -187,6 +187,11 @@ class Worktree:
         """The copy against where it started: {patch, patch_cut, patch_stat, changes, changed}."""
         self._require("compare")
         self.wait_ready()
+        if not self.record.get("may_write"):
+            # A child that could not write changed nothing; its copy's files are hard links to
+            # the parent's, so what differs from its start is the parent's own in-place edits.
+            return {"patch": "", "patch_cut": False, "changes": [], "changed": [],
+                    "patch_stat": {"files": 0, "added": 0, "removed": 0, "binary": 0, "bytes": 0}}
         return changes.diff(self.tree, self.home)
 
     def merge(self, target: Path, got: dict | None = None) -> dict:
